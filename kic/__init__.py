@@ -1,0 +1,27 @@
+"""kic: kinematics and dynamics of rigid-link mechanisms by kinematic influence
+coefficients (R. A. Freeman, 1985, after Tesar, Benedict and Thomas).
+
+Description (what a mechanism is): :class:`Joint`, :class:`Link`,
+:class:`SerialChain`.  Per-configuration results (what it does at q):
+``chain.kinematics(q)`` -> :class:`ChainKinematics` (influence coefficients
+G, H, D), ``chain.dynamics(q)`` -> :class:`DynamicModel` (I*, P*, loads,
+energies).  Inverse and forward dynamics, :class:`Loads` by virtual work and
+:func:`simulate`.  Errors: :class:`ModelError`, :class:`SingularityError`,
+:class:`ClosureError`, all :class:`KicError`.
+"""
+from .chain import Joint, Link, SerialChain
+from .dynamics import DynamicModel
+from .errors import ClosureError, KicError, ModelError, SingularityError
+from .kinematics import ChainKinematics, Influence
+from .loads import Loads
+from .products import cross_product, scalar_product
+from .simulate import Simulation, simulate
+
+__all__ = [
+    "Joint", "Link", "SerialChain",
+    "ChainKinematics", "Influence", "DynamicModel", "Loads",
+    "simulate", "Simulation",
+    "scalar_product", "cross_product",
+    "KicError", "ModelError", "SingularityError", "ClosureError",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,470 @@
+"""Description of an open serial chain: joints, links, and the chain itself.
+
+This module holds *what the mechanism is* (geometry and mass properties),
+never what it does at a configuration; per-configuration results come from
+:mod:`kic.kinematics` and :mod:`kic.dynamics` (as Pinocchio keeps ``Model``
+apart from ``Data``).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._array import finite_array, homogeneous, rot_x, rot_z
+from .errors import ModelError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .dynamics import DynamicModel
+    from .kinematics import ChainKinematics
+    from .loads import Loads
+
+__all__ = ["Joint", "Link", "SerialChain"]
+
+_KINDS = {"R": "R", "REVOLUTE": "R", "P": "P", "PRISMATIC": "P"}
+
+
+def _check_rigid(T, name: str) -> np.ndarray:
+    """Validate a 4x4 rigid transform (orthonormal, det +1, last row 0 0 0 1)."""
+    T = finite_array(T, name)
+    if T.shape != (4, 4):
+        raise ModelError(f"{name} must be a 4x4 homogeneous transform, got shape {T.shape}")
+    R = T[:3, :3]
+    err = np.abs(R.T @ R - np.eye(3)).max()
+    if err > 1e-9 or np.linalg.det(R) < 0 or np.abs(T[3] - (0, 0, 0, 1)).max() > 1e-12:
+        raise ModelError(
+            f"{name} is not a rigid transform (rotation orthonormality error {err:.2e}, "
+            f"det {np.linalg.det(R):+.6f}, last row {T[3].tolist()})")
+    return T
+
+
+class Joint:
+    """A one-degree-of-freedom joint of a serial chain.
+
+    Parameters
+    ----------
+    kind : {"R", "P"}
+        Revolute (coordinate: angle, rad) or prismatic (coordinate: length, m).
+        ``"revolute"`` and ``"prismatic"`` are accepted too.
+    axis : array_like, shape (3,)
+        Direction of the joint axis in the joint frame; normalised on input.
+    origin : array_like, shape (4, 4), optional
+        Placement of the joint frame in the previous link's frame (the base
+        frame for the first joint) at zero joint value.  Identity by default.
+        The revolute axis passes through the joint frame's origin.
+    name : str, optional
+        Used in messages and for lookup; defaults to ``"joint<k>"``.
+
+    Examples
+    --------
+    >>> import numpy as np, kic
+    >>> j = kic.Joint("R", axis=(0, 0, 1), origin=np.eye(4), name="shoulder")
+    >>> j.kind, j.axis.tolist()
+    ('R', [0.0, 0.0, 1.0])
+    """
+
+    def __init__(self, kind: str, axis=(0.0, 0.0, 1.0), origin=None,
+                 name: str | None = None) -> None:
+        label = f"joint {name!r}" if name is not None else "joint"
+        key = str(kind).upper() if isinstance(kind, str) else None
+        if key not in _KINDS:
+            raise ModelError(f"{label}: unknown joint kind {kind!r}; use 'R' (revolute) "
+                             "or 'P' (prismatic)")
+        self.kind: str = _KINDS[key]
+        a = finite_array(axis, f"{label} axis")
+        if a.shape != (3,):
+            raise ModelError(f"{label}: axis must have 3 components, got shape {a.shape}")
+        n = float(np.linalg.norm(a))
+        if n < 1e-12:
+            raise ModelError(f"{label}: axis {a.tolist()} is zero")
+        self.axis: np.ndarray = a / n
+        self.origin: np.ndarray = (np.eye(4) if origin is None
+                                   else _check_rigid(origin, f"{label} origin"))
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Joint({self.kind!r}, axis={self.axis.tolist()}, name={self.name!r})"
+
+
+class Link:
+    """Mass properties of a rigid link.
+
+    Parameters
+    ----------
+    mass : float
+        Mass (kg), >= 0.  Zero is allowed for massless intermediate bodies.
+    com : array_like, shape (3,)
+        Centroid in the link frame (m).
+    inertia : array_like, shape (3, 3), optional
+        Inertia tensor about the centroid in link-frame axes (kg m^2); zero
+        (a point mass) by default.  Must be symmetric positive semi-definite.
+    name : str, optional
+        Defaults to ``"link<k>"``.
+    check_triangle : bool
+        Require the principal moments to satisfy the triangle inequality
+        ``I1 + I2 >= I3`` that every real body does.  Some published tables
+        (PUMA 560 among them) violate it; pass ``False`` to accept them.
+
+    Examples
+    --------
+    >>> import kic
+    >>> rod = kic.Link(2.0, com=(0.25, 0, 0), inertia=[[0, 0, 0], [0, 2*0.5**2/12, 0],
+    ...                [0, 0, 2*0.5**2/12]])
+    >>> float(rod.mass)
+    2.0
+    """
+
+    def __init__(self, mass: float, com=(0.0, 0.0, 0.0), inertia=None,
+                 name: str | None = None, check_triangle: bool = True) -> None:
+        label = f"link {name!r}" if name is not None else "link"
+        m = finite_array(mass, f"{label} mass")
+        if m.shape != () or m < 0:
+            raise ModelError(f"{label}: mass must be a scalar >= 0 kg, got {mass!r}")
+        self.mass = float(m)
+        c = finite_array(com, f"{label} com")
+        if c.shape != (3,):
+            raise ModelError(f"{label}: com must have 3 components, got shape {c.shape}")
+        self.com: np.ndarray = c
+        I = np.zeros((3, 3)) if inertia is None else finite_array(inertia, f"{label} inertia")
+        if I.shape == (3,):
+            I = np.diag(I)
+        if I.shape != (3, 3):
+            raise ModelError(f"{label}: inertia must be 3x3 (or 3 principal moments), "
+                             f"got shape {I.shape}")
+        scale = max(float(np.abs(I).max()), 1e-300)
+        if np.abs(I - I.T).max() > 1e-9 * scale:
+            raise ModelError(f"{label}: inertia is not symmetric: {I.tolist()}")
+        I = 0.5 * (I + I.T)
+        ev = np.linalg.eigvalsh(I)
+        if ev[0] < -1e-9 * scale:
+            raise ModelError(f"{label}: inertia is not positive semi-definite "
+                             f"(principal moments {ev.tolist()})")
+        if check_triangle and ev[0] + ev[1] < ev[2] - 1e-9 * scale:
+            raise ModelError(
+                f"{label}: principal moments {ev.tolist()} violate the triangle inequality "
+                "I1 + I2 >= I3 of a physical body; pass check_triangle=False to accept "
+                "a published table that does")
+        self.inertia: np.ndarray = I
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Link(mass={self.mass}, com={self.com.tolist()}, name={self.name!r})"
+
+
+class SerialChain:
+    """An open serial chain of revolute and prismatic joints.
+
+    Link frame ``j`` is ``frame(j-1) @ joints[j].origin @ motion_j(q_j)``, where
+    ``motion_j`` rotates about (R) or translates along (P) the joint axis, and
+    frame 0 is ``base``.  Link ``j`` is carried by joint ``j``.
+
+    Parameters
+    ----------
+    joints : sequence of Joint
+    links : sequence of Link
+        One per joint; ``links[j]`` is moved by joints ``0..j``.
+    gravity : array_like, shape (3,)
+        Gravitational acceleration in the world frame (m/s^2).
+    base : array_like, shape (4, 4), optional
+        Placement of the chain's base in the world.
+    tool : array_like, shape (4, 4), optional
+        Tool frame in the last link's frame (the frame its data are given in,
+        see ``frame_offsets``).
+    frame_offsets : array_like, shape (M, 4, 4), optional
+        For each link, the frame in which its mass properties and points are
+        given, relative to the kinematic link frame above.  Identity by
+        default; :meth:`from_dh` uses it so that links are described in their
+        Denavit-Hartenberg frames.
+    name : str, optional
+
+    Notes
+    -----
+    Per-configuration results (influence coefficients, the dynamic model)
+    accept a batch ``q`` of shape ``(..., M)`` and return arrays with the same
+    leading axes.  SI units throughout: m, kg, s, rad, N, N m.
+
+    Examples
+    --------
+    A planar two-link arm of uniform rods (seed 001), gravity along -y:
+
+    >>> import numpy as np, kic
+    >>> rod = lambda m, l: kic.Link(m, com=(l / 2, 0, 0),
+    ...                             inertia=np.diag([0, m * l**2 / 12, m * l**2 / 12]))
+    >>> T = np.eye(4); T[0, 3] = 1.0
+    >>> arm = kic.SerialChain([kic.Joint("R"), kic.Joint("R", origin=T)],
+    ...                       [rod(1.0, 1.0), rod(1.0, 1.0)], gravity=(0, -9.81, 0))
+    >>> arm.dof
+    2
+    >>> np.round(arm.dynamics([0.0, 0.0]).I_star, 4)
+    array([[2.6667, 0.8333],
+           [0.8333, 0.3333]])
+    """
+
+    def __init__(self, joints: Sequence[Joint], links: Sequence[Link],
+                 gravity=(0.0, 0.0, -9.81), base=None, tool=None,
+                 frame_offsets=None, name: str | None = None) -> None:
+        joints, links = list(joints), list(links)
+        if not joints:
+            raise ModelError("a serial chain needs at least one joint")
+        if len(joints) != len(links):
+            raise ModelError(f"{len(joints)} joints but {len(links)} links: give one link "
+                             "per joint (link j is carried by joint j)")
+        for k, j in enumerate(joints):
+            if not isinstance(j, Joint):
+                raise ModelError(f"joints[{k}] is {type(j).__name__}, not kic.Joint")
+        for k, l in enumerate(links):
+            if not isinstance(l, Link):
+                raise ModelError(f"links[{k}] is {type(l).__name__}, not kic.Link")
+        self.joints: tuple[Joint, ...] = tuple(joints)
+        self.links: tuple[Link, ...] = tuple(links)
+        self.name = name
+        self.joint_names: tuple[str, ...] = tuple(
+            j.name if j.name is not None else f"joint{k + 1}" for k, j in enumerate(joints))
+        self.link_names: tuple[str, ...] = tuple(
+            l.name if l.name is not None else f"link{k + 1}" for k, l in enumerate(links))
+        for kind, names in (("joint", self.joint_names), ("link", self.link_names)):
+            if len(set(names)) != len(names):
+                dup = sorted({n for n in names if names.count(n) > 1})
+                raise ModelError(f"duplicate {kind} names {dup}")
+        self.gravity: np.ndarray = finite_array(gravity, "gravity", (3,))
+        self.base: np.ndarray = np.eye(4) if base is None else _check_rigid(base, "base")
+        self.tool: np.ndarray = np.eye(4) if tool is None else _check_rigid(tool, "tool")
+        M = len(joints)
+        if frame_offsets is None:
+            offsets = np.broadcast_to(np.eye(4), (M, 4, 4)).copy()
+        else:
+            offsets = finite_array(frame_offsets, "frame_offsets")
+            if offsets.shape != (M, 4, 4):
+                raise ModelError(f"frame_offsets must have shape ({M}, 4, 4), got {offsets.shape}")
+            for k in range(M):
+                _check_rigid(offsets[k], f"frame offset of {self.link_names[k]!r}")
+        self.frame_offsets: np.ndarray = offsets
+        self._prepare()
+
+    # ------------------------------------------------------------------ data
+    def _prepare(self) -> None:
+        """Precompute the constant arrays the numeric kernels use."""
+        M = self.dof
+        self.is_revolute = np.array([j.kind == "R" for j in self.joints])
+        self.is_prismatic = ~self.is_revolute
+        O = np.stack([j.origin for j in self.joints])             # (M,4,4)
+        a = np.stack([j.axis for j in self.joints])               # (M,3)
+        OR, Op = O[:, :3, :3], O[:, :3, 3]
+        # local rotation  O_R Rot(a, q) = C0 + cos q C1 + sin q C2  (Rodrigues)
+        aa = a[:, :, None] * a[:, None, :]
+        K = np.zeros((M, 3, 3))
+        K[:, 0, 1], K[:, 0, 2], K[:, 1, 2] = -a[:, 2], a[:, 1], -a[:, 0]
+        K[:, 1, 0], K[:, 2, 0], K[:, 2, 1] = a[:, 2], -a[:, 1], a[:, 0]
+        rev = self.is_revolute[:, None, None]
+        C0 = np.where(rev, OR @ aa, OR)
+        C1 = np.where(rev, OR @ (np.eye(3) - aa), 0.0)
+        C2 = np.where(rev, OR @ K, 0.0)
+        # 4x4 local transforms  L(q) = T0 + cos q T1 + sin q T2 + q T3
+        T0 = np.zeros((M, 4, 4)); T0[:, :3, :3] = C0; T0[:, :3, 3] = Op; T0[:, 3, 3] = 1
+        T1 = np.zeros((M, 4, 4)); T1[:, :3, :3] = C1
+        T2 = np.zeros((M, 4, 4)); T2[:, :3, :3] = C2
+        T3 = np.zeros((M, 4, 4)); T3[:, :3, 3] = np.where(self.is_prismatic[:, None],
+                                                          np.einsum("mij,mj->mi", OR, a), 0.0)
+        self._local = (T0, T1, T2, T3)
+        self._axis_in_prev = np.einsum("mij,mj->mi", OR, a)        # (M,3) in frame j-1
+        self._origin_in_prev = Op                                  # (M,3)
+        # mass properties in kinematic link frames
+        Fo = self.frame_offsets
+        self.masses = np.array([l.mass for l in self.links])
+        self._com = np.einsum("mij,mj->mi", Fo[:, :3, :3], np.stack([l.com for l in self.links])) \
+            + Fo[:, :3, 3]
+        self._inertia = np.einsum("mij,mjk,mlk->mil", Fo[:, :3, :3],
+                                  np.stack([l.inertia for l in self.links]), Fo[:, :3, :3])
+        self._first_moment = self.masses[:, None] * self._com
+        self._tool_kin = Fo[-1] @ self.tool
+
+    # ---------------------------------------------------------------- naming
+    @property
+    def dof(self) -> int:
+        """Number of joints (generalized coordinates) M."""
+        return len(self.joints)
+
+    @property
+    def total_mass(self) -> float:
+        """Sum of the link masses (kg)."""
+        return float(self.masses.sum())
+
+    def link_index(self, link: int | str) -> int:
+        """Index of a link given by index or name (``ModelError`` if unknown)."""
+        return self._index(link, self.link_names, "link")
+
+    def joint_index(self, joint: int | str) -> int:
+        """Index of a joint given by index or name (``ModelError`` if unknown)."""
+        return self._index(joint, self.joint_names, "joint")
+
+    @staticmethod
+    def _index(key, names, kind) -> int:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            k = int(key)
+            if -len(names) <= k < len(names):
+                return k % len(names)
+            raise ModelError(f"{kind} index {k} out of range for {len(names)} {kind}s")
+        if isinstance(key, str) and key in names:
+            return names.index(key)
+        raise ModelError(f"unknown {kind} {key!r}; known {kind}s: {list(names)}")
+
+    def __repr__(self) -> str:
+        kinds = "".join(j.kind for j in self.joints)
+        label = f" {self.name!r}" if self.name else ""
+        return f"<SerialChain{label} {kinds}, {self.total_mass:g} kg>"
+
+    # ------------------------------------------------------------ delegation
+    def frames(self, q) -> np.ndarray:
+        """World placement of every link frame, shape ``(..., M, 4, 4)``.
+
+        Frames are the ones the links are described in (after
+        ``frame_offsets``: the DH frames of a chain built with :meth:`from_dh`).
+        """
+        from .kinematics import link_frames
+        return link_frames(self, q)
+
+    def tool_frame(self, q) -> np.ndarray:
+        """World placement of the tool frame, shape ``(..., 4, 4)``."""
+        from .kinematics import link_frames
+        return link_frames(self, q, tool=True)
+
+    def kinematics(self, q, order: int = 2) -> "ChainKinematics":
+        """Influence coefficients up to ``order`` (1, 2 or 3) at ``q`` (..., M).
+
+        See :class:`kic.kinematics.ChainKinematics`.
+        """
+        from .kinematics import ChainKinematics
+        return ChainKinematics(self, q, order)
+
+    def dynamics(self, q) -> "DynamicModel":
+        """The dynamic model (I*, P*, gravity load, energies) at ``q`` (..., M).
+
+        See :class:`kic.dynamics.DynamicModel`.
+        """
+        from .dynamics import chain_dynamics
+        return chain_dynamics(self, q)
+
+    def inverse_dynamics(self, q, qd, qdd, loads: "Loads | None" = None) -> np.ndarray:
+        """Required joint loads ``T = I* q'' + q'^T P* q' + T_L`` (..., M), N m or N.
+
+        Computed recursively, without forming P*.  Includes gravity and, if
+        given, the applied ``loads`` (:class:`kic.Loads`).
+        """
+        from .dynamics import chain_inverse_dynamics
+        return chain_inverse_dynamics(self, q, qd, qdd, loads)
+
+    def forward_dynamics(self, q, qd, tau, loads: "Loads | None" = None) -> np.ndarray:
+        """Joint accelerations ``q'' = I*^-1 (T - q'^T P* q' - T_L)`` (..., M)."""
+        from .dynamics import chain_forward_dynamics
+        return chain_forward_dynamics(self, q, qd, tau, loads)
+
+    def gravity_load(self, q) -> np.ndarray:
+        """Joint loads that hold the chain against gravity, ``+dV/dq`` (..., M)."""
+        from .dynamics import chain_gravity_load
+        return chain_gravity_load(self, q)
+
+    def kinetic_energy(self, q, qd) -> np.ndarray:
+        """Kinetic energy ``q'^T I* q' / 2`` (J), shape ``(...)``."""
+        from .dynamics import chain_kinetic_energy
+        return chain_kinetic_energy(self, q, qd)
+
+    def potential_energy(self, q) -> np.ndarray:
+        """Gravitational potential energy ``-sum m_j g . c_j`` (J), shape ``(...)``."""
+        from .dynamics import chain_potential_energy
+        return chain_potential_energy(self, q)
+
+    # ------------------------------------------------------------ builders
+    @classmethod
+    def from_dh(cls, rows: Sequence[Mapping[str, Any]], links: Sequence[Link],
+                convention: str = "standard", gravity=(0.0, 0.0, -9.81), base=None,
+                tool=None, name: str | None = None) -> "SerialChain":
+        """Build a chain from Denavit-Hartenberg rows given by keyword.
+
+        Parameters
+        ----------
+        rows : sequence of mappings
+            One per joint, with keys (all optional but ``kind`` defaults to
+            ``"R"``): ``a`` (m), ``alpha`` (rad), ``d`` (m), ``theta`` (rad),
+            ``kind`` (``"R"``/``"P"``), ``offset`` (joint-coordinate offset)
+            and ``name``.  The joint variable adds to ``theta`` (R) or ``d``
+            (P): ``theta_i = theta + offset + q_i`` for a revolute joint.
+        links : sequence of Link
+            Mass properties given in the DH frame of each link (standard: the
+            frame at the distal end of link i, whose z is the axis of joint
+            i+1; modified: the frame at joint i), as in published tables.
+        convention : {"standard", "modified"}
+            ``"standard"`` (distal, Paul/Spong/Corke ``DHRobot``):
+            ``A_i = Rz(theta_i) Tz(d_i) Tx(a_i) Rx(alpha_i)``.
+            ``"modified"`` (proximal, Craig/Khalil):
+            ``A_i = Rx(alpha_{i-1}) Tx(a_{i-1}) Rz(theta_i) Tz(d_i)``, the row
+            of joint i holding ``alpha_{i-1}`` and ``a_{i-1}``.
+        gravity, base, tool, name
+            As in the constructor; ``tool`` is given in the DH frame of the
+            last link.
+
+        Notes
+        -----
+        Freeman's (Duffy's) parameters map onto the modified convention, where
+        frames sit at the joints: the link length ``a_jk`` (distance between
+        joint axes j and k along their common normal) is ``a``, the twist
+        ``alpha_jk`` is ``alpha``, the joint offset ``s_jj`` is ``d`` and the
+        joint angle ``theta_jj`` is ``theta`` of joint j.  Frames returned by
+        :meth:`frames` are the DH frames.
+
+        Examples
+        --------
+        >>> import numpy as np, kic
+        >>> rows = [dict(a=1.0), dict(a=1.0)]
+        >>> arm = kic.SerialChain.from_dh(rows, [kic.Link(1.0), kic.Link(1.0)])
+        >>> np.round(arm.tool_frame([np.pi / 2, 0.0])[:3, 3], 12)
+        array([0., 2., 0.])
+        """
+        conv = str(convention).lower()
+        if conv not in ("standard", "modified"):
+            raise ModelError(f"unknown DH convention {convention!r}; use 'standard' or 'modified'")
+        rows, links = list(rows), list(links)
+        if len(rows) != len(links):
+            raise ModelError(f"{len(rows)} DH rows but {len(links)} links")
+        allowed = {"a", "alpha", "d", "theta", "kind", "offset", "name"}
+        joints, offsets = [], []
+        trailing_prev = np.eye(4)
+        for k, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise ModelError(f"DH row {k} must be a mapping with keys {sorted(allowed)}, "
+                                 f"got {type(row).__name__}")
+            extra = set(row) - allowed
+            if extra:
+                raise ModelError(f"DH row {k}: unknown keys {sorted(extra)}; allowed "
+                                 f"{sorted(allowed)}")
+            label = f"DH row {k}"
+            vals = {key: float(finite_array(row.get(key, 0.0), f"{label} {key}"))
+                    for key in ("a", "alpha", "d", "theta", "offset")}
+            kind = row.get("kind", "R")
+            key = str(kind).upper()
+            if key not in _KINDS:
+                raise ModelError(f"{label}: unknown joint kind {kind!r}; use 'R' or 'P'")
+            kind = _KINDS[key]
+            theta, d = vals["theta"], vals["d"]
+            if kind == "R":
+                theta += vals["offset"]
+            else:
+                d += vals["offset"]
+            # The variable part (Rz(q) or Tz(q)) commutes with the constant part
+            # of the joint's own screw, Rz(theta) Tz(d), which therefore goes
+            # before the motion ("lead"); in the standard convention the
+            # Tx(a) Rx(alpha) after it ("trail") is the DH frame's offset from
+            # the kinematic link frame and is carried into the next origin.
+            screw = homogeneous(rot_z(theta)) @ homogeneous(p=(0.0, 0.0, d))
+            twist = homogeneous(p=(vals["a"], 0.0, 0.0)) @ homogeneous(rot_x(vals["alpha"]))
+            if conv == "standard":
+                origin = trailing_prev @ screw
+                trailing_prev = twist
+                offsets.append(twist)
+            else:
+                origin = homogeneous(rot_x(vals["alpha"])) @ homogeneous(p=(vals["a"], 0.0, 0.0)) \
+                    @ screw
+                offsets.append(np.eye(4))
+            joints.append(Joint(kind, (0.0, 0.0, 1.0), origin, row.get("name")))
+        return cls(joints, links, gravity=gravity, base=base, tool=tool,
+                   frame_offsets=np.stack(offsets), name=name)

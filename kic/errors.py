@@ -1,0 +1,67 @@
+"""Every exception kic raises on purpose, in one place.
+
+All of them derive from :class:`KicError`, so ``except kic.KicError`` catches
+anything the library reports about a model or a configuration.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["KicError", "ModelError", "SingularityError", "ClosureError"]
+
+
+class KicError(Exception):
+    """Base class of the errors raised by kic."""
+
+
+class ModelError(KicError, ValueError):
+    """A model description or an input is invalid.
+
+    The message names the joint, link, body or argument at fault and the
+    offending value.  Derives from :class:`ValueError`, so code written against
+    plain numpy/scipy conventions still catches it.
+    """
+
+
+class SingularityError(KicError, ArithmeticError):
+    """A configuration is singular (or too close to singular) for the request.
+
+    Attributes
+    ----------
+    sigma_min : float
+        Smallest singular value of the matrix that had to be inverted.
+    condition : float
+        Its 2-norm condition number (``inf`` when exactly singular).
+    where : Any
+        What was singular: a description such as ``"effective inertia I*"`` or
+        the loop and joints involved.
+    index : tuple or None
+        Index of the offending configuration in the batch, when batched.
+    """
+
+    def __init__(self, message: str, *, sigma_min: float = float("nan"),
+                 condition: float = float("inf"), where: Any = None,
+                 index: tuple | None = None) -> None:
+        super().__init__(message)
+        self.sigma_min = sigma_min
+        self.condition = condition
+        self.where = where
+        self.index = index
+
+
+class ClosureError(KicError, ArithmeticError):
+    """A closed loop could not be assembled at the requested coordinates.
+
+    Attributes
+    ----------
+    loop : Any
+        The loop (its cut joint or name) that failed to close.
+    residual : float
+        Norm of the closure residual when the solver gave up (m or rad).
+    """
+
+    def __init__(self, message: str, *, loop: Any = None,
+                 residual: float = float("nan")) -> None:
+        super().__init__(message)
+        self.loop = loop
+        self.residual = residual

@@ -1,0 +1,177 @@
+"""Applied loads and their effect on the generalized coordinates (virtual work).
+
+By the principle of virtual work (seed eq. 2-125, 2-147) an applied load T_u
+on a dependent parameter u (a force on a point, a moment on a link) is
+balanced at the inputs by ``T_L = -G^T T_u``, the sign convention of the whole
+library: ``T = I* q'' + q'^T P* q' + T_L`` is the load the actuators must
+supply.  A joint spring (torque ``-k (q - rest)`` on the joint) contributes
+``+k (q - rest)``; a viscous damper (``-c q'``) contributes ``+c q'``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._array import as_batch, cross, finite_array, match_batch
+from .errors import ModelError
+
+__all__ = ["Loads"]
+
+
+@dataclass(frozen=True)
+class _Force:
+    link: int | str
+    force: np.ndarray
+    point: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Moment:
+    link: int | str
+    moment: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Spring:
+    joint: int | str
+    stiffness: float
+    rest: float
+
+
+@dataclass(frozen=True)
+class _Damper:
+    joint: int | str
+    coefficient: float
+
+
+class Loads:
+    """A set of loads applied to a model, built by chaining.
+
+    Forces and moments are world vectors (N, N m); a force acts at a point
+    given in its link's frame (m).  Either may be batched, ``(..., 3)``,
+    matching the batch of configurations it is evaluated at (a load history
+    along a trajectory).  Springs (N m/rad or N/m) and viscous dampers
+    (N m s/rad or N s/m) act between the two bodies of a joint.
+
+    Examples
+    --------
+    >>> import kic, mechanisms
+    >>> arm = mechanisms.planar_two_link(g=0.0)
+    >>> loads = kic.Loads().force(1, (0.0, -10.0, 0.0), point=(1.0, 0, 0)).damper(0, 0.5)
+    >>> arm.inverse_dynamics([0.0, 0.0], [1.0, 0.0], [0.0, 0.0], loads=loads).round(6)
+    array([ 20.5,  10. ])
+    """
+
+    def __init__(self) -> None:
+        self._forces: list[_Force] = []
+        self._moments: list[_Moment] = []
+        self._springs: list[_Spring] = []
+        self._dampers: list[_Damper] = []
+
+    def force(self, link: int | str, force, point=(0.0, 0.0, 0.0)) -> "Loads":
+        """Add a world force ``force`` (N) acting at ``point`` on ``link``."""
+        f = finite_array(force, f"force on link {link!r}")
+        p = finite_array(point, f"point of the force on link {link!r}")
+        if f.shape[-1:] != (3,) or p.shape[-1:] != (3,):
+            raise ModelError(f"force and point on link {link!r} must be (..., 3) arrays, got "
+                             f"{f.shape} and {p.shape}")
+        self._forces.append(_Force(link, f, p))
+        return self
+
+    def moment(self, link: int | str, moment) -> "Loads":
+        """Add a world moment ``moment`` (N m) acting on ``link``."""
+        mu = finite_array(moment, f"moment on link {link!r}")
+        if mu.shape[-1:] != (3,):
+            raise ModelError(f"moment on link {link!r} must be a (..., 3) array, got {mu.shape}")
+        self._moments.append(_Moment(link, mu))
+        return self
+
+    def spring(self, joint: int | str, stiffness: float, rest: float = 0.0) -> "Loads":
+        """Add a linear spring on ``joint``: applied load ``-stiffness (q - rest)``."""
+        k = float(finite_array(stiffness, f"stiffness of the spring on joint {joint!r}"))
+        r = float(finite_array(rest, f"rest value of the spring on joint {joint!r}"))
+        self._springs.append(_Spring(joint, k, r))
+        return self
+
+    def damper(self, joint: int | str, coefficient: float) -> "Loads":
+        """Add a viscous damper on ``joint``: applied load ``-coefficient q'``."""
+        c = float(finite_array(coefficient, f"damping of joint {joint!r}"))
+        if c < 0:
+            raise ModelError(f"damping coefficient of joint {joint!r} must be >= 0, got {c}")
+        self._dampers.append(_Damper(joint, c))
+        return self
+
+    @property
+    def conservative(self) -> bool:
+        """True when the loads derive from a potential (springs, constant forces)."""
+        return not self._dampers and not self._moments and all(
+            f.force.ndim == 1 for f in self._forces)
+
+    def __bool__(self) -> bool:
+        return bool(self._forces or self._moments or self._springs or self._dampers)
+
+    def __repr__(self) -> str:
+        return (f"<Loads: {len(self._forces)} forces, {len(self._moments)} moments, "
+                f"{len(self._springs)} springs, {len(self._dampers)} dampers>")
+
+    # ----------------------------------------------------------- evaluation
+    def _chain_load(self, chain, pose, qT: np.ndarray, qdT: np.ndarray | None,
+                    batch: tuple) -> np.ndarray:
+        """T_L (M, N) on a serial chain at ``pose`` (batch last)."""
+        M, N = qT.shape
+        TL = np.zeros((M, N))
+        idx = np.arange(M)[:, None]
+        for f in self._forces:
+            j = chain.link_index(f.link)
+            P = _world_point(chain, pose, j, f.point, batch)
+            F = _vector(f.force, batch, "force")
+            TL -= (pose.sR * cross(P, F)[:, None] + pose.sv * F[:, None]).sum(0) * (idx <= j)
+        for mo in self._moments:
+            j = chain.link_index(mo.link)
+            mu = _vector(mo.moment, batch, "moment")
+            TL -= (pose.sR * mu[:, None]).sum(0) * (idx <= j)
+        for sp in self._springs:
+            n = chain.joint_index(sp.joint)
+            TL[n] += sp.stiffness * (qT[n] - sp.rest)
+        if self._dampers:
+            if qdT is None:
+                raise ModelError("these loads include dampers: the joint rates qd are needed")
+            for d in self._dampers:
+                n = chain.joint_index(d.joint)
+                TL[n] += d.coefficient * qdT[n]
+        return TL
+
+    def _chain_energy(self, chain, pose, qT: np.ndarray, batch: tuple) -> np.ndarray:
+        """Potential energy of the conservative loads (J), shape (N,)."""
+        E = np.zeros(qT.shape[1])
+        for sp in self._springs:
+            n = chain.joint_index(sp.joint)
+            E += 0.5 * sp.stiffness * (qT[n] - sp.rest) ** 2
+        for f in self._forces:
+            j = chain.link_index(f.link)
+            P = _world_point(chain, pose, j, f.point, batch)
+            E -= (_vector(f.force, batch, "force") * P).sum(0)
+        return E
+
+    def chain_load(self, chain, q, qd=None) -> np.ndarray:
+        """T_L of these loads on a serial ``chain`` at ``q`` (..., M)."""
+        from .kinematics import _Pose
+        qT, batch = as_batch(q, chain.dof)
+        qdT = None if qd is None else match_batch(qd, chain.dof, batch, "qd")
+        TL = self._chain_load(chain, _Pose(chain, qT), qT, qdT, batch)
+        return TL.T.reshape(batch + (chain.dof,))
+
+
+def _vector(v: np.ndarray, batch: tuple, name: str) -> np.ndarray:
+    """A (3,) or (..., 3) load vector as (3, 1) or (3, N)."""
+    if v.ndim == 1:
+        return v[:, None]
+    return match_batch(v, 3, batch, name)
+
+
+def _world_point(chain, pose, j: int, point: np.ndarray, batch: tuple) -> np.ndarray:
+    Fo = chain.frame_offsets[j]
+    pl = _vector(point, batch, "point")
+    pk = Fo[:3, :3] @ pl + Fo[:3, 3][:, None]
+    return (pose.R[:, :, j] * pk[None]).sum(axis=1) + pose.p[:, j]
