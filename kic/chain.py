@@ -39,6 +39,17 @@ def _check_rigid(T, name: str) -> np.ndarray:
     return T
 
 
+def _frame_with_z(axis: np.ndarray) -> np.ndarray:
+    """A rotation whose third column is the unit vector ``axis``."""
+    z = axis
+    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    if np.allclose(z, (0.0, 0.0, 1.0)):
+        return np.eye(3)
+    x = helper - z * (helper @ z)
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(z, x), z])
+
+
 class Joint:
     """A one-degree-of-freedom joint of a serial chain.
 
@@ -244,36 +255,28 @@ class SerialChain:
 
     # ------------------------------------------------------------------ data
     def _prepare(self) -> None:
-        """Precompute the constant arrays the numeric kernels use."""
+        """Precompute the constant arrays the numeric kernels use.
+
+        Internally every joint frame is re-oriented so that its axis is z (a
+        constant rotation Q_j with Q_j e_z = axis_j, absorbed into the origins,
+        the link data and the frame offsets).  A revolute step is then a
+        constant 3x4 product followed by a plane rotation of two columns.
+        """
         M = self.dof
         self.is_revolute = np.array([j.kind == "R" for j in self.joints])
         self.is_prismatic = ~self.is_revolute
-        O = np.stack([j.origin for j in self.joints])             # (M,4,4)
-        a = np.stack([j.axis for j in self.joints])               # (M,3)
-        OR, Op = O[:, :3, :3], O[:, :3, 3]
-        # local rotation  O_R Rot(a, q) = C0 + cos q C1 + sin q C2  (Rodrigues)
-        aa = a[:, :, None] * a[:, None, :]
-        K = np.zeros((M, 3, 3))
-        K[:, 0, 1], K[:, 0, 2], K[:, 1, 2] = -a[:, 2], a[:, 1], -a[:, 0]
-        K[:, 1, 0], K[:, 2, 0], K[:, 2, 1] = a[:, 2], -a[:, 1], a[:, 0]
-        rev = self.is_revolute[:, None, None]
-        C0 = np.where(rev, OR @ aa, OR)
-        C1 = np.where(rev, OR @ (np.eye(3) - aa), 0.0)
-        C2 = np.where(rev, OR @ K, 0.0)
-        # 4x4 local transforms  L(q) = T0 + cos q T1 + sin q T2 + q T3
-        T0 = np.zeros((M, 4, 4)); T0[:, :3, :3] = C0; T0[:, :3, 3] = Op; T0[:, 3, 3] = 1
-        T1 = np.zeros((M, 4, 4)); T1[:, :3, :3] = C1
-        T2 = np.zeros((M, 4, 4)); T2[:, :3, :3] = C2
-        T3 = np.zeros((M, 4, 4)); T3[:, :3, 3] = np.where(self.is_prismatic[:, None],
-                                                          np.einsum("mij,mj->mi", OR, a), 0.0)
-        self._local = (T0, T1, T2, T3)
-        self._axis_in_prev = np.einsum("mij,mj->mi", OR, a)        # (M,3) in frame j-1
-        self._origin_in_prev = Op                                  # (M,3)
-        # mass properties in kinematic link frames
-        Fo = self.frame_offsets
+        Q = np.zeros((M, 4, 4))
+        Q[:, 3, 3] = 1.0
+        for k, j in enumerate(self.joints):
+            Q[k, :3, :3] = _frame_with_z(j.axis)
+        prevQ_T = np.concatenate([np.eye(4)[None], Q[:-1].transpose(0, 2, 1)])
+        O = np.stack([j.origin for j in self.joints])
+        self._origin_z = prevQ_T @ O @ Q                 # (M, 4, 4), joint axis = z
+        Fo = Q.transpose(0, 2, 1) @ self.frame_offsets  # user frame in the z frame
+        self._offsets_z = Fo
         self.masses = np.array([l.mass for l in self.links])
-        self._com = np.einsum("mij,mj->mi", Fo[:, :3, :3], np.stack([l.com for l in self.links])) \
-            + Fo[:, :3, 3]
+        coms = np.stack([l.com for l in self.links])
+        self._com = np.einsum("mij,mj->mi", Fo[:, :3, :3], coms) + Fo[:, :3, 3]
         self._inertia = np.einsum("mij,mjk,mlk->mil", Fo[:, :3, :3],
                                   np.stack([l.inertia for l in self.links]), Fo[:, :3, :3])
         self._first_moment = self.masses[:, None] * self._com

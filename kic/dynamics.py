@@ -28,19 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._array import as_batch, cross, from_batch, match_batch, spd_solve
+from ._array import (as_batch, blocks, cross, from_batch, match_batch, prefix_sum, spd_solve,
+                     suffix_sum)
 from .errors import ModelError
 from .kinematics import _Pose
 
 __all__ = ["DynamicModel"]
-
-_CHUNK = 1024          # configurations per block in the O(M^3) P* kernel
-
-
-def _suffix(x: np.ndarray, axis: int) -> np.ndarray:
-    """Running sum from the last link down (sum over j >= k)."""
-    return np.flip(np.cumsum(np.flip(x, axis), axis=axis), axis)
-
 
 def _matvec(A: np.ndarray, v: np.ndarray) -> np.ndarray:
     """(3, 3, ...) @ (3, ...) with broadcasting over the trailing axes."""
@@ -52,15 +45,14 @@ class _LinkState:
 
     def __init__(self, chain, pose: _Pose) -> None:
         R = pose.R                                               # (3,3,M,N)
-        self.c = (R * chain._com.T[None, :, :, None]).sum(axis=1) + pose.p
-        Il = chain._inertia.transpose(1, 2, 0)[..., None]        # (3,3,M,1)
-        RI = (R[:, :, None] * Il[None]).sum(axis=1)              # R I_local
-        self.I = (RI[:, None] * R[None]).sum(axis=2)             # R I_local R^T
+        self.c = np.einsum("ijmn,jm->imn", R, chain._com.T) + pose.p
+        RI = np.einsum("ikmn,mkl->ilmn", R, chain._inertia)      # R I_local
+        self.I = np.einsum("ilmn,jlmn->ijmn", RI, R)             # R I_local R^T
         m = chain.masses
         self.m = m
-        self.S0 = _suffix(m, 0)                                   # (M,)
+        self.S0 = suffix_sum(m, 0)                                   # (M,)
         self.mc = m[None, :, None] * self.c
-        self.S1 = _suffix(self.mc, 1)                             # (3,M,N)
+        self.S1 = suffix_sum(self.mc, 1)                             # (3,M,N)
 
 
 # --------------------------------------------------------------------------
@@ -73,24 +65,24 @@ def _inverse_dynamics(chain, pose: _Pose, qdT, qddT, gravity=True) -> np.ndarray
     the joint loads are suffix sums of the link wrenches (O(links x M)).
     """
     sR, sv = pose.sR, pose.sv
-    w = np.cumsum(sR * qdT, axis=1)
-    v = np.cumsum(sv * qdT, axis=1)
-    aw = np.cumsum(sR * qddT + cross(w, sR) * qdT, axis=1)
-    av = np.cumsum(sv * qddT + (cross(w, sv) + cross(v, sR)) * qdT, axis=1)
+    w = prefix_sum(sR * qdT)
+    v = prefix_sum(sv * qdT)
+    aw = prefix_sum(sR * qddT + cross(w, sR) * qdT)
+    av = prefix_sum(sv * qddT + (cross(w, sv) + cross(v, sR)) * qdT)
     if gravity:
-        av = av - chain.gravity[:, None, None]
+        av -= chain.gravity[:, None, None]
     R = pose.R
-    c = (R * chain._com.T[None, :, :, None]).sum(axis=1) + pose.p
+    c = np.einsum("ijmn,jm->imn", R, chain._com.T) + pose.p
     ac = av + cross(aw, c) + cross(w, v + cross(w, c))
     F = chain.masses[None, :, None] * ac
     # Euler's equation in link axes (constant inertia), rotated back
-    wl = (R * w[:, None]).sum(axis=0)
-    al = (R * aw[:, None]).sum(axis=0)
-    Il = chain._inertia.transpose(1, 2, 0)[..., None]
-    Nl = (Il * al[None]).sum(axis=1) + cross(wl, (Il * wl[None]).sum(axis=1))
-    n0 = cross(c, F) + (R * Nl[None]).sum(axis=1)
-    f_s = _suffix(F, 1)
-    n_s = _suffix(n0, 1)
+    wl = np.einsum("ijmn,imn->jmn", R, w)
+    al = np.einsum("ijmn,imn->jmn", R, aw)
+    Il = chain._inertia.transpose(1, 2, 0)
+    Nl = np.einsum("ijm,jmn->imn", Il, al) + cross(wl, np.einsum("ijm,jmn->imn", Il, wl))
+    n0 = cross(c, F) + np.einsum("ijmn,jmn->imn", R, Nl)
+    f_s = suffix_sum(F)
+    n_s = suffix_sum(n0)
     return (sR * n_s + sv * f_s).sum(axis=0)
 
 
@@ -99,11 +91,11 @@ def _gravity_load(chain, pose: _Pose, state: _LinkState | None = None) -> np.nda
     if state is None:
         R = pose.R
         c = (R * chain._com.T[None, :, :, None]).sum(axis=1) + pose.p
-        S1 = _suffix(chain.masses[None, :, None] * c, 1)
+        S1 = suffix_sum(chain.masses[None, :, None] * c, 1)
     else:
         S1 = state.S1
     g = chain.gravity[:, None, None]
-    S0 = _suffix(chain.masses, 0)[None, :, None]
+    S0 = suffix_sum(chain.masses, 0)[None, :, None]
     return -(pose.sR * cross(S1, g) + pose.sv * (S0 * g)).sum(axis=0)
 
 
@@ -122,11 +114,11 @@ def _inertia(pose: _Pose, state: _LinkState) -> np.ndarray:
     Jo[0, 0] += m[:, None] * (c * c).sum(0)
     Jo[1, 1] += m[:, None] * (c * c).sum(0)
     Jo[2, 2] += m[:, None] * (c * c).sum(0)
-    Jc = _suffix(Jo, 2)
+    Jc = suffix_sum(Jo, 2)
     S0, S1 = state.S0[None, :, None], state.S1
     f = S0 * sv - cross(S1, sR)                 # composite momentum of each screw
     n = _matvec(Jc, sR) + cross(S1, sv)
-    X = (sR[:, :, None] * n[:, None]).sum(0) + (sv[:, :, None] * f[:, None]).sum(0)
+    X = np.einsum("imn,ikn->mkn", sR, n) + np.einsum("imn,ikn->mkn", sv, f)
     lo, hi = np.minimum(*np.indices((M, M))), np.maximum(*np.indices((M, M)))
     return X[lo, hi]
 
@@ -134,45 +126,46 @@ def _inertia(pose: _Pose, state: _LinkState) -> np.ndarray:
 def _power(pose: _Pose, state: _LinkState) -> np.ndarray:
     """P* (M, M, M, N), Freeman's eq. 2-197 re-associated into composite sums.
 
-    With A_n = s^R_n, t_n the moment part of screw n, K the largest index:
+    With A_n = s^R_n, t_n the moment part of screw n and K the largest index:
     translational  A_min(a,b) . Z[max(a,b), n],
     rotational     [a<b] (A_a x A_b) . J_K A_n  +  (A_n x A_b) . J_K A_a,
-    where Z collects the link mass moments (see the derivation in docs/theory.md).
+    where Z[k, n] = sum_{j>=max(k,n)} m_j G_c[k] x G_c[n] is expanded in the
+    composite mass moments (see docs/theory.md).
     """
-    N = pose.N
-    out = np.empty(pose.sR.shape[1:2] * 3 + (N,))
-    for lo in range(0, N, _CHUNK):
-        sl = slice(lo, min(lo + _CHUNK, N))
-        out[..., sl] = _power_block(pose.sR[..., sl], pose.sv[..., sl], state.m,
-                                    state.c[..., sl], state.I[..., sl])
-    return out
+    return _power_block(pose.sR, pose.sv, state.m, state.c, state.I)
 
 
 def _power_block(A, t, m, c, I) -> np.ndarray:
-    M = A.shape[1]
-    S0 = _suffix(m, 0)                                       # (M,)
-    S1 = _suffix(m[None, :, None] * c, 1)                    # (3,M,N)
-    S2 = _suffix(m[None, None, :, None] * (c[:, None] * c[None]), 2)   # (3,3,M,N)
-    J = _suffix(I, 2)                                        # (3,3,M,N)
+    M, N = A.shape[1:]
+    S0 = suffix_sum(m, 0)                                    # (M,)
+    S1 = suffix_sum(m[None, :, None] * c)                    # (3,M,N)
+    S2 = suffix_sum(m[None, None, :, None] * (c[:, None] * c[None]), 2)   # (3,3,M,N)
+    J = suffix_sum(I, 2)                                     # (3,3,M,N)
     k, n = np.indices((M, M))
     K = np.maximum(k, n)
     # Z[k, n] = sum_{j >= K} m_j (G_c[k] x G_c[n]) with G_c[x] = A_x x c + t_x
-    Ak, An, tk, tn = A[:, k], A[:, n], t[:, k], t[:, n]
+    Ak, An, tk, tn = A[:, :, None], A[:, None, :], t[:, :, None], t[:, None, :]
     S1K = S1[:, K]
-    Z = (_matvec(S2[:, :, K], cross(Ak, An))
-         + S1K * (Ak * tn).sum(0) - Ak * (S1K * tn).sum(0)
-         + An * (tk * S1K).sum(0) - S1K * (tk * An).sum(0)
+    Z = (np.einsum("ijqrN,jqrN->iqrN", S2[:, :, K], cross(Ak, An))
+         + S1K * np.einsum("iqN,irN->qrN", A, t) - Ak * np.einsum("iqrN,irN->qrN", S1K, t)
+         + An * np.einsum("iqN,iqrN->qrN", t, S1K) - S1K * np.einsum("iqN,irN->qrN", t, A)
          + S0[K][None, ..., None] * cross(tk, tn))
-    # JA[:, x, K] = J_K A_x
-    JA = (J[:, :, None] * A[None, :, :, None]).sum(axis=1)   # (3, M_x, M_K, N)
-    nn, aa, bb = np.indices((M, M, M))
-    lo_ab, hi_ab = np.minimum(aa, bb), np.maximum(aa, bb)
-    term1 = (A[:, lo_ab] * Z[:, hi_ab, nn]).sum(0)
-    C = cross(A[:, :, None], A[:, None, :])                  # C[:, x, y] = A_x x A_y
-    upper = (aa < bb)[..., None]
-    term2 = (C[:, aa, bb] * JA[:, nn, np.maximum(nn, bb)]).sum(0) * upper
-    term3 = (C[:, nn, bb] * JA[:, aa, np.maximum(np.maximum(nn, aa), bb)]).sum(0)
-    return term1 + term2 + term3
+    JA = np.einsum("ijKN,jxN->ixKN", J, A)                   # JA[:, x, K] = J_K A_x
+    C = cross(Ak, An)                                        # C[:, x, y] = A_x x A_y
+    # translational: A_min(a,b) . Z[max(a,b), n]
+    T1 = np.einsum("piN,pknN->iknN", A, Z)
+    lo, hi = np.minimum(k, n), np.maximum(k, n)
+    out = T1[lo, hi].transpose(2, 0, 1, 3).copy()           # [n, a, b]
+    # rotational, from H_rot: [a < b] (A_a x A_b) . J_max(n,b) A_n
+    W = JA[:, k, K]                                          # W[:, n, b] = J_max(n,b) A_n
+    out += np.einsum("pabN,pnbN->nabN", C * (k < n)[None, ..., None], W)
+    # rotational, gyroscopic: (A_n x A_b) . J_max(n,a,b) A_a, grouped by L = max(n, b)
+    ar = np.arange(M)
+    for L in range(M):
+        nL, bL = np.nonzero(K == L)
+        V = JA[:, ar, np.maximum(ar, L)]                     # V[:, a] = J_max(a,L) A_a
+        out[nL, :, bL] += np.einsum("pqN,paN->qaN", C[:, nL, bL], V)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -296,30 +289,51 @@ class ChainDynamics(DynamicModel):
     def __init__(self, chain, q) -> None:
         qT, batch = as_batch(q, chain.dof)
         super().__init__(from_batch(qT, batch, 1), batch)
+        _require_mass(chain)
         self.chain = chain
         self._qT = qT
-        self._pose = _Pose(chain, qT)
-        self._state = _LinkState(chain, self._pose)
+        self._parts: list | None = None
+
+    def _blocks(self):
+        """Per block of configurations: (slice, pose, link state), built once."""
+        if self._parts is None:
+            self._parts = []
+            for sl in blocks(self._qT.shape[1]):
+                pose = _Pose(self.chain, self._qT[:, sl])
+                self._parts.append((sl, pose, _LinkState(self.chain, pose)))
+        return self._parts
+
+    def _assemble(self, shape, fn) -> np.ndarray:
+        out = np.empty(shape + (self._qT.shape[1],))
+        for sl, pose, state in self._blocks():
+            out[..., sl] = fn(sl, pose, state)
+        return out
 
     def _I(self):
-        return _inertia(self._pose, self._state)
+        M = self.dof
+        return self._assemble((M, M), lambda sl, pose, st: _inertia(pose, st))
 
     def _P(self):
-        return _power(self._pose, self._state)
+        M = self.dof
+        return self._assemble((M, M, M), lambda sl, pose, st: _power(pose, st))
 
     def _gravity(self):
-        return _gravity_load(self.chain, self._pose, self._state)
+        return self._assemble((self.dof,),
+                              lambda sl, pose, st: _gravity_load(self.chain, pose, st))
 
     def _potential(self):
-        return _potential(self.chain, self._state)
+        return self._assemble((), lambda sl, pose, st: _potential(self.chain, st))
 
     def _applied(self, loads, qdT):
-        return loads._chain_load(self.chain, self._pose, self._qT, qdT, self._batch)
+        bound = loads.resolve(self.chain, self._batch)
+        return self._assemble((self.dof,), lambda sl, pose, st: bound.load(
+            pose, self._qT[:, sl], None if qdT is None else qdT[:, sl], sl))
 
     def loads_energy(self, loads) -> np.ndarray:
         """Potential energy of conservative applied loads (springs, forces), (...)."""
-        return loads._chain_energy(self.chain, self._pose, self._qT, self._batch) \
-            .reshape(self._batch)
+        bound = loads.resolve(self.chain, self._batch)
+        return self._assemble((), lambda sl, pose, st: bound.energy(
+            pose, self._qT[:, sl], sl)).reshape(self._batch)
 
 
 # --------------------------------------------------------------------------
@@ -329,33 +343,48 @@ def chain_dynamics(chain, q) -> ChainDynamics:
     return ChainDynamics(chain, q)
 
 
+def _bias(chain, qT, qdT, qddT, loads, batch, with_inertia=False):
+    """Inverse dynamics by blocks; optionally also I* (for forward dynamics)."""
+    M, N = qT.shape
+    tau = np.empty((M, N))
+    I = np.empty((M, M, N)) if with_inertia else None
+    bound = loads.resolve(chain, batch) if loads else None
+    for sl in blocks(N):
+        q_, qd_ = qT[:, sl], qdT[:, sl]
+        pose = _Pose(chain, q_)
+        tau[:, sl] = _inverse_dynamics(chain, pose, qd_,
+                                       np.zeros_like(qd_) if qddT is None else qddT[:, sl])
+        if bound is not None:
+            tau[:, sl] += bound.load(pose, q_, qd_, sl)
+        if with_inertia:
+            I[..., sl] = _inertia(pose, _LinkState(chain, pose))
+    return tau, I
+
+
 def chain_inverse_dynamics(chain, q, qd, qdd, loads=None) -> np.ndarray:
     qT, batch = as_batch(q, chain.dof)
     qdT = match_batch(qd, chain.dof, batch, "qd")
     qddT = match_batch(qdd, chain.dof, batch, "qdd")
-    pose = _Pose(chain, qT)
-    tau = _inverse_dynamics(chain, pose, qdT, qddT)
-    if loads:
-        tau = tau + loads._chain_load(chain, pose, qT, qdT, batch)
+    tau, _ = _bias(chain, qT, qdT, qddT, loads, batch)
     return from_batch(tau, batch, 1)
 
 
 def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
+    _require_mass(chain)
     qT, batch = as_batch(q, chain.dof)
     qdT = match_batch(qd, chain.dof, batch, "qd")
     tauT = match_batch(tau, chain.dof, batch, "tau")
-    pose = _Pose(chain, qT)
-    bias = _inverse_dynamics(chain, pose, qdT, np.zeros_like(qdT))
-    if loads:
-        bias = bias + loads._chain_load(chain, pose, qT, qdT, batch)
-    I = _inertia(pose, _LinkState(chain, pose))
+    bias, I = _bias(chain, qT, qdT, None, loads, batch, with_inertia=True)
     qdd = spd_solve(np.moveaxis(I, -1, 0), (tauT - bias).T, "effective inertia I*")
     return qdd.reshape(batch + (chain.dof,))
 
 
 def chain_gravity_load(chain, q) -> np.ndarray:
     qT, batch = as_batch(q, chain.dof)
-    return from_batch(_gravity_load(chain, _Pose(chain, qT)), batch, 1)
+    out = np.empty(qT.shape)
+    for sl in blocks(qT.shape[1]):
+        out[:, sl] = _gravity_load(chain, _Pose(chain, qT[:, sl]))
+    return from_batch(out, batch, 1)
 
 
 def chain_kinetic_energy(chain, q, qd) -> np.ndarray:
@@ -367,5 +396,6 @@ def chain_potential_energy(chain, q) -> np.ndarray:
 
 
 def _require_mass(chain) -> None:
-    if chain.total_mass <= 0:
-        raise ModelError(f"chain {chain.name or ''} has zero total mass: no dynamics")
+    if not chain.total_mass > 0:
+        raise ModelError(f"chain {chain.name or ''} has zero total mass: a dynamic model "
+                         "needs mass")

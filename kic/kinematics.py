@@ -38,10 +38,11 @@ __all__ = ["Influence", "ChainKinematics", "link_frames"]
 class _Pose:
     """World geometry of a chain at N configurations, batch last.
 
-    Attributes: ``R`` (3, 3, M, N) kinematic link rotations, ``p`` (3, M, N)
-    link origins, ``s`` (3, M, N) joint axes, ``r`` (3, M, N) points on the
-    axes, ``sR`` axes of revolute joints (zero for prismatic), ``sv`` the
-    moment part of the joint screws (``r x s`` for R, ``s`` for P).
+    Attributes: ``R`` (3, 3, M, N) rotations and ``p`` (3, M, N) origins of
+    the internal (z-axis) link frames, ``s`` (3, M, N) joint axes, ``r``
+    (3, M, N) points on the axes, ``sR`` the axes of revolute joints (zero for
+    prismatic), ``sv`` the moment part of the joint screws (``r x s`` for R,
+    ``s`` for P).
     """
 
     __slots__ = ("R", "p", "s", "r", "sR", "sv", "N")
@@ -49,49 +50,28 @@ class _Pose:
     def __init__(self, chain, qT: np.ndarray) -> None:
         M, N = qT.shape
         self.N = N
-        T0, T1, T2, T3 = chain._local
-        base = chain.base
-        if N <= 32:
-            # few configurations: one 4x4 product per joint, batched in N
-            c, s = np.cos(qT), np.sin(qT)
-            L = (T0[:, None] + c[:, :, None, None] * T1[:, None]
-                 + s[:, :, None, None] * T2[:, None] + qT[:, :, None, None] * T3[:, None])
-            F = np.empty((M, N, 4, 4))
-            prev = np.empty((M, N, 4, 4))
-            T = np.broadcast_to(base, (N, 4, 4))
-            for j in range(M):
-                prev[j] = T
-                T = T @ L[j]
-                F[j] = T
-            self.R = F[:, :, :3, :3].transpose(2, 3, 0, 1)
-            self.p = F[:, :, :3, 3].transpose(2, 0, 1)
-            Rp = prev[:, :, :3, :3]
-            self.s = np.einsum("mnij,mj->imn", Rp, chain._axis_in_prev)
-            self.r = np.einsum("mnij,mj->imn", Rp, chain._origin_in_prev) \
-                + prev[:, :, :3, 3].transpose(2, 0, 1)
-        else:
-            C0, C1, C2 = T0[:, :3, :3], T1[:, :3, :3], T2[:, :3, :3]
-            Op, ap = chain._origin_in_prev, chain._axis_in_prev
-            R = np.empty((3, 3, M, N))
-            p = np.empty((3, M, N))
-            s = np.empty((3, M, N))
-            r = np.empty((3, M, N))
-            c_all, s_all = np.cos(qT), np.sin(qT)
-            Rprev = np.broadcast_to(base[:3, :3, None], (3, 3, N))
-            pprev = np.broadcast_to(base[:3, 3, None], (3, N))
-            for j in range(M):
-                s[:, j] = (Rprev * ap[j][None, :, None]).sum(axis=1)
-                r[:, j] = (Rprev * Op[j][None, :, None]).sum(axis=1) + pprev
-                if chain.is_revolute[j]:
-                    local = (C0[j][:, :, None] + c_all[j] * C1[j][:, :, None]
-                             + s_all[j] * C2[j][:, :, None])
-                    R[:, :, j] = (Rprev[:, :, None] * local[None]).sum(axis=1)
-                    p[:, j] = r[:, j]
-                else:
-                    R[:, :, j] = (Rprev[:, :, None] * C0[j][None, :, :, None]).sum(axis=1)
-                    p[:, j] = r[:, j] + s[:, j] * qT[j]
-                Rprev, pprev = R[:, :, j], p[:, j]
-            self.R, self.p, self.s, self.r = R, p, s, r
+        # Frames are stored by columns, batch last: Fc[k, i, j, n] = T_j[i, k]
+        # (k = 0..2 rotation columns, k = 3 origin), so that the product with a
+        # joint's constant origin is one BLAS call and the joint rotation
+        # mixes two contiguous columns.
+        Fc = np.empty((4, 3, M, N))
+        Jc = np.empty((2, 3, M, N))                      # joint axis, joint origin
+        T = np.repeat(chain.base[:3].T[:, :, None], N, axis=2)
+        c, s = np.cos(qT), np.sin(qT)
+        for j in range(M):
+            B = (chain._origin_z[j].T @ T.reshape(4, -1)).reshape(4, 3, N)
+            Jc[:, :, j] = B[2:]
+            if chain.is_revolute[j]:
+                Fc[0, :, j] = c[j] * B[0] + s[j] * B[1]
+                Fc[1, :, j] = c[j] * B[1] - s[j] * B[0]
+                Fc[2:, :, j] = B[2:]
+            else:
+                Fc[:, :, j] = B
+                Fc[3, :, j] += qT[j] * B[2]
+            T = Fc[:, :, j]
+        self.R = Fc[:3].swapaxes(0, 1)                  # (3, 3, M, N) view
+        self.p = Fc[3]
+        self.s, self.r = Jc[0], Jc[1]
         rev = chain.is_revolute[:, None]
         self.sR = np.where(rev, self.s, 0.0)
         self.sv = np.where(rev, cross(self.r, self.s), self.s)
@@ -100,16 +80,18 @@ class _Pose:
 def link_frames(chain, q, tool: bool = False) -> np.ndarray:
     """World frames of the links (..., M, 4, 4), or of the tool (..., 4, 4)."""
     qT, batch = as_batch(q, chain.dof)
-    pose = _Pose(chain, qT)
-    M, N = qT.shape
+    return _frames(chain, _Pose(chain, qT), batch, tool)
+
+
+def _frames(chain, pose: "_Pose", batch: tuple, tool: bool = False) -> np.ndarray:
+    M, N = pose.p.shape[1:]
     F = np.zeros((N, M, 4, 4))
     F[..., :3, :3] = pose.R.transpose(3, 2, 0, 1)
     F[..., :3, 3] = pose.p.transpose(2, 1, 0)
     F[..., 3, 3] = 1.0
     if tool:
         return (F[:, -1] @ chain._tool_kin).reshape(batch + (4, 4))
-    F = F @ chain.frame_offsets
-    return F.reshape(batch + (M, 4, 4))
+    return (F @ chain._offsets_z).reshape(batch + (M, 4, 4))
 
 
 # --------------------------------------------------------------------------
@@ -269,13 +251,7 @@ class ChainKinematics:
 
     @property
     def frames(self) -> np.ndarray:
-        pose, chain = self._pose, self.chain
-        M, N = self._qT.shape
-        F = np.zeros((N, M, 4, 4))
-        F[..., :3, :3] = pose.R.transpose(3, 2, 0, 1)
-        F[..., :3, 3] = pose.p.transpose(2, 1, 0)
-        F[..., 3, 3] = 1.0
-        return (F @ chain.frame_offsets).reshape(self._batch + (M, 4, 4))
+        return _frames(self.chain, self._pose, self._batch)
 
     @property
     def axes(self) -> np.ndarray:
@@ -319,7 +295,7 @@ class ChainKinematics:
         if p.ndim == 0 or p.shape[-1] != 3 or not np.all(np.isfinite(p)):
             raise ModelError(f"point on link {chain.link_names[j]!r} must be a finite "
                              f"(..., 3) array, got {p!r}")
-        Fo = chain.frame_offsets[j]
+        Fo = chain._offsets_z[j]
         if p.ndim == 1:
             return (Fo[:3, :3] @ p + Fo[:3, 3])[:, None]
         pT = match_batch(p, 3, self._batch, "point")

@@ -116,50 +116,16 @@ class Loads:
                 f"{len(self._springs)} springs, {len(self._dampers)} dampers>")
 
     # ----------------------------------------------------------- evaluation
-    def _chain_load(self, chain, pose, qT: np.ndarray, qdT: np.ndarray | None,
-                    batch: tuple) -> np.ndarray:
-        """T_L (M, N) on a serial chain at ``pose`` (batch last)."""
-        M, N = qT.shape
-        TL = np.zeros((M, N))
-        idx = np.arange(M)[:, None]
-        for f in self._forces:
-            j = chain.link_index(f.link)
-            P = _world_point(chain, pose, j, f.point, batch)
-            F = _vector(f.force, batch, "force")
-            TL -= (pose.sR * cross(P, F)[:, None] + pose.sv * F[:, None]).sum(0) * (idx <= j)
-        for mo in self._moments:
-            j = chain.link_index(mo.link)
-            mu = _vector(mo.moment, batch, "moment")
-            TL -= (pose.sR * mu[:, None]).sum(0) * (idx <= j)
-        for sp in self._springs:
-            n = chain.joint_index(sp.joint)
-            TL[n] += sp.stiffness * (qT[n] - sp.rest)
-        if self._dampers:
-            if qdT is None:
-                raise ModelError("these loads include dampers: the joint rates qd are needed")
-            for d in self._dampers:
-                n = chain.joint_index(d.joint)
-                TL[n] += d.coefficient * qdT[n]
-        return TL
-
-    def _chain_energy(self, chain, pose, qT: np.ndarray, batch: tuple) -> np.ndarray:
-        """Potential energy of the conservative loads (J), shape (N,)."""
-        E = np.zeros(qT.shape[1])
-        for sp in self._springs:
-            n = chain.joint_index(sp.joint)
-            E += 0.5 * sp.stiffness * (qT[n] - sp.rest) ** 2
-        for f in self._forces:
-            j = chain.link_index(f.link)
-            P = _world_point(chain, pose, j, f.point, batch)
-            E -= (_vector(f.force, batch, "force") * P).sum(0)
-        return E
+    def resolve(self, chain, batch: tuple) -> "_ChainLoads":
+        """Bind these loads to a serial ``chain`` and a batch shape."""
+        return _ChainLoads(self, chain, batch)
 
     def chain_load(self, chain, q, qd=None) -> np.ndarray:
         """T_L of these loads on a serial ``chain`` at ``q`` (..., M)."""
         from .kinematics import _Pose
         qT, batch = as_batch(q, chain.dof)
         qdT = None if qd is None else match_batch(qd, chain.dof, batch, "qd")
-        TL = self._chain_load(chain, _Pose(chain, qT), qT, qdT, batch)
+        TL = self.resolve(chain, batch).load(_Pose(chain, qT), qT, qdT, slice(None))
         return TL.T.reshape(batch + (chain.dof,))
 
 
@@ -170,8 +136,53 @@ def _vector(v: np.ndarray, batch: tuple, name: str) -> np.ndarray:
     return match_batch(v, 3, batch, name)
 
 
-def _world_point(chain, pose, j: int, point: np.ndarray, batch: tuple) -> np.ndarray:
-    Fo = chain.frame_offsets[j]
-    pl = _vector(point, batch, "point")
-    pk = Fo[:3, :3] @ pl + Fo[:3, 3][:, None]
-    return (pose.R[:, :, j] * pk[None]).sum(axis=1) + pose.p[:, j]
+class _ChainLoads:
+    """Loads bound to a chain: link/joint indices resolved, vectors batch last."""
+
+    def __init__(self, loads: Loads, chain, batch: tuple) -> None:
+        self.chain = chain
+        self.forces = []
+        for f in loads._forces:
+            j = chain.link_index(f.link)
+            Fo = chain._offsets_z[j]
+            pk = Fo[:3, :3] @ _vector(f.point, batch, "point") + Fo[:3, 3][:, None]
+            self.forces.append((j, _vector(f.force, batch, "force"), pk))
+        self.moments = [(chain.link_index(m.link), _vector(m.moment, batch, "moment"))
+                        for m in loads._moments]
+        self.springs = [(chain.joint_index(s.joint), s.stiffness, s.rest) for s in loads._springs]
+        self.dampers = [(chain.joint_index(d.joint), d.coefficient) for d in loads._dampers]
+
+    @staticmethod
+    def _part(x: np.ndarray, sl: slice) -> np.ndarray:
+        return x if x.shape[-1] == 1 else x[:, sl]
+
+    def _point(self, pose, j, pk, sl):
+        return (pose.R[:, :, j] * self._part(pk, sl)[None]).sum(axis=1) + pose.p[:, j]
+
+    def load(self, pose, qT: np.ndarray, qdT: np.ndarray | None, sl: slice) -> np.ndarray:
+        """T_L (M, n) for the configurations ``sl`` whose pose is ``pose``."""
+        M, n = pose.p.shape[1:]
+        TL = np.zeros((M, n))
+        upto = np.arange(M)[:, None]
+        for j, F, pk in self.forces:
+            P, F = self._point(pose, j, pk, sl), self._part(F, sl)
+            TL -= (pose.sR * cross(P, F)[:, None] + pose.sv * F[:, None]).sum(0) * (upto <= j)
+        for j, mu in self.moments:
+            TL -= (pose.sR * self._part(mu, sl)[:, None]).sum(0) * (upto <= j)
+        for n_, k, rest in self.springs:
+            TL[n_] += k * (qT[n_] - rest)
+        if self.dampers:
+            if qdT is None:
+                raise ModelError("these loads include dampers: the joint rates qd are needed")
+            for n_, c in self.dampers:
+                TL[n_] += c * qdT[n_]
+        return TL
+
+    def energy(self, pose, qT: np.ndarray, sl: slice) -> np.ndarray:
+        """Potential energy of springs and constant forces (J), shape (n,)."""
+        E = np.zeros(pose.p.shape[-1])
+        for n_, k, rest in self.springs:
+            E += 0.5 * k * (qT[n_] - rest) ** 2
+        for j, F, pk in self.forces:
+            E -= (self._part(F, sl) * self._point(pose, j, pk, sl)).sum(0)
+        return E
