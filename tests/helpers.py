@@ -1,0 +1,154 @@
+"""Shared test helpers: random-model factories and reference models.
+
+Importable from every test module (``tests/`` is on ``sys.path`` via
+``conftest.py``).  Uses only ``kic.chain`` (the description classes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kic.chain import Joint, Link, SerialChain
+
+__all__ = ["random_rotation", "random_rigid", "random_inertia", "random_link",
+           "random_chain", "random_loads", "rel_err", "assert_close", "two_link_rods",
+           "G_FU", "dh_standard", "dh_modified", "combine_bodies"]
+
+
+# ------------------------------------------------------------ random pieces
+def random_rotation(rng):
+    """Uniformly random rotation matrix (unit quaternion)."""
+    x = rng.normal(size=4)
+    w, a, b, c = x / np.linalg.norm(x)
+    return np.array([
+        [1 - 2 * (b * b + c * c), 2 * (a * b - c * w), 2 * (a * c + b * w)],
+        [2 * (a * b + c * w), 1 - 2 * (a * a + c * c), 2 * (b * c - a * w)],
+        [2 * (a * c - b * w), 2 * (b * c + a * w), 1 - 2 * (a * a + b * b)]])
+
+
+def random_rigid(rng, scale=0.5):
+    T = np.eye(4)
+    T[:3, :3] = random_rotation(rng)
+    T[:3, 3] = rng.uniform(-scale, scale, 3)
+    return T
+
+
+def random_unit(rng):
+    v = rng.normal(size=3)
+    return v / np.linalg.norm(v)
+
+
+def random_inertia(rng, mass):
+    """SPD centroidal inertia of a random solid box (triangle inequality holds)."""
+    a, b, c = rng.uniform(0.05, 0.6, 3)
+    principal = mass / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
+    R = random_rotation(rng)
+    I = R @ np.diag(principal) @ R.T
+    return 0.5 * (I + I.T)
+
+
+def random_link(rng, name=None):
+    m = rng.uniform(0.5, 3.0)
+    return Link(m, com=rng.uniform(-0.4, 0.4, 3), inertia=random_inertia(rng, m), name=name)
+
+
+def random_chain(rng, M, kinds=None, offsets=None, tool=True, gravity=None, base=True):
+    """A random serial chain of M joints.
+
+    kinds : str or sequence of "R"/"P" (default: random, about 2/3 revolute).
+    offsets : True/False to force random ``frame_offsets`` (default: random choice).
+    """
+    if kinds is None:
+        kinds = ["R" if rng.uniform() < 0.65 else "P" for _ in range(M)]
+    kinds = list(kinds)
+    assert len(kinds) == M
+    joints = [Joint(k, axis=rng.normal(size=3), origin=random_rigid(rng)) for k in kinds]
+    links = [random_link(rng) for _ in range(M)]
+    if offsets is None:
+        offsets = bool(rng.uniform() < 0.5)
+    frame_offsets = np.stack([random_rigid(rng, 0.3) for _ in range(M)]) if offsets else None
+    if gravity is None:
+        gravity = 9.81 * random_unit(rng)
+    return SerialChain(joints, links, gravity=gravity,
+                       base=random_rigid(rng) if base else None,
+                       tool=random_rigid(rng, 0.2) if tool else None,
+                       frame_offsets=frame_offsets)
+
+
+def random_loads(rng, chain, oracle_loads_cls, springs=True, dampers=True):
+    """A random set of applied loads in the oracle's representation."""
+    M = chain.dof
+    L = oracle_loads_cls()
+    for _ in range(2):
+        L.force(int(rng.integers(M)), rng.normal(scale=5.0, size=3),
+                point=rng.uniform(-0.5, 0.5, 3))
+    L.moment(int(rng.integers(M)), rng.normal(scale=2.0, size=3))
+    if springs:
+        L.spring(int(rng.integers(M)), rng.uniform(1, 20), rest=rng.uniform(-0.5, 0.5))
+    if dampers:
+        L.damper(int(rng.integers(M)), rng.uniform(0.1, 3))
+    return L
+
+
+# ----------------------------------------------------------- comparisons
+def rel_err(actual, expected, floor=1.0):
+    """Norm-wise relative error ``|a - e| / max(|e|, floor)``."""
+    a = np.asarray(actual, float)
+    e = np.asarray(expected, float)
+    return float(np.linalg.norm(a - e) / max(float(np.linalg.norm(e)), floor))
+
+
+def assert_close(actual, expected, rtol, floor=1.0, what=""):
+    a = np.asarray(actual, float)
+    e = np.asarray(expected, float)
+    assert a.shape == e.shape, f"{what}: shape {a.shape} != expected {e.shape}"
+    err = rel_err(a, e, floor)
+    assert err <= rtol, (f"{what}: relative error {err:.3e} > {rtol:.1e}\n"
+                         f"actual={a!r}\nexpected={e!r}")
+
+
+# ---------------------------------------------------------- DH (independent)
+def dh_standard(theta, d, a, alpha):
+    """Rz(theta) Tz(d) Tx(a) Rx(alpha), written out (Fu-Gonzalez-Lee eq. 3.2-5)."""
+    ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
+    return np.array([[ct, -ca * st, sa * st, a * ct],
+                     [st, ca * ct, -sa * ct, a * st],
+                     [0.0, sa, ca, d],
+                     [0.0, 0.0, 0.0, 1.0]])
+
+
+def dh_modified(alpha_prev, a_prev, theta, d):
+    """Rx(alpha_{i-1}) Tx(a_{i-1}) Rz(theta) Tz(d), written out (Craig eq. 3.6)."""
+    ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha_prev), np.sin(alpha_prev)
+    return np.array([[ct, -st, 0.0, a_prev],
+                     [st * ca, ct * ca, -sa, -sa * d],
+                     [st * sa, ct * sa, ca, ca * d],
+                     [0.0, 0.0, 0.0, 1.0]])
+
+
+# ------------------------------------------------------- reference models
+G_FU = 9.8062
+
+
+def two_link_rods(m1, m2, l, g=G_FU, gravity_dir=(0.0, -1.0, 0.0)):
+    """Fu-Gonzalez-Lee two-link planar arm of uniform rods (seed-notes-fu §2.1).
+
+    Built with plain joints (not DH) so that only ``kic.chain`` is involved:
+    joint 1 at the base, joint 2 at distance l along link 1's x axis, centroids
+    at l/2, inertia diag(0, m l^2/12, m l^2/12).
+    """
+    T = np.eye(4)
+    T[0, 3] = l
+    rod = lambda m: Link(m, com=(l / 2, 0, 0), inertia=np.diag([0, m * l * l / 12, m * l * l / 12]))
+    return SerialChain([Joint("R"), Joint("R", origin=T)], [rod(m1), rod(m2)],
+                       gravity=g * np.asarray(gravity_dir, float))
+
+
+def combine_bodies(parts):
+    """Composite (mass, com, centroidal inertia) of (m, c, I_c) parts in one frame."""
+    m = sum(p[0] for p in parts)
+    c = sum(p[0] * np.asarray(p[1], float) for p in parts) / m
+    I = np.zeros((3, 3))
+    for mi, ci, Ii in parts:
+        d = np.asarray(ci, float) - c
+        I += np.asarray(Ii, float) + mi * (d @ d * np.eye(3) - np.outer(d, d))
+    return m, c, I
