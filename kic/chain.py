@@ -281,6 +281,8 @@ class SerialChain:
                                   np.stack([l.inertia for l in self.links]), Fo[:, :3, :3])
         self._first_moment = self.masses[:, None] * self._com
         self._tool_kin = Fo[-1] @ self.tool
+        from ._scalar import ScalarData
+        self._scalar = ScalarData(self)
 
     # ---------------------------------------------------------------- naming
     @property

@@ -26,10 +26,16 @@ def table(headers, rows, fmt="{:.4f}", first_fmt=None) -> str:
       1.00   2.50
      10.00  -3.25
     """
-    cells = [[(first_fmt if (k == 0 and first_fmt) else fmt).format(v)
-              if not isinstance(v, str) else v for k, v in enumerate(row)] for row in rows]
+    def cell(k, v):
+        if isinstance(v, str):
+            return v
+        text = (first_fmt if (k == 0 and first_fmt) else fmt).format(v)
+        return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # -0.000
+
+    cells = [[cell(k, v) for k, v in enumerate(row)] for row in rows]
     widths = [max(len(h), *(len(r[k]) for r in cells)) for k, h in enumerate(headers)]
     widths[0] = max(widths[0], 6)
+    widths[1:] = [max(widths[1:], default=0)] * (len(widths) - 1)   # uniform data columns
     line = lambda items: "  ".join(s.rjust(w) for s, w in zip(items, widths))  # noqa: E731
     out = [line(headers), "  ".join("-" * w for w in widths)]
     out += [line(r) for r in cells]
@@ -78,16 +84,17 @@ def main(argv=None) -> int:
     print("\nEffective inertia I* (kg m^2), symmetric positive definite:")
     print(table(["I*"] + names, [[n] + list(r) for n, r in zip(names, I)]))
     ev = np.linalg.eigvalsh(I)
-    print(f"eigenvalues {ev.min():.4f} .. {ev.max():.4f} kg m^2, "
+    print(f"eigenvalues {ev.min():.3g} .. {ev.max():.3g} kg m^2, "
           f"kinetic energy q'^T I* q' / 2 = {dyn.kinetic_energy(qd):.4f} J")
 
     print(f"\nInertia power P* ({M} x {M} x {M}, load index first) and the model's "
           "loads at q, q' (N m):")
     rows = [[names[n], vt[n], g[n], vt[n] + g[n]] for n in range(M)]
     print(table(["joint", "q'^T P* q' [N m]", "gravity T_L [N m]", "T at q''=0 [N m]"], rows))
-    power = float(qd @ vt)
-    print(f"power check: q' . (q'^T P* q') = {power:+.6f} W "
-          f"= q'^T (dI*/dt) q' / 2 (no work by velocity forces other than the change of I*)")
+    h = 1e-6
+    dI_dt = (arm.dynamics(q + h * qd).I_star - arm.dynamics(q - h * qd).I_star) / (2 * h)
+    print(f"power of the velocity term q' . (q'^T P* q') = {float(qd @ vt):+.6f} W; "
+          f"q'^T (dI*/dt) q' / 2 = {float(qd @ dI_dt @ qd) / 2:+.6f} W (finite difference)")
 
     # torques along a rest-to-rest quintic, checked against the model form
     q1 = q + np.array([0.8, 0.4, -0.6, 1.0, -0.7, 0.9])
@@ -108,10 +115,8 @@ def main(argv=None) -> int:
     two = mechanisms.planar_two_link()
     q2, qd2, qdd2 = np.array([0.4, 1.1]), np.array([0.7, -0.5]), np.array([0.1, 0.2])
     tau2 = two.inverse_dynamics(q2, qd2, qdd2)
-    I2 = two.dynamics(q2).I_star
-    print(f"\nplanar two-link arm at q = {_vec(q2, '{:.1f}')} rad, q' = {_vec(qd2, '{:.1f}')} "
-          f"rad/s, q'' = {_vec(qdd2, '{:.1f}')} rad/s^2: "
-          f"I* = [[{I2[0, 0]:.4f}, {I2[0, 1]:.4f}], [.., {I2[1, 1]:.4f}]] kg m^2, "
+    print(f"\nPlanar two-link arm (seed 001) at q = {_vec(q2, '{:.1f}')} rad, "
+          f"q' = {_vec(qd2, '{:.1f}')} rad/s, q'' = {_vec(qdd2, '{:.1f}')} rad/s^2: "
           f"tau = {_vec(tau2, '{:.4f}')} N m")
     print(f"\n(done in {time.perf_counter() - start:.2f} s; see docs/tutorial.md for more)")
     return 0

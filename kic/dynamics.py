@@ -30,6 +30,7 @@ import numpy as np
 
 from ._array import (as_batch, blocks, cross, from_batch, match_batch, prefix_sum, spd_solve,
                      suffix_sum)
+from . import _scalar
 from .errors import ModelError
 from .kinematics import _Pose
 
@@ -361,7 +362,22 @@ def _bias(chain, qT, qdT, qddT, loads, batch, with_inertia=False):
     return tau, I
 
 
+def _single(chain, *arrays):
+    """The inputs as lists of floats if they are one configuration each, else None."""
+    M = chain.dof
+    out = []
+    for x in arrays:
+        a = np.asarray(x, dtype=float)
+        if a.shape != (M,) or not np.isfinite(a).all():
+            return None
+        out.append(a.tolist())
+    return out
+
+
 def chain_inverse_dynamics(chain, q, qd, qdd, loads=None) -> np.ndarray:
+    single = None if loads else _single(chain, q, qd, qdd)
+    if single is not None:
+        return np.array(_scalar.inverse_dynamics(chain._scalar, *single))
     qT, batch = as_batch(q, chain.dof)
     qdT = match_batch(qd, chain.dof, batch, "qd")
     qddT = match_batch(qdd, chain.dof, batch, "qdd")
@@ -371,6 +387,14 @@ def chain_inverse_dynamics(chain, q, qd, qdd, loads=None) -> np.ndarray:
 
 def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
     _require_mass(chain)
+    single = None if loads else _single(chain, q, qd, tau)
+    if single is not None:
+        q_, qd_, tau_ = single
+        bias = _scalar.inverse_dynamics(chain._scalar, q_, qd_, [0.0] * chain.dof)
+        x = _scalar.cholesky_solve(_scalar.inertia(chain._scalar, q_),
+                                   [t - b for t, b in zip(tau_, bias)])
+        if x is not None:
+            return np.array(x)
     qT, batch = as_batch(q, chain.dof)
     qdT = match_batch(qd, chain.dof, batch, "qd")
     tauT = match_batch(tau, chain.dof, batch, "tau")

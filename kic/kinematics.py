@@ -50,28 +50,32 @@ class _Pose:
     def __init__(self, chain, qT: np.ndarray) -> None:
         M, N = qT.shape
         self.N = N
-        # Frames are stored by columns, batch last: Fc[k, i, j, n] = T_j[i, k]
+        # Frames are stored by columns, batch last: Fc[j, k, i, n] = T_j[i, k]
         # (k = 0..2 rotation columns, k = 3 origin), so that the product with a
         # joint's constant origin is one BLAS call and the joint rotation
         # mixes two contiguous columns.
-        Fc = np.empty((4, 3, M, N))
-        Jc = np.empty((2, 3, M, N))                      # joint axis, joint origin
+        Fc = np.empty((M, 4, 3, N))
+        Jc = np.empty((M, 2, 3, N))                      # joint axis, joint origin
         T = np.repeat(chain.base[:3].T[:, :, None], N, axis=2)
         c, s = np.cos(qT), np.sin(qT)
         for j in range(M):
-            B = (chain._origin_z[j].T @ T.reshape(4, -1)).reshape(4, 3, N)
-            Jc[:, :, j] = B[2:]
+            B = chain._origin_z[j].T @ T.reshape(4, -1)
+            B = B.reshape(4, 3, N)
+            Jc[j] = B[2:]
+            T = Fc[j]
             if chain.is_revolute[j]:
-                Fc[0, :, j] = c[j] * B[0] + s[j] * B[1]
-                Fc[1, :, j] = c[j] * B[1] - s[j] * B[0]
-                Fc[2:, :, j] = B[2:]
+                np.multiply(c[j], B[0], out=T[0])
+                T[0] += s[j] * B[1]
+                np.multiply(c[j], B[1], out=T[1])
+                T[1] -= s[j] * B[0]
+                T[2:] = B[2:]
             else:
-                Fc[:, :, j] = B
-                Fc[3, :, j] += qT[j] * B[2]
-            T = Fc[:, :, j]
-        self.R = Fc[:3].swapaxes(0, 1)                  # (3, 3, M, N) view
-        self.p = Fc[3]
-        self.s, self.r = Jc[0], Jc[1]
+                T[:] = B
+                T[3] += qT[j] * B[2]
+        self.R = Fc[:, :3].transpose(2, 1, 0, 3)        # (3, 3, M, N) view
+        self.p = Fc[:, 3].transpose(1, 0, 2)
+        self.s = Jc[:, 0].transpose(1, 0, 2)
+        self.r = Jc[:, 1].transpose(1, 0, 2)
         rev = chain.is_revolute[:, None]
         self.sR = np.where(rev, self.s, 0.0)
         self.sv = np.where(rev, cross(self.r, self.s), self.s)
