@@ -16,12 +16,14 @@ from .kinematics import ChainKinematics, Influence
 from .loads import Loads
 from .products import cross_product, scalar_product
 from .simulate import Simulation, simulate
+from .transfer import Transfer, solve_transfer, transfer_influence
 
 __all__ = [
     "Joint", "Link", "SerialChain",
     "ChainKinematics", "Influence", "DynamicModel", "Loads",
     "simulate", "Simulation",
     "scalar_product", "cross_product",
+    "Transfer", "solve_transfer", "transfer_influence",
     "KicError", "ModelError", "SingularityError", "ClosureError",
 ]
 __version__ = "0.1.0"

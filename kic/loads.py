@@ -60,7 +60,7 @@ class Loads:
     >>> arm = mechanisms.planar_two_link(g=0.0)
     >>> loads = kic.Loads().force(1, (0.0, -10.0, 0.0), point=(1.0, 0, 0)).damper(0, 0.5)
     >>> arm.inverse_dynamics([0.0, 0.0], [1.0, 0.0], [0.0, 0.0], loads=loads).round(6)
-    array([ 20.5,  10. ])
+    array([20.5, 10. ])
     """
 
     def __init__(self) -> None:
