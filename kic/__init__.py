@@ -10,16 +10,19 @@ energies).  Inverse and forward dynamics, :class:`Loads` by virtual work and
 :class:`ClosureError`, all :class:`KicError`.
 """
 from .chain import Joint, Link, SerialChain
+from .closure import BodyPose, ClosedModel, PointPosition
 from .dynamics import DynamicModel
 from .errors import ClosureError, KicError, ModelError, SingularityError
 from .kinematics import ChainKinematics, Influence
 from .loads import Loads
 from .products import cross_product, scalar_product
 from .simulate import Simulation, simulate
+from .topology import Mechanism
 from .transfer import Transfer, solve_transfer, transfer_influence
 
 __all__ = [
     "Joint", "Link", "SerialChain",
+    "Mechanism", "ClosedModel", "BodyPose", "PointPosition",
     "ChainKinematics", "Influence", "DynamicModel", "Loads",
     "simulate", "Simulation",
     "scalar_product", "cross_product",

@@ -60,7 +60,6 @@ def main(argv=None) -> int:
     import kic
     import mechanisms
 
-    np.set_printoptions(precision=4, suppress=True)
     start = time.perf_counter()
     arm = mechanisms.puma560()
     M = arm.dof

@@ -1,0 +1,359 @@
+"""Description of a mechanism as a graph of bodies and joints (networkx).
+
+A :class:`Mechanism` holds bodies (nodes; ``"ground"`` is fixed) and joints
+(edges of a ``networkx.MultiGraph``).  Compound joints (U, C, S) are expanded
+into revolute and prismatic ones with massless intermediate bodies.  From the
+graph kic picks a spanning tree (open chains from the ground), the cut joints
+(one per independent loop, networkx cycle basis) and builds the open chains
+of the initial model; :meth:`Mechanism.model` then transfers that model to the
+requested coordinates (:mod:`kic.closure`).
+
+This module only describes; per-configuration results come from the model.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from ._array import finite_array
+from .chain import Joint, Link, SerialChain, _check_rigid
+from .errors import ModelError
+
+__all__ = ["Mechanism", "GROUND"]
+
+GROUND = "ground"
+
+_COMPOUND = {"R": 1, "P": 1, "U": 2, "C": 2, "S": 3}
+
+
+@dataclass
+class _Primitive:
+    """A one-DOF joint of the expanded graph."""
+
+    name: str
+    kind: str                   # "R" or "P"
+    axis: np.ndarray            # unit, in the joint frame
+    parent: str
+    child: str
+    origin: np.ndarray          # joint frame in the parent body frame (q = 0)
+    child_origin: np.ndarray    # joint frame in the child body frame (q = 0)
+    virtual: bool = False
+    compound: str | None = None
+
+
+@dataclass
+class _Loop:
+    """One closure: the tip of a chain must coincide with a frame on a body."""
+
+    name: str                   # the cut joint (or virtual closure) name
+    kind: str                   # "pose" (6 rows) or "point" (3 rows)
+    tip: tuple                  # (chain index, link index) of the tip frame
+    target: tuple               # (chain index, link index) of the target body, or None (ground)
+    target_frame: np.ndarray    # target frame in the target's kinematic link frame (4x4)
+    tip_point: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+
+class Mechanism:
+    """Bodies connected by joints, possibly in closed loops.
+
+    Parameters
+    ----------
+    gravity : array_like, shape (3,)
+        Gravitational acceleration in the ground frame (m/s^2).
+    name : str, optional
+
+    Examples
+    --------
+    A four-bar linkage (planar, gravity along -y):
+
+    >>> import numpy as np, kic
+    >>> mech = kic.Mechanism(gravity=(0, -9.81, 0))
+    >>> for body, m in (("crank", 0.5), ("coupler", 1.0), ("rocker", 0.8)):
+    ...     _ = mech.add_body(body, mass=m)
+    >>> T = lambda x, y=0.0: np.array([[1, 0, 0, x], [0, 1, 0, y], [0, 0, 1, 0], [0, 0, 0, 1.]])
+    >>> mech.add_joint("crank", "R", "ground", "crank")
+    >>> mech.add_joint("A", "R", "crank", "coupler", origin=T(0.1))
+    >>> mech.add_joint("B", "R", "coupler", "rocker", origin=T(0.35), child_origin=T(0.25))
+    >>> mech.add_joint("rocker", "R", "ground", "rocker", origin=T(0.3))
+    >>> mech.loop_count, mech.grubler(planar=True)
+    (1, 1)
+    """
+
+    def __init__(self, gravity=(0.0, 0.0, -9.81), name: str | None = None) -> None:
+        self.gravity = finite_array(gravity, "gravity", (3,))
+        self.name = name
+        self.graph = nx.MultiGraph()
+        self.graph.add_node(GROUND, link=None)
+        self._joints: dict[str, dict] = {}
+        self._primitives: list[_Primitive] = []
+
+    # ------------------------------------------------------------ building
+    def add_body(self, name: str, mass: float = 0.0, com=(0.0, 0.0, 0.0), inertia=None,
+                 check_triangle: bool = True, link: Link | None = None) -> str:
+        """Add a rigid body (kg, m, kg m^2 about the centroid in body axes)."""
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"body name must be a non-empty string, got {name!r}")
+        if name in self.graph:
+            raise ModelError(f"body {name!r} already exists")
+        if link is None:
+            link = Link(mass, com, inertia, name=name, check_triangle=check_triangle)
+        self.graph.add_node(name, link=link)
+        return name
+
+    def add_joint(self, name: str, kind: str, parent: str, child: str, axis=(0.0, 0.0, 1.0),
+                  origin=None, child_origin=None, axes: Sequence | None = None) -> None:
+        """Add a joint between two bodies.
+
+        Parameters
+        ----------
+        name : str
+        kind : {"R", "P", "U", "C", "S"}
+            Revolute, prismatic, universal (two R), cylindrical (R and P on one
+            axis) or spherical (three R).  Compound joints are expanded into R/P
+            joints named ``name + "1"``, ``name + "2"``... with massless bodies
+            between them.
+        parent, child : str
+            Body names (``"ground"`` is the fixed frame).
+        axis : array_like, shape (3,)
+            Axis of an R, P or C joint in the joint frame.
+        origin : (4, 4) array_like, optional
+            The joint frame in the parent body frame at zero joint values.
+        child_origin : (4, 4) array_like, optional
+            The joint frame in the child body frame at zero joint values; for a
+            joint that closes a loop this fixes where it sits on the child.
+        axes : sequence of (3,) array_like, optional
+            Axes of the successive rotations of a U (two) or S (three) joint,
+            each in the frame left by the previous rotation; default x, y (U)
+            and x, y, z (S).
+        """
+        label = f"joint {name!r}"
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"joint name must be a non-empty string, got {name!r}")
+        if name in self._joints:
+            raise ModelError(f"{label} already exists")
+        key = str(kind).upper()
+        if key not in _COMPOUND:
+            raise ModelError(f"{label}: unknown joint kind {kind!r}; use R, P, U, C or S")
+        for side, body in (("parent", parent), ("child", child)):
+            if body not in self.graph:
+                raise ModelError(f"{label}: unknown {side} body {body!r}; add it with add_body "
+                                 f"first (known: {sorted(self.graph.nodes)})")
+        if parent == child:
+            raise ModelError(f"{label} joins body {parent!r} to itself")
+        O = np.eye(4) if origin is None else _check_rigid(origin, f"{label} origin")
+        C = np.eye(4) if child_origin is None else _check_rigid(child_origin,
+                                                                 f"{label} child_origin")
+        n = _COMPOUND[key]
+        if key in ("R", "P", "C"):
+            ax = [Joint("R", axis, name=name).axis] * n
+        else:
+            default = [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)][:n]
+            given = default if axes is None else list(axes)
+            if len(given) != n:
+                raise ModelError(f"{label}: a {key} joint takes {n} axes, got {len(given)}")
+            ax = [Joint("R", a, name=name).axis for a in given]
+        kinds = {"R": "R", "P": "P", "U": "RR", "C": "RP", "S": "RRR"}[key]
+        bodies = [parent] + [f"{name}:{k + 1}" for k in range(n - 1)] + [child]
+        for b in bodies[1:-1]:
+            self.graph.add_node(b, link=Link(0.0, name=b), intermediate=True)
+        for k in range(n):
+            pname = name if n == 1 else f"{name}{k + 1}"
+            if pname in self._primitive_names():
+                raise ModelError(f"{label}: primitive joint name {pname!r} is taken")
+            prim = _Primitive(pname, kinds[k], ax[k], bodies[k], bodies[k + 1],
+                              O if k == 0 else np.eye(4),
+                              C if k == n - 1 else np.eye(4), compound=name if n > 1 else None)
+            self._primitives.append(prim)
+            self.graph.add_edge(prim.parent, prim.child, key=pname, primitive=prim)
+        self._joints[name] = dict(kind=key, parent=parent, child=child,
+                                  primitives=[p.name for p in self._primitives[-n:]])
+
+    def _primitive_names(self) -> set:
+        return {p.name for p in self._primitives}
+
+    def _add_virtual(self, name: str, kind: str, axis, parent: str, child: str) -> None:
+        prim = _Primitive(name, kind, np.asarray(axis, float), parent, child, np.eye(4),
+                          np.eye(4), virtual=True)
+        self._primitives.append(prim)
+        self.graph.add_edge(parent, child, key=name, primitive=prim)
+
+    # --------------------------------------------------------- inspection
+    @property
+    def bodies(self) -> list[str]:
+        """Names of the bodies (ground first, intermediate bodies excluded)."""
+        return [n for n, d in self.graph.nodes(data=True) if not d.get("intermediate")]
+
+    @property
+    def joints(self) -> list[str]:
+        """Names of the joints as added."""
+        return list(self._joints)
+
+    @property
+    def primitive_joints(self) -> list[str]:
+        """Names of the R/P joints after expanding U, C and S joints."""
+        return [p.name for p in self._primitives if not p.virtual]
+
+    def _check_connected(self) -> None:
+        comp = nx.node_connected_component(self.graph, GROUND)
+        lost = sorted(set(self.graph.nodes) - comp)
+        if lost:
+            raise ModelError(f"bodies {lost} are not connected to the ground by any joint")
+
+    @property
+    def loop_count(self) -> int:
+        """Number of independent loops, ``E - V + 1`` (networkx cycle basis size)."""
+        self._check_connected()
+        return self.graph.number_of_edges() - self.graph.number_of_nodes() + 1
+
+    def cycle_basis(self) -> list[list[str]]:
+        """Bodies of each independent loop (``networkx.cycle_basis`` of the graph)."""
+        return nx.cycle_basis(nx.Graph(self.graph), GROUND)
+
+    def grubler(self, planar: bool = False) -> int:
+        """Mobility by the Grubler-Kutzbach count, ``lambda (n - 1 - j) + sum f_i``.
+
+        Counts the expanded graph (intermediate bodies of compound joints are
+        bodies, their joints one-DOF), with lambda = 3 (planar) or 6.
+        """
+        self._check_connected()
+        lam = 3 if planar else 6
+        prims = [p for p in self._primitives if not p.virtual]
+        n = self.graph.number_of_nodes()
+        return lam * (n - 1 - len(prims)) + len(prims)
+
+    def __repr__(self) -> str:
+        return (f"<Mechanism {self.name or ''}: {len(self.bodies) - 1} bodies, "
+                f"{len(self._joints)} joints, {self.loop_count} loops>")
+
+    # ---------------------------------------------------------- the model
+    def model(self, coordinates, reference=None, guess=None, cuts: Sequence[str] = (),
+              name: str | None = None):
+        """The dynamic model in the given coordinates (a :class:`kic.ClosedModel`).
+
+        Parameters
+        ----------
+        coordinates : sequence
+            Each item is a joint name (a primitive R/P joint, e.g. the actuated
+            cranks of a five-bar) or a coordinate object: :class:`kic.BodyPose`
+            (x, y, z and three angles of a body) or :class:`kic.PointPosition`
+            (world coordinates of a point on a body).
+        reference : mapping or array_like, optional
+            An assembled (or nearly assembled) configuration: joint name ->
+            value, or all primitive joint values in :attr:`primitive_joints`
+            order.  Newton starts from it; default all zero.
+        guess : callable, optional
+            ``guess(q) -> phi`` (..., N) initial values of all joints for the
+            position solver (e.g. a closed-form inverse kinematics on the
+            desired branch); by default the previous solution.
+        cuts : sequence of str, optional
+            Joints that must be cut to open the loops (default: chosen from a
+            shortest-path spanning tree).
+        """
+        from .closure import ClosedModel
+        return ClosedModel(self, coordinates, reference=reference, guess=guess, cuts=cuts,
+                           name=name)
+
+    # --------------------------------------------------- tree and chains
+    def _tree(self, cuts: Sequence[str], avoid: Sequence[str] = ()):
+        """Spanning tree edges (oriented from the ground) and cut primitives.
+
+        A shortest-path tree from the ground: virtual joints cost nothing, so
+        bodies with pose coordinates hang on their virtual chains; physical
+        joints at those bodies (``avoid``) cost much more, so that the loops
+        through them are cut there (each Stewart leg its own loop).
+        """
+        self._check_connected()
+        names = {p.name: p for p in self._primitives}
+        for c in cuts:
+            if c not in names:
+                raise ModelError(f"unknown cut joint {c!r}; primitive joints are "
+                                 f"{sorted(names)}")
+        G = nx.Graph()
+        best: dict = {}
+        for p in self._primitives:
+            if p.name in cuts:
+                continue
+            w = 0.0 if p.virtual else (1000.0 if (p.parent in avoid or p.child in avoid)
+                                         else 1.0)
+            key = tuple(sorted((p.parent, p.child)))
+            if key not in best or w < best[key][0]:
+                best[key] = (w, p)
+        for (a, b), (w, p) in best.items():
+            G.add_edge(a, b, weight=w, primitive=p)
+        if set(G.nodes) | {GROUND} != set(self.graph.nodes):
+            lost = sorted(set(self.graph.nodes) - set(G.nodes) - {GROUND})
+            raise ModelError(f"with cuts {list(cuts)}, bodies {lost} lose their connection "
+                             "to the ground")
+        pred, _ = nx.dijkstra_predecessor_and_distance(G, GROUND)
+        order = sorted((n for n in G.nodes if n != GROUND),
+                       key=lambda n: nx.shortest_path_length(G, GROUND, n, weight=None))
+        missing = [n for n in self.graph.nodes if n != GROUND and n not in pred]
+        if missing:
+            raise ModelError(f"bodies {missing} are not connected to the ground")
+        tree = {}
+        for n in order:
+            parent = pred[n][0]
+            tree[n] = (parent, G.edges[parent, n]["primitive"])
+        used = {p.name for _, p in tree.values()}
+        cut_list = [p for p in self._primitives if p.name not in used]
+        return tree, cut_list
+
+    def _chains(self, tree: dict, cut_list: list, extra_tips: Sequence = ()):
+        """Open chains from the ground covering the tree and the cut-joint tips.
+
+        Returns (chains, index, owner, tips) where ``chains`` is a list of
+        (SerialChain, [primitive names]), ``owner[body] = (chain, link)``,
+        ``tips[cut name] = (chain, link)``.
+        """
+        children: dict = {}
+        for body, (parent, prim) in tree.items():
+            children.setdefault(parent, []).append((body, prim))
+        for prim in cut_list:
+            tipname = f"cut:{prim.name}"
+            children.setdefault(prim.parent, []).append((tipname, prim))
+        paths = []
+
+        def walk(body, path):
+            kids = children.get(body, [])
+            if not kids:
+                if path:
+                    paths.append(path)
+                return
+            for child, prim in kids:
+                walk(child, path + [(child, prim)])
+
+        walk(GROUND, [])
+        chains, owner, tips = [], {}, {}
+        jowner: dict = {}
+        for ci, path in enumerate(paths):
+            joints, links, offsets = [], [], []
+            prev_child_origin_inv = np.eye(4)
+            for li, (body, prim) in enumerate(path):
+                forward = prim.child == body or body.startswith("cut:")
+                if forward:
+                    origin, axis, child_origin = prim.origin, prim.axis, prim.child_origin
+                else:   # the tree runs this joint from child to parent
+                    origin, axis, child_origin = prim.child_origin, -prim.axis, prim.origin
+                if body.startswith("cut:"):
+                    child_origin = np.eye(4)
+                joints.append(Joint(prim.kind, axis, prev_child_origin_inv @ origin,
+                                    name=prim.name))
+                inv_co = np.linalg.inv(child_origin)
+                offsets.append(inv_co)
+                prev_child_origin_inv = inv_co
+                data = self.graph.nodes[body]["link"] if body in self.graph else None
+                if data is not None and body not in owner:
+                    owner[body] = (ci, li)
+                    links.append(data)
+                else:
+                    links.append(Link(0.0, name=body))
+                if body.startswith("cut:"):
+                    tips[prim.name] = (ci, li)
+                jowner.setdefault(prim.name, (ci, li))
+            chain = SerialChain(joints, links, gravity=self.gravity,
+                                frame_offsets=np.stack(offsets), name=f"chain{ci}")
+            chains.append((chain, [p.name for _, p in path]))
+        return chains, owner, tips, jowner
