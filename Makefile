@@ -1,0 +1,40 @@
+# Set-up and entry points.  Every target creates .venv on first use and
+# re-installs only when pyproject.toml changed, so repeated runs are quick.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check
+PIP_Q  ?= -q
+
+.PHONY: demo test bench docs-test clean
+
+demo: $(VENV)/.installed-core
+	$(BIN)/python -m kic.demo
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/serial.py
+
+docs-test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest tests/test_docs.py
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# One stamp per extra; a stamp is older than pyproject.toml after an edit.
+$(VENV)/.installed-core: pyproject.toml | $(BIN)/python
+	$(PIP) install $(PIP_Q) -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP) install $(PIP_Q) -e '.[test]'
+	@touch $@ $(VENV)/.installed-core
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(PIP) install $(PIP_Q) -e '.[bench]'
+	@touch $@ $(VENV)/.installed-core
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache
