@@ -9,6 +9,8 @@ energies).  Inverse and forward dynamics, :class:`Loads` by virtual work and
 :func:`simulate`.  Errors: :class:`ModelError`, :class:`SingularityError`,
 :class:`ClosureError`, all :class:`KicError`.
 """
+from .actuation import (internal_loads, load_distribution, redundant_rates, task_inertia,
+                        weighted_pseudo_inverse)
 from .chain import Joint, Link, SerialChain
 from .closure import BodyPose, ClosedModel, PointPosition
 from .dynamics import DynamicModel
@@ -25,6 +27,8 @@ __all__ = [
     "Mechanism", "ClosedModel", "BodyPose", "PointPosition",
     "ChainKinematics", "Influence", "DynamicModel", "Loads",
     "simulate", "Simulation",
+    "load_distribution", "internal_loads", "weighted_pseudo_inverse", "redundant_rates",
+    "task_inertia",
     "scalar_product", "cross_product",
     "Transfer", "solve_transfer", "transfer_influence",
     "KicError", "ModelError", "SingularityError", "ClosureError",

@@ -47,19 +47,36 @@ class BodyPose:
     Realised as a massless virtual P-P-P-R-R-R chain from the ground to the
     body (method.md section 4), so its influence coefficients come from the
     serial code.
+
+    Parameters
+    ----------
+    body : str
+    components : sequence of str, optional
+        A subset of ``("x", "y", "z", "yaw", "pitch", "roll")`` in that order,
+        e.g. ``("x", "y", "yaw")`` for a body moving in the x-y plane.
+    prefix : str, optional
+        Prefix of the coordinate names (default ``body + "."``).
     """
 
     names = ("x", "y", "z", "yaw", "pitch", "roll")
+    _joints = {"x": ("P", "x"), "y": ("P", "y"), "z": ("P", "z"),
+               "yaw": ("R", "z"), "pitch": ("R", "y"), "roll": ("R", "x")}
 
-    def __init__(self, body: str, prefix: str | None = None) -> None:
+    def __init__(self, body: str, components=None, prefix: str | None = None) -> None:
         self.body = body
+        comps = tuple(self.names if components is None else components)
+        if not comps or any(c not in self.names for c in comps) or \
+                list(comps) != [n for n in self.names if n in comps]:
+            raise ModelError(f"BodyPose components must be an ordered subset of {self.names}, "
+                             f"got {components!r}")
+        self.components = comps
         self.prefix = f"{body}." if prefix is None else prefix
 
     def coordinate_names(self) -> list[str]:
-        return [self.prefix + n for n in self.names]
+        return [self.prefix + n for n in self.components]
 
     def __repr__(self) -> str:
-        return f"BodyPose({self.body!r})"
+        return f"BodyPose({self.body!r}, {self.components})"
 
 
 class PointPosition:
@@ -165,8 +182,7 @@ class ClosedModel:
                 chain_bodies = [f"virtual:{n}" for n in names[:-1]] + [c.body]
                 prev = GROUND
                 for n, b, (kind, ax) in zip(names, chain_bodies,
-                                            [("P", "x"), ("P", "y"), ("P", "z"),
-                                             ("R", "z"), ("R", "y"), ("R", "x")]):
+                                            [c._joints[k] for k in c.components]):
                     if b != c.body:
                         m.graph.add_node(b, link=None, intermediate=True)
                     m._add_virtual(n, kind, _UNIT[ax], prev, b)
@@ -680,6 +696,41 @@ class ClosedModel:
             if self._jowner[d.joint][0] == ci:
                 part._dampers.append(d)
         return part if part else None
+
+    def actuator_jacobian(self, q, actuators: Sequence[str]) -> np.ndarray:
+        """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate."""
+        qf, batch = self._phi_batch(q)
+        idx = self._joint_indices(actuators)
+        tr, _ = self._transfer(self._assemble(qf), 1)
+        return tr.G[:, idx].reshape(batch + (len(idx), self.dof))
+
+    def _joint_indices(self, names: Sequence[str]) -> np.ndarray:
+        if isinstance(names, str):
+            names = [names]
+        out = []
+        for n in names:
+            if n not in self.phi_names:
+                raise ModelError(f"unknown joint {n!r}; joints are {self.phi_names}")
+            out.append(self.phi_names.index(n))
+        return np.array(out)
+
+    def actuator_loads(self, q, qd, qdd, actuators: Sequence[str], weights=None,
+                       loads=None) -> np.ndarray:
+        """Loads of actuators at the joints ``actuators`` for a motion (..., Na).
+
+        ``(G^a_q)^T tau_a = T_q``: solved exactly when Na = M (e.g. the six leg
+        forces of a Stewart platform moved in platform coordinates), by the
+        weighted minimum-norm rule of :func:`kic.load_distribution` when
+        Na > M (overconstrained); :func:`kic.internal_loads` spans the rest.
+        """
+        from .actuation import load_distribution
+        T = self.inverse_dynamics(q, qd, qdd, loads=loads)
+        G = self.actuator_jacobian(q, actuators)
+        if G.shape[-2] == G.shape[-1]:
+            from .transfer import _checked_inverse
+            Gi = _checked_inverse(G.reshape(-1, self.dof, self.dof), "actuator Jacobian G^a_q")
+            return np.einsum("nba,nb->na", Gi, T.reshape(-1, self.dof)).reshape(T.shape)
+        return load_distribution(G, T, weights)
 
     def forward_dynamics(self, q, qd, tau, loads=None) -> np.ndarray:
         """``q'' = I*_q^-1 (T - q'^T P*_q q' - T_L)`` (..., M)."""

@@ -33,6 +33,7 @@ Examples
 """
 from .industrial import (PANDA_POSES, PUMA560_POSES, DriveTrain, panda, puma560,
                          puma560_drives, stanford_arm, stanford_drives)
+from .closed import (bricard, five_bar, four_bar, slider_crank, stewart_platform)
 from .planar import craig_three_link, fu_two_link, planar_three_link, planar_two_link
 from .spatial import horn_three_dof
 
@@ -41,4 +42,5 @@ __all__ = [
     "horn_three_dof",
     "puma560", "puma560_drives", "stanford_arm", "stanford_drives", "panda",
     "DriveTrain", "PUMA560_POSES", "PANDA_POSES",
+    "five_bar", "four_bar", "slider_crank", "bricard", "stewart_platform",
 ]

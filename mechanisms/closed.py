@@ -1,0 +1,430 @@
+"""Closed mechanisms: single loops, the Stewart platform, redundant and
+overconstrained systems (seed 004, chapter IV).
+
+Each builder assembles a :class:`kic.Mechanism` from its dimensions and masses
+and returns the :class:`kic.ClosedModel` in the stated coordinates, with a
+closed-form first guess for the position solver that keeps it on the stated
+assembly branch.  Planar mechanisms lie in the x-y plane with gravity along
+-y; their links are uniform slender rods (centroid at mid-length, ``m L^2/12``
+about the centroid) and every revolute axis is +z.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import kic
+from kic.errors import ClosureError
+
+from ._common import gravity_magnitude, length, mass, rod_inertia, translation, vector3
+
+__all__ = ["five_bar", "four_bar", "slider_crank", "bricard", "stewart_platform"]
+
+
+def _rot(axis: str, a: float) -> np.ndarray:
+    c, s = np.cos(a), np.sin(a)
+    R = {"x": [[1, 0, 0], [0, c, -s], [0, s, c]], "y": [[c, 0, s], [0, 1, 0], [-s, 0, c]],
+         "z": [[c, -s, 0], [s, c, 0], [0, 0, 1]]}[axis]
+    T = np.eye(4)
+    T[:3, :3] = R
+    return T
+
+
+def _rod_body(mech, name, m, L, extra=()):
+    """A uniform rod along body x from 0 to L, plus point masses (m, x)."""
+    parts = [(m, np.array([L / 2, 0.0, 0.0]), rod_inertia(m, L, 0))]
+    parts += [(mp, np.array([x, 0.0, 0.0]), np.zeros((3, 3))) for mp, x in extra]
+    M = sum(p[0] for p in parts)
+    c = sum(p[0] * p[1] for p in parts) / M if M > 0 else parts[0][1]
+    I = np.zeros((3, 3))
+    for mk, ck, Ik in parts:
+        d = ck - c
+        I += Ik + mk * (d @ d * np.eye(3) - np.outer(d, d))
+    mech.add_body(name, mass=M, com=c, inertia=I)
+
+
+def _circle_meet(A, B, ra, rb, left=True, what="loop"):
+    """Points at distance ra from A and rb from B (batched), left of A -> B."""
+    d = B - A
+    L = np.hypot(d[..., 0], d[..., 1])
+    if np.any(L > ra + rb) or np.any(L < abs(ra - rb)) or np.any(L == 0):
+        bad = np.argwhere(np.atleast_1d((L > ra + rb) | (L < abs(ra - rb)) | (L == 0)))[0]
+        Lb = np.atleast_1d(L)[tuple(bad)]
+        raise ClosureError(f"the {what} cannot be assembled: the two sides are {Lb:.4g} m "
+                           f"apart but the links reach from {abs(ra - rb):.4g} to "
+                           f"{ra + rb:.4g} m", loop=what,
+                           residual=float(max(Lb - ra - rb, abs(ra - rb) - Lb, 0)))
+    a = (ra ** 2 - rb ** 2 + L ** 2) / (2 * L)
+    h = np.sqrt(np.maximum(ra ** 2 - a ** 2, 0.0))
+    u = d / L[..., None]
+    n = np.stack([-u[..., 1], u[..., 0]], axis=-1)
+    return A + a[..., None] * u + (h if left else -h)[..., None] * n
+
+
+def _angle(v):
+    return np.arctan2(v[..., 1], v[..., 0])
+
+
+def _wrap(a):
+    return (a + np.pi) % (2 * np.pi) - np.pi
+
+
+# --------------------------------------------------------------- five-bar
+def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
+             m_crank1=1.0, m_crank2=1.0, m_coupler1=0.8, m_coupler2=0.8, m_tip=0.5,
+             g=9.81, branch: str = "up") -> kic.ClosedModel:
+    """Planar five-bar linkage driven at both cranks.
+
+    Crank 1 pivots at (0, 0), crank 2 at (``base``, 0) (m); coupler 1 joins the
+    tip A1 of crank 1 to the closing revolute C, coupler 2 joins the tip A2 of
+    crank 2 to C.  ``m_tip`` (kg) is a point mass on coupler 1 at C.
+
+    Parameters
+    ----------
+    base, crank1, crank2, coupler1, coupler2 : float
+        Lengths (m).
+    m_crank1, m_crank2, m_coupler1, m_coupler2, m_tip : float
+        Masses (kg).
+    g : float
+        Gravity (m/s^2) along -y.
+    branch : {"up", "down"}
+        Assembly: C to the left of (above) the directed line A1 -> A2, or right.
+
+    Returns
+    -------
+    kic.ClosedModel
+        Coordinates q = (theta1, theta2), the crank angles from +x (joints
+        ``"crank1"``, ``"crank2"``); other joints ``"elbow1"``, ``"elbow2"``
+        (crank-coupler, relative) and ``"tip"`` (coupler 1 - coupler 2).
+        Bodies ``"crank1"``, ``"crank2"``, ``"coupler1"``, ``"coupler2"``.
+
+    Examples
+    --------
+    >>> import numpy as np, mechanisms
+    >>> fb = mechanisms.five_bar()
+    >>> q = np.array([np.pi / 2 + 0.3, np.pi / 2 - 0.3])
+    >>> tau = fb.inverse_dynamics(q, [0.0, 0.0], [0.0, 0.0])    # holding torques
+    >>> bool(np.allclose(tau, fb.dynamics(q).gravity_load))
+    True
+    """
+    b = "five_bar"
+    base, l1, l2, k1, k2 = (length(b, n, v) for n, v in (("base", base), ("crank1", crank1),
+                            ("crank2", crank2), ("coupler1", coupler1), ("coupler2", coupler2)))
+    m1, m2, n1, n2, mt = (mass(b, n, v) for n, v in (
+        ("m_crank1", m_crank1), ("m_crank2", m_crank2), ("m_coupler1", m_coupler1),
+        ("m_coupler2", m_coupler2), ("m_tip", m_tip)))
+    g = gravity_magnitude(b, "g", g)
+    if branch not in ("up", "down"):
+        raise kic.ModelError(f"{b}: branch must be 'up' or 'down', got {branch!r}")
+    mech = kic.Mechanism(gravity=(0.0, -g, 0.0), name="five-bar")
+    _rod_body(mech, "crank1", m1, l1)
+    _rod_body(mech, "crank2", m2, l2)
+    _rod_body(mech, "coupler1", n1, k1, extra=[(mt, k1)])
+    _rod_body(mech, "coupler2", n2, k2)
+    mech.add_joint("crank1", "R", "ground", "crank1")
+    mech.add_joint("crank2", "R", "ground", "crank2", origin=translation(base))
+    mech.add_joint("elbow1", "R", "crank1", "coupler1", origin=translation(l1))
+    mech.add_joint("elbow2", "R", "crank2", "coupler2", origin=translation(l2))
+    mech.add_joint("tip", "R", "coupler1", "coupler2", origin=translation(k1),
+                   child_origin=translation(k2))
+    up = branch == "up"
+
+    def guess(q):
+        q = np.asarray(q, float).reshape(-1, 2)
+        A1 = l1 * np.stack([np.cos(q[:, 0]), np.sin(q[:, 0])], -1)
+        A2 = np.array([base, 0.0]) + l2 * np.stack([np.cos(q[:, 1]), np.sin(q[:, 1])], -1)
+        C = _circle_meet(A1, A2, k1, k2, left=up, what="five-bar loop")
+        p1, p2 = _angle(C - A1), _angle(C - A2)
+        return np.stack([q[:, 0], q[:, 1], _wrap(p1 - q[:, 0]), _wrap(p2 - q[:, 1]),
+                         _wrap(p2 - p1)], -1)
+
+    q0 = np.array([np.pi / 2 + 0.3, np.pi / 2 - 0.3])
+    ref = dict(zip(["crank1", "crank2", "elbow1", "elbow2", "tip"], guess(q0)[0]))
+    return mech.model(["crank1", "crank2"], reference=ref, guess=guess, name="five-bar")
+
+
+# --------------------------------------------------------------- four-bar
+def four_bar(ground=0.3, crank=0.1, coupler=0.35, rocker=0.25, m_crank=0.5, m_coupler=1.0,
+             m_rocker=0.8, g=9.81, branch: str = "up", coordinate="crank") -> kic.ClosedModel:
+    """Planar four-bar linkage (crank-rocker with the default dimensions).
+
+    Crank pivot O2 = (0, 0), rocker pivot O4 = (``ground``, 0) (m); A is the
+    crank tip, B the coupler-rocker joint.
+
+    Parameters
+    ----------
+    ground, crank, coupler, rocker : float
+        Lengths (m).
+    m_crank, m_coupler, m_rocker : float
+        Masses (kg).
+    g : float
+        Gravity (m/s^2) along -y.
+    branch : {"up", "down"}
+        B to the left of (above) the directed line A -> O4, or right.
+    coordinate : str or kic.PointPosition
+        ``"crank"`` (default, the crank angle from +x) or any other joint
+        name, or a coordinate object.
+
+    Returns
+    -------
+    kic.ClosedModel
+        Joints ``"crank"``, ``"A"``, ``"B"``, ``"rocker"``; bodies
+        ``"crank"``, ``"coupler"``, ``"rocker"``.
+
+    Examples
+    --------
+    >>> import mechanisms
+    >>> fb = mechanisms.four_bar()
+    >>> fb.dof, fb.coordinate_names
+    (1, ['crank'])
+    """
+    b = "four_bar"
+    d, a, c, r = (length(b, n, v) for n, v in (("ground", ground), ("crank", crank),
+                                              ("coupler", coupler), ("rocker", rocker)))
+    ma, mc, mr = (mass(b, n, v) for n, v in (("m_crank", m_crank), ("m_coupler", m_coupler),
+                                             ("m_rocker", m_rocker)))
+    g = gravity_magnitude(b, "g", g)
+    mech = kic.Mechanism(gravity=(0.0, -g, 0.0), name="four-bar")
+    _rod_body(mech, "crank", ma, a)
+    _rod_body(mech, "coupler", mc, c)
+    _rod_body(mech, "rocker", mr, r)
+    mech.add_joint("crank", "R", "ground", "crank")
+    mech.add_joint("A", "R", "crank", "coupler", origin=translation(a))
+    mech.add_joint("rocker", "R", "ground", "rocker", origin=translation(d))
+    mech.add_joint("B", "R", "coupler", "rocker", origin=translation(c),
+                   child_origin=translation(r))
+    up = branch == "up"
+
+    def solve(theta):
+        A = a * np.stack([np.cos(theta), np.sin(theta)], -1)
+        B = _circle_meet(A, np.broadcast_to([d, 0.0], A.shape), c, r, left=up,
+                         what="four-bar loop")
+        pc, pr = _angle(B - A), _angle(B - np.array([d, 0.0]))
+        return np.stack([theta, _wrap(pc - theta), pr, _wrap(pr - pc)], -1)
+
+    ref = dict(zip(["crank", "A", "rocker", "B"], solve(np.array([1.0]))[0]))
+    if coordinate == "crank":
+        guess = lambda q: solve(np.asarray(q, float).reshape(-1))    # noqa: E731
+    else:
+        guess = None
+    return mech.model([coordinate], reference=ref, guess=guess, name="four-bar")
+
+
+# ----------------------------------------------------------- slider-crank
+def slider_crank(crank=0.1, rod=0.3, offset=0.0, m_crank=0.5, m_rod=1.0, m_slider=2.0,
+                 g=9.81) -> kic.ClosedModel:
+    """Offset slider-crank: crank at (0, 0), slider pin on the line y = ``offset``.
+
+    Parameters
+    ----------
+    crank, rod : float
+        Lengths (m).
+    offset : float
+        Height of the slider line (m), may be negative.
+    m_crank, m_rod, m_slider : float
+        Masses (kg); the slider is a point mass that does not rotate.
+    g : float
+        Gravity (m/s^2) along -y.
+
+    Returns
+    -------
+    kic.ClosedModel
+        q = crank angle (joint ``"crank"``); joints ``"A"`` (crank-rod),
+        ``"B"`` (rod-slider), ``"slide"`` (prismatic along +x, value = x of B).
+        Branch: the slider to the right of the crank tip.
+
+    Examples
+    --------
+    >>> import numpy as np, mechanisms
+    >>> sc = mechanisms.slider_crank()
+    >>> round(float(sc.assemble([0.0])[sc.phi_names.index("slide")]), 12)
+    0.4
+    """
+    b = "slider_crank"
+    a, L = length(b, "crank", crank), length(b, "rod", rod)
+    from ._common import finite
+    e = finite(b, "offset", offset)
+    ma, mr, ms = (mass(b, n, v) for n, v in (("m_crank", m_crank), ("m_rod", m_rod),
+                                             ("m_slider", m_slider)))
+    g = gravity_magnitude(b, "g", g)
+    if L <= a + abs(e):
+        raise kic.ModelError(f"{b}: rod ({L} m) must be longer than crank + |offset| "
+                             f"({a + abs(e)} m) for a full-turn crank")
+    mech = kic.Mechanism(gravity=(0.0, -g, 0.0), name="slider-crank")
+    _rod_body(mech, "crank", ma, a)
+    _rod_body(mech, "rod", mr, L)
+    mech.add_body("slider", mass=ms)
+    mech.add_joint("crank", "R", "ground", "crank")
+    mech.add_joint("A", "R", "crank", "rod", origin=translation(a))
+    mech.add_joint("slide", "P", "ground", "slider", axis=(1.0, 0.0, 0.0),
+                   origin=translation(0.0, e))
+    mech.add_joint("B", "R", "rod", "slider", origin=translation(L))
+
+    def guess(q):
+        th = np.asarray(q, float).reshape(-1)
+        Ay, Ax = a * np.sin(th), a * np.cos(th)
+        phi_rod = np.arcsin((e - Ay) / L)
+        xB = Ax + L * np.cos(phi_rod)
+        return np.stack([th, _wrap(phi_rod - th), xB, -phi_rod], -1)
+
+    ref = dict(zip(["crank", "A", "slide", "B"], guess([0.5])[0]))
+    return mech.model(["crank"], reference=ref, guess=guess, name="slider-crank")
+
+
+# --------------------------------------------------------------- Bricard
+def bricard(a=0.3, m=1.0, g=9.81) -> kic.ClosedModel:
+    """Bricard's orthogonal 6R linkage: six equal links of length ``a`` (m),
+    twists alternating +90 and -90 degrees, zero joint offsets.
+
+    Its closure is structurally rank deficient (rank 5 of 6 rows at every
+    configuration) and it moves with one degree of freedom; kic keeps five
+    independent row combinations.  Links are rods of mass ``m`` (kg) along
+    their common normals; gravity (m/s^2) along -z.
+
+    Returns
+    -------
+    kic.ClosedModel
+        q = the angle of joint ``"j1"`` (at the ground link); joints
+        ``"j1"`` .. ``"j6"``, moving bodies ``"b1"`` .. ``"b5"``.
+
+    Examples
+    --------
+    >>> import mechanisms
+    >>> br = mechanisms.bricard()
+    >>> br.mobility, br.mechanism.grubler()
+    (1, 0)
+    """
+    b = "bricard"
+    a = length(b, "a", a)
+    m = mass(b, "m", m)
+    g = gravity_magnitude(b, "g", g)
+    mech = kic.Mechanism(gravity=(0.0, 0.0, -g), name="Bricard 6R")
+    for k in range(1, 6):
+        _rod_body(mech, f"b{k}", m, a)
+    twist = [np.pi / 2, -np.pi / 2] * 3
+    bodies = ["ground", "b1", "b2", "b3", "b4", "b5", "ground"]
+    link = lambda k: _rot("x", twist[k]) @ translation(a)    # noqa: E731  (Craig: Rx Tx)
+    for k in range(6):
+        origin = np.eye(4) if k == 0 else link(k - 1)
+        child = link(5) if k == 5 else None
+        mech.add_joint(f"j{k + 1}", "R", bodies[k], bodies[k + 1], origin=origin,
+                       child_origin=None if child is None else np.linalg.inv(child))
+    # near a symmetric assembly (j1 = j3 = j5, j2 = j4 = j6); Newton refines it
+    ref = {f"j{k}": (-1.3547 if k % 2 else -1.7483) for k in range(1, 7)}
+    return mech.model(["j1"], reference=ref, name="Bricard 6R")
+
+
+# ------------------------------------------------------- Stewart platform
+def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
+                     plat_half_angle=np.radians(45.0), h0=0.6, m_plat=10.0,
+                     I_plat=(0.3, 0.3, 0.5), plat_com=(0.0, 0.0, 0.05), m_cyl=2.0,
+                     cyl_com=0.2, I_cyl=(0.02, 0.02, 0.002), m_rod=1.0, rod_com=-0.15,
+                     I_rod=(0.01, 0.01, 0.001), g=9.81) -> kic.ClosedModel:
+    """Gough-Stewart platform, 6-UPS, in platform coordinates.
+
+    Base anchors at radius ``rb`` (m) and angles ``120 k -/+ base_half_angle``
+    (rad), platform anchors at radius ``rp`` and ``120 k -/+ plat_half_angle``
+    (k = 0, 1, 2; leg i joins base anchor i to platform anchor i, in the
+    order k=0 (-), k=0 (+), k=1 (-), ...).  Each leg: a U joint at the base
+    (first axis the base x, second the rotated y), a prismatic actuator whose
+    coordinate is the leg length from the U centre to the S centre, and an S
+    joint at the platform.  The cylinder moves with the U (centroid
+    ``cyl_com`` along the leg from the U centre, inertia diagonal in a leg
+    frame with z along the leg); the rod moves with the actuator (centroid
+    ``rod_com`` along the leg from the S centre).
+
+    Returns
+    -------
+    kic.ClosedModel
+        Coordinates q = (x, y, z, yaw, pitch, roll) of the platform frame (m,
+        rad), ``R = Rz(yaw) Ry(pitch) Rx(roll)``, nominal (0, 0, h0, 0, 0, 0).
+        Joints ``"leg{i}.u1"``, ``"leg{i}.u2"``, ``"leg{i}.p"`` (actuator),
+        ``"leg{i}.s1"``..``"leg{i}.s3"``; bodies ``"platform"``,
+        ``"leg{i}.cyl"``, ``"leg{i}.rod"``.  ``model.actuators`` lists the
+        six actuated joints; :func:`stewart_actuator_model` gives the model in
+        leg lengths.
+
+    Examples
+    --------
+    >>> import numpy as np, mechanisms
+    >>> sp = mechanisms.stewart_platform()
+    >>> f = sp.actuator_loads([0, 0, 0.6, 0, 0, 0], np.zeros(6), np.zeros(6), sp.actuators)
+    >>> bool(np.allclose(f, f[0]))          # symmetric pose at rest: equal leg forces
+    True
+    """
+    bld = "stewart_platform"
+    rb, rp, h0 = length(bld, "rb", rb), length(bld, "rp", rp), length(bld, "h0", h0)
+    from ._common import finite
+    ba, pa = finite(bld, "base_half_angle", base_half_angle), finite(bld, "plat_half_angle",
+                                                                     plat_half_angle)
+    m_plat, m_cyl, m_rod = (mass(bld, n, v) for n, v in (("m_plat", m_plat), ("m_cyl", m_cyl),
+                                                          ("m_rod", m_rod)))
+    I_plat, I_cyl, I_rod = (np.diag(vector3(bld, n, v)) if np.ndim(v) == 1 else
+                            np.asarray(v, float) for n, v in (("I_plat", I_plat),
+                                                              ("I_cyl", I_cyl),
+                                                              ("I_rod", I_rod)))
+    plat_com = vector3(bld, "plat_com", plat_com)
+    cyl_com, rod_com = float(cyl_com), float(rod_com)
+    g = gravity_magnitude(bld, "g", g)
+    angles_b = np.array([np.radians(120 * k) + s * ba for k in range(3) for s in (-1, 1)])
+    angles_p = np.array([np.radians(120 * k) + s * pa for k in range(3) for s in (-1, 1)])
+    B = np.stack([rb * np.cos(angles_b), rb * np.sin(angles_b), np.zeros(6)], -1)
+    P = np.stack([rp * np.cos(angles_p), rp * np.sin(angles_p), np.zeros(6)], -1)
+    mech = kic.Mechanism(gravity=(0.0, 0.0, -g), name="Stewart platform")
+    mech.add_body("platform", mass=m_plat, com=plat_com, inertia=I_plat)
+    for i in range(6):
+        mech.add_body(f"leg{i}.cyl", mass=m_cyl, com=(0, 0, cyl_com), inertia=I_cyl)
+        mech.add_body(f"leg{i}.rod", mass=m_rod, com=(0, 0, rod_com), inertia=I_rod)
+        mech.add_joint(f"leg{i}.u", "U", "ground", f"leg{i}.cyl", origin=translation(*B[i]),
+                       axes=[(1, 0, 0), (0, 1, 0)])
+        mech.add_joint(f"leg{i}.p", "P", f"leg{i}.cyl", f"leg{i}.rod", axis=(0, 0, 1))
+        mech.add_joint(f"leg{i}.s", "S", f"leg{i}.rod", "platform",
+                       child_origin=translation(*P[i]))
+
+    def guess(q):
+        q = np.asarray(q, float).reshape(-1, 6)
+        n = q.shape[0]
+        R = _rz(q[:, 3]) @ _ry(q[:, 4]) @ _rx(q[:, 5])
+        out = np.zeros((n, 42))
+        for i in range(6):
+            d = q[:, :3] + R @ P[i] - B[i]
+            L = np.linalg.norm(d, axis=-1)
+            u = d / L[:, None]
+            u2 = np.arcsin(np.clip(u[:, 0], -1, 1))
+            u1 = np.arctan2(-u[:, 1], u[:, 2])
+            Rs = np.swapaxes(_rx(u1) @ _ry(u2), -1, -2) @ R
+            s2 = np.arcsin(np.clip(Rs[:, 0, 2], -1, 1))
+            s1 = np.arctan2(-Rs[:, 1, 2], Rs[:, 2, 2])
+            s3 = np.arctan2(-Rs[:, 0, 1], Rs[:, 0, 0])
+            out[:, 6 * i: 6 * i + 6] = np.stack([u1, u2, L, s1, s2, s3], -1)
+        out[:, 36:] = q
+        return out
+
+    q0 = np.array([0.0, 0.0, h0, 0.0, 0.0, 0.0])
+    names = [f"leg{i}.{j}" for i in range(6) for j in ("u1", "u2", "p", "s1", "s2", "s3")]
+    ref = dict(zip(names, guess(q0)[0, :36]))
+    model = mech.model([kic.BodyPose("platform")], reference=ref, guess=guess,
+                       name="Stewart platform")
+    model.actuators = [f"leg{i}.p" for i in range(6)]
+    model.anchors = (B, P)
+    return model
+
+
+def _rx(a):
+    a = np.asarray(a, float)
+    c, s, o, z = np.cos(a), np.sin(a), np.ones_like(a), np.zeros_like(a)
+    return np.stack([np.stack([o, z, z], -1), np.stack([z, c, -s], -1),
+                     np.stack([z, s, c], -1)], -2)
+
+
+def _ry(a):
+    a = np.asarray(a, float)
+    c, s, o, z = np.cos(a), np.sin(a), np.ones_like(a), np.zeros_like(a)
+    return np.stack([np.stack([c, z, s], -1), np.stack([z, o, z], -1),
+                     np.stack([-s, z, c], -1)], -2)
+
+
+def _rz(a):
+    a = np.asarray(a, float)
+    c, s, o, z = np.cos(a), np.sin(a), np.ones_like(a), np.zeros_like(a)
+    return np.stack([np.stack([c, -s, z], -1), np.stack([s, c, z], -1),
+                     np.stack([z, z, o], -1)], -2)
