@@ -118,19 +118,39 @@ def _vex_error(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
                            E[..., 1, 0] - E[..., 0, 1]], axis=-1)
 
 
-class _LoopInfo:
-    """A loop with its columns and its row reduction."""
+class _Side:
+    """One side of a loop: a frame (or point) on link ``link`` of chain ``chain``."""
 
-    def __init__(self, loop: _Loop, cols: np.ndarray) -> None:
+    __slots__ = ("sign", "chain", "link", "T", "cols", "sel_dep", "dep_pos", "sel_q", "q_pos")
+
+    def __init__(self, sign: float, chain: int, link: int, T: np.ndarray, cols: np.ndarray):
+        self.sign, self.chain, self.link, self.T, self.cols = sign, chain, link, T, cols
+
+
+class _LoopInfo:
+    """A loop: its sides, columns and row reduction."""
+
+    def __init__(self, loop: _Loop, sides: list, cols: np.ndarray) -> None:
         self.loop = loop
+        self.sides = sides
         self.cols = cols            # global phi indices that move the loop
+        self.k = 6 if loop.kind == "pose" else 3
         self.mode = "full"          # "full", "fixed" (constant projection) or "svd"
         self.U = None               # (k, r) constant projection for "fixed"
-        self.rank = 6 if loop.kind == "pose" else 3
+        self.rank = self.k
 
     @property
     def name(self) -> str:
         return self.loop.name
+
+
+class _Rows:
+    """A loop's reduced rows at a batch: residual and per-side coefficients."""
+
+    __slots__ = ("r", "G", "H", "D", "U")
+
+    def __init__(self):
+        self.r, self.G, self.H, self.D, self.U = None, [], [], [], None
 
 
 class ClosedModel:
@@ -235,10 +255,14 @@ class ClosedModel:
         self.loops = [l.name for l in loops]
         self._loops = []
         for l in loops:
-            cols = set(self._chain_idx[l.tip[0]][: l.tip[1] + 1].tolist())
+            sides = [_Side(1.0, l.tip[0], l.tip[1], np.eye(4) if l.kind == "pose" else
+                           _translation(l.tip_point),
+                           self._chain_idx[l.tip[0]][: l.tip[1] + 1])]
             if l.target is not None:
-                cols |= set(self._chain_idx[l.target[0]][: l.target[1] + 1].tolist())
-            self._loops.append(_LoopInfo(l, np.array(sorted(cols))))
+                sides.append(_Side(-1.0, l.target[0], l.target[1], l.target_frame,
+                                   self._chain_idx[l.target[0]][: l.target[1] + 1]))
+            cols = np.unique(np.concatenate([s.cols for s in sides]))
+            self._loops.append(_LoopInfo(l, sides, cols))
         # reference assembly, row reduction, blocks, mobility
         phi0 = self._reference(reference)
         self._classify(phi0)
@@ -288,103 +312,132 @@ class ClosedModel:
         return {ci: ChainKinematics(self._chains[ci], phi[:, self._chain_idx[ci]], order)
                 for ci in want}
 
-    def _loop_parts(self, li: _LoopInfo, kins: dict, order: int, residual=True):
-        """Rows of loop li over its columns: (r (n,k), G (n,k,c), H, D)."""
-        l = li.loop
-        cols = li.cols
-        pos = {int(g): k for k, g in enumerate(cols)}
-        n = next(iter(kins.values()))._qT.shape[1]
-        c = len(cols)
-        k = 6 if l.kind == "pose" else 3
-        G = np.zeros((n, k, c))
-        H = np.zeros((n, k, c, c)) if order >= 2 else None
-        D = np.zeros((n, k, c, c, c)) if order >= 3 else None
-        sides = [(+1.0, l.tip, np.zeros(3), np.eye(4))]
-        if l.target is not None:
-            sides.append((-1.0, l.target, l.target_frame[:3, 3], l.target_frame))
-        frames = []
-        for sign, (ci, j), point, T in sides:
-            kin = kins[ci]
-            loc = np.array([pos[int(g)] for g in self._chain_idx[ci]])
-            parts = []
-            if k == 6:
-                parts.append((slice(0, 3), kin.rotation(j)))
-            parts.append((slice(k - 3, k), kin.point(j, point)))
-            for rows, inf in parts:
-                _scatter(G, rows, loc, sign * inf.G.reshape(n, 3, -1), 1)
-                if H is not None:
-                    _scatter(H, rows, loc, sign * inf.H.reshape(n, 3, len(loc), len(loc)), 2)
-                if D is not None:
-                    _scatter(D, rows, loc, sign * inf.D.reshape(n, 3, *(len(loc),) * 3), 3)
-            if residual:
-                F = kin.frames.reshape(n, -1, 4, 4)[:, j] @ T
-                frames.append(F)
-        r = None
-        if residual:
-            Fa = frames[0]
-            Fb = frames[1] if len(frames) > 1 else np.broadcast_to(l.target_frame, Fa.shape)
-            dp = Fa[:, :3, 3] - Fb[:, :3, 3]
-            r = dp if k == 3 else np.concatenate([_vex_error(Fa[:, :3, :3], Fb[:, :3, :3]), dp],
-                                                 axis=1)
-        return r, G, H, D
+    def _side_influence(self, side: _Side, kins: dict, order: int, cache: dict, k: int):
+        """G, H, D of a side's rows (rotation and point), signed, over its columns."""
+        key = (side.chain, side.link, tuple(side.T[:3, 3]), k, order)
+        if key not in cache:
+            kin = kins[side.chain]
+            kin.order = order
+            j, c = side.link, len(side.cols)
+            n = kin._qT.shape[1]
+            infs = ([kin.rotation(j)] if k == 6 else []) + [kin.point(j, side.T[:3, 3])]
+            G = np.concatenate([i.G.reshape(n, 3, -1)[..., :c] for i in infs], axis=1)
+            H = D = None
+            if order >= 2:
+                H = np.concatenate([i.H.reshape(n, 3, *i.H.shape[-2:])[..., :c, :c]
+                                    for i in infs], axis=1)
+            if order >= 3:
+                D = np.concatenate([i.D.reshape(n, 3, *i.D.shape[-3:])[..., :c, :c, :c]
+                                    for i in infs], axis=1)
+            cache[key] = (G, H, D)
+        G, H, D = cache[key]
+        s = side.sign
+        return s * G, None if H is None else s * H, None if D is None else s * D
 
-    def _reduce(self, li: _LoopInfo, r, G, H, D):
-        """Independent row combinations of a loop."""
-        if li.mode == "full":
-            return r, G, H, D
-        if li.mode == "fixed":
-            U = li.U
-            proj = lambda X: np.einsum("kr,nk...->nr...", U, X) if X is not None else None  # noqa
-            return proj(r), proj(G), proj(H), proj(D)
-        u, s, _ = np.linalg.svd(G, full_matrices=True)
-        U = u[:, :, : li.rank]                                   # (n, k, r)
-        proj = lambda X: None if X is None else np.einsum("nkr,nk...->nr...", U, X)  # noqa
-        return proj(r), proj(G), proj(H), proj(D)
+    def _side_frame(self, side: _Side, kins: dict) -> np.ndarray:
+        kin = kins[side.chain]
+        F = kin.frames
+        return F.reshape(-1, F.shape[-3], 4, 4)[:, side.link] @ side.T
 
-    def _rows(self, phi, order, residual=True, kins=None):
-        """Reduced rows of every loop: list of (r, G, H, D) over loop columns."""
+    def _rows(self, phi: np.ndarray, order: int, residual: bool = True, kins=None):
+        """Reduced rows of every loop (list of _Rows) and the chain kinematics used."""
         if kins is None:
             kins = self._kinematics(phi, max(order, 1))
-        return [self._reduce(li, *self._loop_parts(li, kins, order, residual))
-                for li in self._loops], kins
+        cache: dict = {}
+        out = []
+        n = phi.shape[0]
+        for li in self._loops:
+            rows = _Rows()
+            for side in li.sides:
+                G, H, D = self._side_influence(side, kins, order, cache, li.k)
+                rows.G.append(G)
+                rows.H.append(H)
+                rows.D.append(D)
+            if residual:
+                Fa = self._side_frame(li.sides[0], kins)
+                Fb = (self._side_frame(li.sides[1], kins) if len(li.sides) > 1
+                      else np.broadcast_to(li.loop.target_frame, Fa.shape))
+                dp = Fa[:, :3, 3] - Fb[:, :3, 3]
+                rows.r = dp if li.k == 3 else np.concatenate(
+                    [_vex_error(Fa[:, :3, :3], Fb[:, :3, :3]), dp], axis=1)
+            if li.mode != "full":
+                if li.mode == "fixed":
+                    U = np.broadcast_to(li.U, (n,) + li.U.shape)
+                else:
+                    Gl = np.zeros((n, li.k, len(li.cols)))
+                    pos = {int(g): i for i, g in enumerate(li.cols)}
+                    for side, G in zip(li.sides, rows.G):
+                        Gl[:, :, [pos[int(g)] for g in side.cols]] += G
+                    U = np.linalg.svd(Gl)[0][:, :, : li.rank]
+                rows.U = U
+                proj = lambda X: None if X is None else np.einsum("nkr,nk...->nr...", U, X)  # noqa
+                rows.G = [proj(X) for X in rows.G]
+                rows.H = [proj(X) for X in rows.H]
+                rows.D = [proj(X) for X in rows.D]
+                rows.r = proj(rows.r)
+            out.append(rows)
+        return out, kins
+
+    def _bias(self, rows: list, kins: dict, phid: np.ndarray) -> list:
+        """Velocity-product accelerations ``H^c(phi', phi')`` of every loop (reduced)."""
+        from .kinematics import link_motion, point_acceleration
+        motion = {}
+        out = []
+        for li, rw in zip(self._loops, rows):
+            b = 0.0
+            for side in li.sides:
+                kin = kins[side.chain]
+                if side.chain not in motion:
+                    motion[side.chain] = link_motion(kin._pose, phid[:, self._chain_idx[side.chain]].T)
+                w, v, aw, av = (x[:, side.link] for x in motion[side.chain])
+                P = self._side_frame(side, kins)[:, :3, 3].T
+                a = point_acceleration(w, v, aw, av, P)
+                part = a if li.k == 3 else np.concatenate([aw, a], axis=0)
+                b = b + side.sign * part.T
+            if rw.U is not None:
+                b = np.einsum("nkr,nk->nr", rw.U, b)
+            out.append(b)
+        return out
 
     # ------------------------------------------------------ construction
+    def _loop_matrix(self, li: _LoopInfo, rows: _Rows, n: int) -> np.ndarray:
+        """A loop's (reduced) rows over all N joints, (n, r, N)."""
+        J = np.zeros((n, rows.G[0].shape[1], self.N))
+        for side, G in zip(li.sides, rows.G):
+            J[:, :, side.cols] += G
+        return J
+
     def _solve_all(self, phi: np.ndarray) -> np.ndarray:
         """Assemble from ``phi`` moving every joint (minimum-norm Gauss-Newton)."""
         if not self._loops:
             return phi
         phi = phi.copy()[None]
         for _ in range(_MAX_ITER):
-            kins = self._kinematics(phi, 1)
-            r_all, J = [], []
-            for li in self._loops:
-                r, G, _, _ = self._loop_parts(li, kins, 1)
-                Jl = np.zeros((G.shape[1], self.N))
-                Jl[:, li.cols] = G[0]
-                r_all.append(r[0])
-                J.append(Jl)
-            r = np.concatenate(r_all)
+            rows, _ = self._rows(phi, 1)
+            r = np.concatenate([rw.r[0] for rw in rows])
             if np.max(np.abs(r)) < _TOL:
                 break
-            dphi = np.linalg.lstsq(np.vstack(J), -r, rcond=1e-10)[0]
+            J = np.concatenate([self._loop_matrix(li, rw, 1)[0]
+                                for li, rw in zip(self._loops, rows)])
+            dphi = np.linalg.lstsq(J, -r, rcond=1e-10)[0]
             step = np.max(np.abs(dphi))
             if step > 0.5:
                 dphi *= 0.5 / step
             phi[0] += dphi
         else:
-            worst = int(np.argmax([np.abs(x).max() for x in r_all]))
+            res = [float(np.linalg.norm(rw.r[0])) for rw in rows]
+            worst = int(np.argmax(res))
             raise ClosureError(
                 f"the reference configuration cannot be assembled: loop "
-                f"{self._loops[worst].name!r} misses by {np.linalg.norm(r_all[worst]):.3e}",
-                loop=self._loops[worst].name, residual=float(np.linalg.norm(r_all[worst])))
+                f"{self._loops[worst].name!r} misses by {res[worst]:.3e}",
+                loop=self._loops[worst].name, residual=res[worst])
         return phi[0]
 
     def _classify(self, phi0: np.ndarray) -> None:
         """Structural rank of every loop and its row reduction (at the reference)."""
-        kins = self._kinematics(phi0[None], 1)
-        for li in self._loops:
-            _, G, _, _ = self._loop_parts(li, kins, 1, residual=False)
-            G = G[0]
+        rows, kins = self._rows(phi0[None], 1, residual=False)
+        for li, rw in zip(self._loops, rows):
+            G = self._loop_matrix(li, rw, 1)[0]
             k = G.shape[0]
             sv = np.linalg.svd(G, compute_uv=False)
             scale = max(sv[0], 1e-300) if sv.size else 1.0
@@ -411,11 +464,10 @@ class ClosedModel:
     def _plane_normal(self, li: _LoopInfo, kins: dict):
         """The common normal if every joint moving the loop keeps it planar."""
         axes = []
-        l = li.loop
-        for ci, j in [l.tip] + ([l.target] if l.target is not None else []):
-            kin = kins[ci]
-            s = kin.axes.reshape(-1, kin.chain.dof, 3)[0][: j + 1]
-            for sj, isR in zip(s, kin.chain.is_revolute[: j + 1]):
+        for side in li.sides:
+            kin = kins[side.chain]
+            s = kin.axes.reshape(-1, kin.chain.dof, 3)[0][: side.link + 1]
+            for sj, isR in zip(s, kin.chain.is_revolute[: side.link + 1]):
                 axes.append((sj, bool(isR)))
         rev = [a for a, isR in axes if isR]
         if not rev:
@@ -430,23 +482,23 @@ class ClosedModel:
     def _make_blocks(self) -> None:
         """Group loops that share dependent joints; each group is solved alone."""
         qset = set(self._q_idx.tolist())
+        qpos = {int(g): a for a, g in enumerate(self._q_idx)}
         G = nx.Graph()
         for i, li in enumerate(self._loops):
             G.add_node(("loop", i))
             for c in li.cols.tolist():
                 if c not in qset:
                     G.add_edge(("loop", i), ("joint", c))
-        dependent = [i for i in range(self.N) if i not in qset]
-        for d in dependent:
-            if ("joint", d) not in G:
+        for d in range(self.N):
+            if d not in qset and ("joint", d) not in G:
                 raise ModelError(
                     f"joint {self.phi_names[d]!r} is neither a coordinate nor constrained by a "
                     f"loop: the coordinates {self.coordinate_names} do not fix it (the "
                     "mechanism has more mobility than coordinates)")
         self._blocks = []
-        for comp in nx.connected_components(G):
+        for comp in sorted(nx.connected_components(G), key=lambda s: min(map(str, s))):
             loops = sorted(i for kind, i in comp if kind == "loop")
-            deps = sorted(i for kind, i in comp if kind == "joint")
+            deps = np.array(sorted(i for kind, i in comp if kind == "joint"), int)
             rows = sum(self._loops[i].rank for i in loops)
             if rows != len(deps):
                 names = [self._loops[i].name for i in loops]
@@ -455,18 +507,24 @@ class ClosedModel:
                     f"dependent joints {[self.phi_names[d] for d in deps]}: the coordinates "
                     f"{self.coordinate_names} do not match the mobility (Grubler count "
                     f"{self.mechanism.grubler()} spatial, {self.mechanism.grubler(True)} planar)")
-            indep = sorted(set().union(*[set(self._loops[i].cols.tolist()) for i in loops])
-                           & qset)
-            self._blocks.append((loops, np.array(deps, int), np.array(indep, int)))
+            dpos = {int(g): i for i, g in enumerate(deps)}
+            offsets, k = [], 0
+            for i in loops:
+                offsets.append(slice(k, k + self._loops[i].rank))
+                k += self._loops[i].rank
+                for side in self._loops[i].sides:
+                    cols = side.cols.tolist()
+                    side.sel_dep = np.array([m for m, g in enumerate(cols) if g in dpos], int)
+                    side.dep_pos = np.array([dpos[g] for g in cols if g in dpos], int)
+                    side.sel_q = np.array([m for m, g in enumerate(cols) if g in qpos], int)
+                    side.q_pos = np.array([qpos[g] for g in cols if g in qpos], int)
+            self._blocks.append((loops, deps, offsets))
 
     def _check_mobility(self, phi0) -> None:
         rows, _ = self._rows(phi0[None], 1, residual=False)
-        J = np.zeros((sum(G.shape[1] for _, G, _, _ in rows), self.N))
-        k = 0
-        for li, (_, G, _, _) in zip(self._loops, rows):
-            J[k:k + G.shape[1], li.cols] = G[0]
-            k += G.shape[1]
-        rank = np.linalg.matrix_rank(J, tol=1e-9 * max(np.abs(J).max(), 1e-300)) if k else 0
+        J = np.concatenate([self._loop_matrix(li, rw, 1)[0]
+                            for li, rw in zip(self._loops, rows)]) if rows else np.zeros((0, 1))
+        rank = np.linalg.matrix_rank(J, tol=1e-9 * max(np.abs(J).max(), 1e-300)) if rows else 0
         mobility = self.N - rank
         self.mobility = mobility
         if mobility != self.dof:
@@ -501,9 +559,10 @@ class ClosedModel:
             The dependent-joint Jacobian is singular on the way.
         """
         qf, batch = self._phi_batch(q)
-        return self._assemble(qf, guess).reshape(batch + (self.N,))
+        return self._assemble(qf, guess)[0].reshape(batch + (self.N,))
 
-    def _assemble(self, qf: np.ndarray, guess=None) -> np.ndarray:
+    def _assemble(self, qf: np.ndarray, guess=None):
+        """phi (n, N) at coordinates qf (n, M), and the chain kinematics at it."""
         n = qf.shape[0]
         if guess is not None:
             phi = np.array(np.broadcast_to(np.asarray(guess, float).reshape(-1, self.N),
@@ -516,109 +575,132 @@ class ClosedModel:
                                            (n, self.N)))
         phi[:, self._q_idx] = qf
         for it in range(_MAX_ITER):
-            rows, _ = self._rows(phi, 1)
-            worst = max(float(np.abs(r).max()) for r, _, _, _ in rows) if rows else 0.0
+            rows, kins = self._rows(phi, 1)
+            worst = max(float(np.abs(rw.r).max()) for rw in rows) if rows else 0.0
             if worst < _TOL:
                 break
-            for loops, deps, _ in self._blocks:
-                r = np.concatenate([rows[i][0] for i in loops], axis=1)
-                A = self._block_matrix(rows, loops, deps)
-                _check_block(A, self, loops, deps)
-                step = np.linalg.solve(A, -r[..., None])[..., 0]
+            for loops, deps, offsets in self._blocks:
+                r = np.concatenate([rows[i].r for i in loops], axis=1)
+                A, _ = self._block_matrices(rows, loops, deps, offsets, n, need_q=False)
+                Ai = self._inverse(A, loops, deps)
+                step = -np.einsum("npr,nr->np", Ai, r)
                 lim = np.abs(step).max(axis=1, keepdims=True)
                 step *= np.minimum(1.0, 0.5 / np.maximum(lim, 1e-300))
                 phi[:, deps] += step
         else:
-            res = [np.linalg.norm(r, axis=1).max() for r, _, _, _ in rows]
+            res = [np.linalg.norm(rw.r, axis=1).max() for rw in rows]
             i = int(np.argmax(res))
             raise ClosureError(
                 f"loop {self._loops[i].name!r} cannot be closed at these coordinates: "
                 f"residual {res[i]:.3e} after {_MAX_ITER} Newton steps (outside the workspace "
                 "or across a singularity)", loop=self._loops[i].name, residual=float(res[i]))
-        self._last = phi[-1:].copy() if n > 1 else phi.copy()
-        return phi
+        self._last = phi[-1:].copy()
+        return phi, kins
 
-    def _block_matrix(self, rows, loops, cols) -> np.ndarray:
-        """Rows of the block's loops over the global columns ``cols``: (n, R, len(cols))."""
-        parts = []
-        for i in loops:
-            G = rows[i][1]
-            li = self._loops[i]
-            pos = {int(g): k for k, g in enumerate(li.cols)}
-            sel = np.array([pos.get(int(c), -1) for c in cols])
-            X = np.zeros(G.shape[:2] + (len(cols),))
-            ok = sel >= 0
-            X[..., ok] = G[..., sel[ok]]
-            parts.append(X)
-        return np.concatenate(parts, axis=1)
+    def _block_matrices(self, rows, loops, deps, offsets, n, need_q=True):
+        """A = dc/dphi_dep (n, R, nd) and Bq = dc/dq (n, R, M) of one block."""
+        R = offsets[-1].stop
+        A = np.zeros((n, R, len(deps)))
+        B = np.zeros((n, R, self.dof)) if need_q else None
+        for i, rs in zip(loops, offsets):
+            for side, G in zip(self._loops[i].sides, rows[i].G):
+                if side.sel_dep.size:
+                    A[:, rs, side.dep_pos] += G[:, :, side.sel_dep]
+                if need_q and side.sel_q.size:
+                    B[:, rs, side.q_pos] += G[:, :, side.sel_q]
+        return A, B
+
+    def _inverse(self, A: np.ndarray, loops, deps) -> np.ndarray:
+        """Inverse of the block matrices, with a SingularityError near singularity."""
+        try:
+            Ai = np.linalg.inv(A)
+            cond = np.abs(A).sum(axis=1).max(axis=1) * np.abs(Ai).sum(axis=1).max(axis=1)
+            ok = np.all(np.isfinite(Ai)) and np.all(cond < 1e11)
+        except np.linalg.LinAlgError:
+            ok = False
+        if not ok:
+            _check_block(A, self, loops, deps)
+        return Ai
 
     def condition(self, q) -> np.ndarray:
         """2-norm condition number of the dependent-joint Jacobian (...), per
-        configuration (the worst block); large near a singularity."""
+        configuration (the worst block); large near a singularity.
+
+        Examples
+        --------
+        >>> import numpy as np, mechanisms
+        >>> fb = mechanisms.five_bar()
+        >>> c = fb.condition([[2.0, 1.2], [2.0, 1.0]])
+        >>> c.shape, bool(np.all(c >= 1))
+        ((2,), True)
+        """
         qf, batch = self._phi_batch(q)
-        phi = self._assemble(qf)
+        phi, _ = self._assemble(qf)
         rows, _ = self._rows(phi, 1, residual=False)
         cond = np.ones(qf.shape[0])
-        for loops, deps, _ in self._blocks:
-            sv = np.linalg.svd(self._block_matrix(rows, loops, deps), compute_uv=False)
+        for loops, deps, offsets in self._blocks:
+            A, _ = self._block_matrices(rows, loops, deps, offsets, qf.shape[0], need_q=False)
+            sv = np.linalg.svd(A, compute_uv=False)
             c = np.where(sv[:, -1] > 0, sv[:, 0] / np.where(sv[:, -1] > 0, sv[:, -1], 1), np.inf)
             cond = np.maximum(cond, c)
         return cond.reshape(batch)
 
     # ------------------------------------------------------------ transfer
-    def _transfer(self, phi: np.ndarray, order: int, kins=None):
-        """G^phi_q (n, N, M), H^phi_qq, D^phi_qqq at assembled phi (n, N)."""
+    def _transfer(self, phi: np.ndarray, order: int, kins=None, velocity=None):
+        """The transfer G^phi_q (n, N, M), H^phi_qq, D^phi_qqq at assembled phi (n, N).
+
+        With ``velocity=(qd, qdd)`` (order 1), also the joint rates phi' and
+        accelerations phi'' from the acceleration-level closure, without H.
+        """
         n, M = phi.shape[0], self.dof
         rows, kins = self._rows(phi, order, residual=False, kins=kins)
         G = np.zeros((n, self.N, M))
         G[:, self._q_idx, np.arange(M)] = 1.0
         H = np.zeros((n, self.N, M, M)) if order >= 2 else None
         D = np.zeros((n, self.N, M, M, M)) if order >= 3 else None
-        qpos = {int(g): a for a, g in enumerate(self._q_idx)}
-        for loops, deps, indep in self._blocks:
-            local = np.concatenate([deps, indep])
-            A = self._block_matrix(rows, loops, deps)
-            _check_block(A, self, loops, deps)
-            Ai = np.linalg.inv(A)
-            # G^phi_q restricted to the block's columns: deps from the solve, indep = unit rows
-            Gl = np.zeros((n, len(local), M))
-            Gl[:, len(deps) + np.arange(len(indep)), [qpos[int(i)] for i in indep]] = 1.0
-            B = self._block_matrix(rows, loops, indep)
-            Gl[:, : len(deps)] = -Ai @ (B @ Gl[:, len(deps):])
-            G[:, deps] = Gl[:, : len(deps)]
-            if order >= 2:
-                Hl = np.zeros((n, len(local), M, M))
-                X = self._block_tensor(rows, loops, local, 2, Gl, Hl)
-                Hl[:, : len(deps)] = -np.einsum("npr,nrab->npab", Ai, X)
-                H[:, deps] = Hl[:, : len(deps)]
-                if order >= 3:
-                    Dl = np.zeros((n, len(local), M, M, M))
-                    X = self._block_tensor(rows, loops, local, 3, Gl, Hl)
-                    Dl[:, : len(deps)] = -np.einsum("npr,nrcab->npcab", Ai, X)
-                    D[:, deps] = Dl[:, : len(deps)]
-        return Transfer(G, H, D), kins
+        inv = []
+        for loops, deps, offsets in self._blocks:
+            A, B = self._block_matrices(rows, loops, deps, offsets, n)
+            Ai = self._inverse(A, loops, deps)
+            inv.append(Ai)
+            G[:, deps] = -Ai @ B
+        for (loops, deps, offsets), Ai in zip(self._blocks, inv) if order >= 2 else ():
+            X = self._known(rows, loops, offsets, 2, G, None, n)
+            H[:, deps] = -np.einsum("npr,nrab->npab", Ai, X)
+        for (loops, deps, offsets), Ai in zip(self._blocks, inv) if order >= 3 else ():
+            X = self._known(rows, loops, offsets, 3, G, H, n)
+            D[:, deps] = -np.einsum("npr,nrcab->npcab", Ai, X)
+        tr = Transfer(G, H, D)
+        if velocity is None:
+            return tr, kins
+        qd, qdd = velocity
+        phid = tr.rates(qd)
+        phidd = np.zeros_like(phid)
+        phidd[:, self._q_idx] = qdd
+        bias = self._bias(rows, kins, phid)
+        for (loops, deps, offsets), Ai in zip(self._blocks, inv):
+            b = np.concatenate([bias[i] for i in loops], axis=1)
+            b += np.einsum("nra,na->nr", self._block_matrices(rows, loops, deps, offsets, n)[1],
+                           qdd)
+            phidd[:, deps] = -np.einsum("npr,nr->np", Ai, b)
+        return tr, kins, phid, phidd
 
-    def _block_tensor(self, rows, loops, local, order, Gl, Hl) -> np.ndarray:
-        """The known part of the block's order-2 (or 3) constraint in q."""
-        out = []
-        for i in loops:
-            _, Gc, Hc, Dc = rows[i]
-            li = self._loops[i]
-            pos = {int(g): k for k, g in enumerate(li.cols)}
-            sel = np.array([pos.get(int(c), -1) for c in local])
-            ok = np.nonzero(sel >= 0)[0]
-            s = sel[ok]
-            Gs, Hs = Gl[:, ok], Hl[:, ok]
-            Hcs = Hc[:, :, s][:, :, :, s]
-            if order == 2:
-                out.append(np.einsum("nrmk,nma,nkb->nrab", Hcs, Gs, Gs, optimize=True))
-            else:
-                Gcs = Gc[:, :, s]
-                Dcs = Dc[:, :, s][:, :, :, s][:, :, :, :, s]
-                _, _, Dq = transfer_influence(Gcs, Hcs, Dcs, Gs, Hs,
-                                              np.zeros(Hs.shape[:-2] + (Hs.shape[-1],) * 3))
-                out.append(Dq)
-        return np.concatenate(out, axis=1)
+    def _known(self, rows, loops, offsets, order, G, H, n) -> np.ndarray:
+        """The part of a block's order-2 (or 3) constraint that does not involve
+        the dependent joints' own H (or D): sum over the sides of the chain rule."""
+        R = offsets[-1].stop
+        M = self.dof
+        X = np.zeros((n, R) + (M,) * order)
+        for i, rs in zip(loops, offsets):
+            for side, Gc, Hc, Dc in zip(self._loops[i].sides, rows[i].G, rows[i].H, rows[i].D):
+                Gs = G[:, side.cols]
+                if order == 2:
+                    X[:, rs] += np.einsum("nrmk,nma,nkb->nrab", Hc, Gs, Gs, optimize=True)
+                else:
+                    Hs = H[:, side.cols]
+                    zero = np.zeros(Hs.shape[:-2] + (M, M, M))
+                    X[:, rs] += transfer_influence(Gc, Hc, Dc, Gs, Hs, zero)[2]
+        return X
 
     # ------------------------------------------------------- public model
     def kinematics(self, q, order: int = 2) -> "ClosedKinematics":
@@ -630,31 +712,33 @@ class ClosedModel:
         return ClosedDynamics(self, q)
 
     def joint_rates(self, q, qd, qdd=None):
-        """phi' (and phi'') of every joint from the coordinate rates."""
+        """phi' (and phi'' when ``qdd`` is given) of every joint (..., N)."""
         qf, batch = self._phi_batch(q)
-        phi = self._assemble(qf)
-        tr, _ = self._transfer(phi, 1 if qdd is None else 2)
         qd = match_batch(qd, self.dof, batch, "qd").T
+        phi, kins = self._assemble(qf)
+        qdd_ = np.zeros_like(qd) if qdd is None else match_batch(qdd, self.dof, batch, "qdd").T
+        _, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd, qdd_))
         if qdd is None:
-            return tr.rates(qd).reshape(batch + (self.N,))
-        qdd = match_batch(qdd, self.dof, batch, "qdd").T
-        a, b = tr.rates(qd, qdd)
-        return a.reshape(batch + (self.N,)), b.reshape(batch + (self.N,))
+            return phid.reshape(batch + (self.N,))
+        return phid.reshape(batch + (self.N,)), phidd.reshape(batch + (self.N,))
 
     def inverse_dynamics(self, q, qd, qdd, loads=None) -> np.ndarray:
         """Required loads at the coordinates, ``T_q = sum_c G_c^T T_c`` (..., M).
 
-        Each open chain runs its own recursive inverse dynamics at the
-        transferred joint motion (no P* is formed).
+        The joint motion comes from the velocity- and acceleration-level
+        closure (no second-order coefficients are formed) and each open chain
+        runs its own recursive inverse dynamics (no P* is formed).
         """
         qf, batch = self._phi_batch(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd = match_batch(qdd, self.dof, batch, "qdd").T
-        phi = self._assemble(qf)
-        tr, _ = self._transfer(phi, 2)
-        phid, phidd = tr.rates(qd, qdd)
-        T = self._joint_loads(phi, phid, phidd, loads)
-        return tr.load(T).reshape(batch + (self.dof,))
+        T, tr = self._required(qf, qd, qdd, loads)
+        return T.reshape(batch + (self.dof,))
+
+    def _required(self, qf, qd, qdd, loads):
+        phi, kins = self._assemble(qf)
+        tr, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd, qdd))
+        return tr.load(self._joint_loads(phi, phid, phidd, loads)), tr
 
     def _joint_loads(self, phi, phid, phidd, loads) -> np.ndarray:
         """Joint loads of every chain at (phi, phi', phi''), summed into phi (n, N)."""
@@ -701,7 +785,8 @@ class ClosedModel:
         """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate."""
         qf, batch = self._phi_batch(q)
         idx = self._joint_indices(actuators)
-        tr, _ = self._transfer(self._assemble(qf), 1)
+        phi, kins = self._assemble(qf)
+        tr, _ = self._transfer(phi, 1, kins)
         return tr.G[:, idx].reshape(batch + (len(idx), self.dof))
 
     def _joint_indices(self, names: Sequence[str]) -> np.ndarray:
@@ -724,22 +809,27 @@ class ClosedModel:
         Na > M (overconstrained); :func:`kic.internal_loads` spans the rest.
         """
         from .actuation import load_distribution
-        T = self.inverse_dynamics(q, qd, qdd, loads=loads)
-        G = self.actuator_jacobian(q, actuators)
+        qf, batch = self._phi_batch(q)
+        qd = match_batch(qd, self.dof, batch, "qd").T
+        qdd = match_batch(qdd, self.dof, batch, "qdd").T
+        idx = self._joint_indices(actuators)
+        T, tr = self._required(qf, qd, qdd, loads)
+        G = tr.G[:, idx]
         if G.shape[-2] == G.shape[-1]:
             from .transfer import _checked_inverse
-            Gi = _checked_inverse(G.reshape(-1, self.dof, self.dof), "actuator Jacobian G^a_q")
-            return np.einsum("nba,nb->na", Gi, T.reshape(-1, self.dof)).reshape(T.shape)
-        return load_distribution(G, T, weights)
+            Gi = _checked_inverse(G, "actuator Jacobian G^a_q")
+            tau = np.einsum("nba,nb->na", Gi, T)
+        else:
+            tau = load_distribution(G, T, weights)
+        return tau.reshape(batch + (len(idx),))
 
     def forward_dynamics(self, q, qd, tau, loads=None) -> np.ndarray:
         """``q'' = I*_q^-1 (T - q'^T P*_q q' - T_L)`` (..., M)."""
         qf, batch = self._phi_batch(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         tau = match_batch(tau, self.dof, batch, "tau").T
-        phi = self._assemble(qf)
-        tr, _ = self._transfer(phi, 2)
-        phid, phidd = tr.rates(qd, np.zeros_like(qd))
+        phi, kins = self._assemble(qf)
+        tr, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd, np.zeros_like(qd)))
         bias = tr.load(self._joint_loads(phi, phid, phidd, loads))
         I = self._inertia(phi, tr)
         return spd_solve(I, tau - bias, "effective inertia I* in "
@@ -759,14 +849,10 @@ class ClosedModel:
                 f"{self.N} joints, {len(self._loops)} loops>")
 
 
-def _scatter(X, rows, loc, val, nidx):
-    """X[:, rows, loc, loc, ...] += val over ``nidx`` column axes."""
-    idx = [slice(None), rows] + [None] * nidx
-    for k in range(nidx):
-        shape = [1] * nidx
-        shape[k] = -1
-        idx[2 + k] = loc.reshape(shape)
-    X[tuple(idx)] += val
+def _translation(p) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = p
+    return T
 
 
 def _check_block(A: np.ndarray, model: ClosedModel, loops, deps) -> None:
@@ -806,10 +892,10 @@ class ClosedKinematics:
         self.order = order
         qf, self._batch = model._phi_batch(q)
         self.q = qf.reshape(self._batch + (model.dof,))
-        phi = model._assemble(qf)
+        phi, kins = model._assemble(qf)
         self._phi = phi
         self.phi = phi.reshape(self._batch + (model.N,))
-        self.transfer, self._kins = model._transfer(phi, order)
+        self.transfer, self._kins = model._transfer(phi, order, kins)
 
     def _body(self, body: str):
         owner = self.model._owner.get(body)
@@ -852,8 +938,8 @@ class ClosedDynamics(DynamicModel):
         qf, batch = model._phi_batch(q)
         super().__init__(qf.reshape(batch + (model.dof,)), batch)
         self.model = model
-        self._phi = model._assemble(qf)
-        self._tr, _ = model._transfer(self._phi, 2)
+        self._phi, kins = model._assemble(qf)
+        self._tr, _ = model._transfer(self._phi, 2, kins)
         self._chain_models = {ci: c.dynamics(self._phi[:, model._chain_idx[ci]])
                               for ci, c in enumerate(model._chains) if c.total_mass > 0}
 

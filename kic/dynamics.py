@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._array import (as_batch, blocks, cross, from_batch, match_batch, prefix_sum, spd_solve,
-                     suffix_sum)
+from ._array import as_batch, blocks, cross, from_batch, match_batch, spd_solve, suffix_sum
 from . import _scalar
 from .errors import ModelError
-from .kinematics import _Pose
+from .kinematics import _Pose, link_motion, point_acceleration
 
 __all__ = ["DynamicModel"]
 
@@ -66,15 +65,12 @@ def _inverse_dynamics(chain, pose: _Pose, qdT, qddT, gravity=True) -> np.ndarray
     the joint loads are suffix sums of the link wrenches (O(links x M)).
     """
     sR, sv = pose.sR, pose.sv
-    w = prefix_sum(sR * qdT)
-    v = prefix_sum(sv * qdT)
-    aw = prefix_sum(sR * qddT + cross(w, sR) * qdT)
-    av = prefix_sum(sv * qddT + (cross(w, sv) + cross(v, sR)) * qdT)
+    w, v, aw, av = link_motion(pose, qdT, qddT)
     if gravity:
         av -= chain.gravity[:, None, None]
     R = pose.R
     c = np.einsum("ijmn,jm->imn", R, chain._com.T) + pose.p
-    ac = av + cross(aw, c) + cross(w, v + cross(w, c))
+    ac = point_acceleration(w, v, aw, av, c)
     F = chain.masses[None, :, None] * ac
     # Euler's equation in link axes (constant inertia), rotated back
     wl = np.einsum("ijmn,imn->jmn", R, w)
