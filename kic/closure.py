@@ -270,6 +270,7 @@ class ClosedModel:
         self._last = phi0
         self._phi_ref = phi0
         self._check_mobility(phi0)
+        self.actuators = list(coord_names) if all(n in physical for n in coord_names) else []
 
     # ------------------------------------------------------------ helpers
     def _tip_of(self, body):
@@ -335,9 +336,20 @@ class ClosedModel:
         return s * G, None if H is None else s * H, None if D is None else s * D
 
     def _side_frame(self, side: _Side, kins: dict) -> np.ndarray:
-        kin = kins[side.chain]
-        F = kin.frames
-        return F.reshape(-1, F.shape[-3], 4, 4)[:, side.link] @ side.T
+        return kins[side.chain].link_frame(side.link, side.T)
+
+    def _residuals(self, phi: np.ndarray):
+        """Closure residuals of every loop (reduced, (n, r) each) and the kinematics."""
+        kins = self._kinematics(phi, 1)
+        out = []
+        for li in self._loops:
+            Fa = self._side_frame(li.sides[0], kins)
+            Fb = (self._side_frame(li.sides[1], kins) if len(li.sides) > 1
+                  else np.broadcast_to(li.loop.target_frame, Fa.shape))
+            dp = Fa[:, :3, 3] - Fb[:, :3, 3]
+            out.append(dp if li.k == 3 else np.concatenate(
+                [_vex_error(Fa[:, :3, :3], Fb[:, :3, :3]), dp], axis=1))
+        return out, kins
 
     def _rows(self, phi: np.ndarray, order: int, residual: bool = True, kins=None):
         """Reduced rows of every loop (list of _Rows) and the chain kinematics used."""
@@ -575,10 +587,11 @@ class ClosedModel:
                                            (n, self.N)))
         phi[:, self._q_idx] = qf
         for it in range(_MAX_ITER):
-            rows, kins = self._rows(phi, 1)
-            worst = max(float(np.abs(rw.r).max()) for rw in rows) if rows else 0.0
+            res, kins = self._residuals(phi)
+            worst = max(float(np.abs(r).max()) for r in res) if res else 0.0
             if worst < _TOL:
                 break
+            rows, _ = self._rows(phi, 1, kins=kins)
             for loops, deps, offsets in self._blocks:
                 r = np.concatenate([rows[i].r for i in loops], axis=1)
                 A, _ = self._block_matrices(rows, loops, deps, offsets, n, need_q=False)
@@ -588,7 +601,7 @@ class ClosedModel:
                 step *= np.minimum(1.0, 0.5 / np.maximum(lim, 1e-300))
                 phi[:, deps] += step
         else:
-            res = [np.linalg.norm(rw.r, axis=1).max() for rw in rows]
+            res = [np.linalg.norm(r, axis=1).max() for r in res]
             i = int(np.argmax(res))
             raise ClosureError(
                 f"loop {self._loops[i].name!r} cannot be closed at these coordinates: "
@@ -610,8 +623,9 @@ class ClosedModel:
                     B[:, rs, side.q_pos] += G[:, :, side.sel_q]
         return A, B
 
-    def _inverse(self, A: np.ndarray, loops, deps) -> np.ndarray:
-        """Inverse of the block matrices, with a SingularityError near singularity."""
+    def _inverse(self, A: np.ndarray, loops, deps, what=None) -> np.ndarray:
+        """Inverse of the block matrices, with a SingularityError near singularity
+        (1-norm condition estimate, then the exact figures from an SVD)."""
         try:
             Ai = np.linalg.inv(A)
             cond = np.abs(A).sum(axis=1).max(axis=1) * np.abs(Ai).sum(axis=1).max(axis=1)
@@ -619,7 +633,7 @@ class ClosedModel:
         except np.linalg.LinAlgError:
             ok = False
         if not ok:
-            _check_block(A, self, loops, deps)
+            _check_block(A, self, loops, deps, what)
         return Ai
 
     def condition(self, q) -> np.ndarray:
@@ -738,18 +752,23 @@ class ClosedModel:
     def _required(self, qf, qd, qdd, loads):
         phi, kins = self._assemble(qf)
         tr, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd, qdd))
-        return tr.load(self._joint_loads(phi, phid, phidd, loads)), tr
+        return tr.load(self._joint_loads(phi, phid, phidd, loads, kins)), tr
 
-    def _joint_loads(self, phi, phid, phidd, loads) -> np.ndarray:
+    def _joint_loads(self, phi, phid, phidd, loads, kins=None) -> np.ndarray:
         """Joint loads of every chain at (phi, phi', phi''), summed into phi (n, N)."""
+        from .dynamics import _inverse_dynamics
         T = np.zeros(phi.shape)
         for ci, chain in enumerate(self._chains):
-            if chain.total_mass <= 0 and not (loads and self._chain_loads(loads, ci)):
+            cl = self._chain_loads(loads, ci) if loads else None
+            if chain.total_mass <= 0 and cl is None:
                 continue
             idx = self._chain_idx[ci]
-            cl = self._chain_loads(loads, ci) if loads else None
-            T[:, idx] += chain.inverse_dynamics(phi[:, idx], phid[:, idx], phidd[:, idx],
-                                                loads=cl)
+            if kins is not None and cl is None and ci in kins:
+                T[:, idx] += _inverse_dynamics(chain, kins[ci]._pose, phid[:, idx].T,
+                                               phidd[:, idx].T).T
+            else:
+                T[:, idx] += chain.inverse_dynamics(phi[:, idx], phid[:, idx], phidd[:, idx],
+                                                    loads=cl)
         return T
 
     def _chain_loads(self, loads, ci: int):
@@ -780,6 +799,23 @@ class ClosedModel:
             if self._jowner[d.joint][0] == ci:
                 part._dampers.append(d)
         return part if part else None
+
+    def in_coordinates(self, coordinates, guess=None, name: str | None = None) -> "ClosedModel":
+        """The same mechanism modelled in other coordinates (e.g. actuator ones).
+
+        The new model starts its position solver from this model's last
+        assembled configuration.
+        """
+        n = len(self.mechanism.primitive_joints)
+        ref = dict(zip(self.phi_names[:n], self._last.reshape(-1, self.N)[-1, :n]))
+        return self.mechanism.model(coordinates, reference=ref, guess=guess, name=name)
+
+    def actuator_model(self) -> "ClosedModel":
+        """The model in the actuated joints ``self.actuators`` (as many as dof)."""
+        acts = getattr(self, "actuators", None)
+        if not acts:
+            raise ModelError("this model has no actuators listed (set model.actuators)")
+        return self.in_coordinates(acts, name=f"{self.name} in actuator coordinates")
 
     def actuator_jacobian(self, q, actuators: Sequence[str]) -> np.ndarray:
         """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate."""
@@ -816,9 +852,9 @@ class ClosedModel:
         T, tr = self._required(qf, qd, qdd, loads)
         G = tr.G[:, idx]
         if G.shape[-2] == G.shape[-1]:
-            from .transfer import _checked_inverse
-            Gi = _checked_inverse(G, "actuator Jacobian G^a_q")
-            tau = np.einsum("nba,nb->na", Gi, T)
+            tau = self._inverse(np.swapaxes(G, -1, -2), [], idx, what="actuator Jacobian "
+                                "G^a_q") @ T[..., None]
+            tau = tau[..., 0]
         else:
             tau = load_distribution(G, T, weights)
         return tau.reshape(batch + (len(idx),))
@@ -830,7 +866,7 @@ class ClosedModel:
         tau = match_batch(tau, self.dof, batch, "tau").T
         phi, kins = self._assemble(qf)
         tr, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd, np.zeros_like(qd)))
-        bias = tr.load(self._joint_loads(phi, phid, phidd, loads))
+        bias = tr.load(self._joint_loads(phi, phid, phidd, loads, kins))
         I = self._inertia(phi, tr)
         return spd_solve(I, tau - bias, "effective inertia I* in "
                          f"{self.coordinate_names}").reshape(batch + (self.dof,))
@@ -855,7 +891,7 @@ def _translation(p) -> np.ndarray:
     return T
 
 
-def _check_block(A: np.ndarray, model: ClosedModel, loops, deps) -> None:
+def _check_block(A: np.ndarray, model: ClosedModel, loops, deps, what=None) -> None:
     sv = np.linalg.svd(A, compute_uv=False)
     smin, smax = sv[:, -1], sv[:, 0]
     bad = ~(smin > 1e-10 * np.maximum(smax, 1e-300))
@@ -863,6 +899,13 @@ def _check_block(A: np.ndarray, model: ClosedModel, loops, deps) -> None:
         i = int(np.argmax(bad))
         cond = float(smax[i] / smin[i]) if smin[i] > 0 else float("inf")
         names = [model._loops[k].name for k in loops]
+        if what is not None:
+            raise SingularityError(
+                f"singular {what} for joints {[model.phi_names[d] for d in deps]}: smallest "
+                f"singular value {smin[i]:.3e}, condition number {cond:.3e}"
+                + (f" at batch index {i}" if A.shape[0] > 1 else ""),
+                sigma_min=float(smin[i]), condition=cond, where=what,
+                index=(i,) if A.shape[0] > 1 else None)
         raise SingularityError(
             f"singular configuration of loops {names}: the dependent joints "
             f"{[model.phi_names[d] for d in deps]} cannot be solved (smallest singular value "

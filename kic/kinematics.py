@@ -284,6 +284,18 @@ class ChainKinematics:
     def frames(self) -> np.ndarray:
         return _frames(self.chain, self._pose, self._batch)
 
+    def link_frame(self, link: int | str, T=None) -> np.ndarray:
+        """World frame (N, 4, 4) of one link's frame, times ``T`` (in that frame)."""
+        j = self.chain.link_index(link)
+        pose = self._pose
+        N = pose.N
+        F = np.zeros((N, 4, 4))
+        F[:, :3, :3] = np.moveaxis(pose.R[:, :, j], -1, 0)
+        F[:, :3, 3] = pose.p[:, j].T
+        F[:, 3, 3] = 1.0
+        X = self.chain._offsets_z[j] if T is None else self.chain._offsets_z[j] @ T
+        return F @ X
+
     @property
     def axes(self) -> np.ndarray:
         return self._out(self._pose.s).swapaxes(-1, -2)
