@@ -97,6 +97,13 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
         (crank-coupler, relative) and ``"tip"`` (coupler 1 - coupler 2).
         Bodies ``"crank1"``, ``"crank2"``, ``"coupler1"``, ``"coupler2"``.
 
+    Notes
+    -----
+    The spanning tree is the two crank-coupler chains; the closing revolute
+    ``"tip"`` is cut, and its closure (planar: 3 of 6 rows) fixes the three
+    passive joints.  The model is singular where the two couplers are
+    collinear (``condition`` grows without bound there).
+
     Examples
     --------
     >>> import numpy as np, mechanisms
@@ -170,6 +177,11 @@ def four_bar(ground=0.3, crank=0.1, coupler=0.35, rocker=0.25, m_crank=0.5, m_co
         Joints ``"crank"``, ``"A"``, ``"B"``, ``"rocker"``; bodies
         ``"crank"``, ``"coupler"``, ``"rocker"``.
 
+    Notes
+    -----
+    Grashof crank-rocker with the defaults (s + l < p + q).  The loop is cut
+    at ``"B"``.
+
     Examples
     --------
     >>> import mechanisms
@@ -232,6 +244,11 @@ def slider_crank(crank=0.1, rod=0.3, offset=0.0, m_crank=0.5, m_rod=1.0, m_slide
         ``"B"`` (rod-slider), ``"slide"`` (prismatic along +x, value = x of B).
         Branch: the slider to the right of the crank tip.
 
+    Notes
+    -----
+    The loop is cut at the slider pin ``"B"``; the slider is carried by the
+    prismatic joint ``"slide"`` along the line y = offset.
+
     Examples
     --------
     >>> import numpy as np, mechanisms
@@ -285,6 +302,13 @@ def bricard(a=0.3, m=1.0, g=9.81) -> kic.ClosedModel:
     kic.ClosedModel
         q = the angle of joint ``"j1"`` (at the ground link); joints
         ``"j1"`` .. ``"j6"``, moving bodies ``"b1"`` .. ``"b5"``.
+
+    Notes
+    -----
+    Grubler's count gives 0 (a 6R loop is generically rigid); the actual
+    mobility, from the rank of the closure Jacobian, is 1.  The reduction of
+    the rank-deficient closure is re-computed at every configuration from the
+    closure Jacobian's singular vectors.
 
     Examples
     --------
@@ -342,6 +366,13 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
         ``"leg{i}.cyl"``, ``"leg{i}.rod"``.  ``model.actuators`` lists the
         six actuated joints; :func:`stewart_actuator_model` gives the model in
         leg lengths.
+
+    Notes
+    -----
+    The platform pose is a virtual P-P-P-R-R-R chain from the ground, so the
+    platform hangs on it in the spanning tree and each leg is cut at its S
+    joint: six independent 6x6 closures (method.md section 4).  The first
+    guess of the position solver is the legs' closed-form inverse kinematics.
 
     Examples
     --------
