@@ -294,8 +294,16 @@ def bricard(a=0.3, m=1.0, g=9.81) -> kic.ClosedModel:
 
     Its closure is structurally rank deficient (rank 5 of 6 rows at every
     configuration) and it moves with one degree of freedom; kic keeps five
-    independent row combinations.  Links are rods of mass ``m`` (kg) along
-    their common normals; gravity (m/s^2) along -z.
+    independent row combinations.
+
+    Parameters
+    ----------
+    a : float
+        Length of every link (m), along the common normals.
+    m : float
+        Mass of each moving link (kg), a uniform rod.
+    g : float
+        Gravity (m/s^2) along -z.
 
     Returns
     -------
@@ -355,6 +363,26 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     ``cyl_com`` along the leg from the U centre, inertia diagonal in a leg
     frame with z along the leg); the rod moves with the actuator (centroid
     ``rod_com`` along the leg from the S centre).
+
+    Parameters
+    ----------
+    rb, rp : float
+        Radii of the base and platform anchor circles (m).
+    base_half_angle, plat_half_angle : float
+        Half the angular spacing of each anchor pair (rad).
+    h0 : float
+        Nominal platform height (m).
+    m_plat, I_plat, plat_com : float, (3,) or (3, 3), (3,)
+        Platform mass (kg), inertia about its centroid in platform axes
+        (kg m^2), centroid in the platform frame (m).
+    m_cyl, cyl_com, I_cyl : float, float, (3,)
+        Cylinder mass, centroid distance along the leg from the U centre,
+        principal inertia in the leg frame.
+    m_rod, rod_com, I_rod : float, float, (3,)
+        Rod mass, centroid distance along the leg from the S centre (negative:
+        towards the base), principal inertia in the leg frame.
+    g : float
+        Gravity (m/s^2) along -z.
 
     Returns
     -------
