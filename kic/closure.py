@@ -537,7 +537,7 @@ class ClosedModel:
         J = np.concatenate([self._loop_matrix(li, rw, 1)[0]
                             for li, rw in zip(self._loops, rows)]) if rows else np.zeros((0, 1))
         rank = np.linalg.matrix_rank(J, tol=1e-9 * max(np.abs(J).max(), 1e-300)) if rows else 0
-        mobility = self.N - rank
+        mobility = int(self.N - rank)
         self.mobility = mobility
         if mobility != self.dof:
             raise ModelError(
