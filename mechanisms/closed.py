@@ -17,7 +17,8 @@ from kic.errors import ClosureError
 
 from ._common import gravity_magnitude, length, mass, rod_inertia, translation, vector3
 
-__all__ = ["five_bar", "four_bar", "slider_crank", "bricard", "stewart_platform"]
+__all__ = ["five_bar", "four_bar", "slider_crank", "bricard", "stewart_platform",
+           "redundant_planar_arm", "two_arm_object"]
 
 
 def _rot(axis: str, a: float) -> np.ndarray:
@@ -392,8 +393,8 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
         Joints ``"leg{i}.u1"``, ``"leg{i}.u2"``, ``"leg{i}.p"`` (actuator),
         ``"leg{i}.s1"``..``"leg{i}.s3"``; bodies ``"platform"``,
         ``"leg{i}.cyl"``, ``"leg{i}.rod"``.  ``model.actuators`` lists the
-        six actuated joints; :func:`stewart_actuator_model` gives the model in
-        leg lengths.
+        six actuated joints; ``model.actuator_model()`` gives the model in
+        the leg lengths.
 
     Notes
     -----
@@ -487,3 +488,179 @@ def _rz(a):
     c, s, o, z = np.cos(a), np.sin(a), np.ones_like(a), np.zeros_like(a)
     return np.stack([np.stack([c, -s, z], -1), np.stack([s, c, z], -1),
                      np.stack([z, z, o], -1)], -2)
+
+
+# ------------------------------------------------------- redundant arm
+def _two_link_ik(P, l1, l2, up=True, what="arm"):
+    """Joint angles (batched) of a planar 2R arm at the origin reaching P."""
+    r2 = (P ** 2).sum(-1)
+    c2 = (r2 - l1 ** 2 - l2 ** 2) / (2 * l1 * l2)
+    if np.any(np.abs(c2) > 1):
+        raise ClosureError(f"the {what} cannot reach {P.reshape(-1, 2)[np.argmax(np.abs(c2))]}"
+                           f" (reach {abs(l1 - l2):.4g} to {l1 + l2:.4g} m)", loop=what,
+                           residual=float(np.max(np.abs(c2)) - 1))
+    t2 = np.arccos(np.clip(c2, -1, 1)) * (1 if up else -1)
+    t1 = np.arctan2(P[..., 1], P[..., 0]) - np.arctan2(l2 * np.sin(t2), l1 + l2 * np.cos(t2))
+    return t1, t2
+
+
+def redundant_planar_arm(l1=0.5, l2=0.4, l3=0.3, m1=2.0, m2=1.5, m3=1.0, g=9.81,
+                         elbow: str = "down") -> kic.ClosedModel:
+    """A planar three-link arm that positions its tip, in augmented coordinates.
+
+    The task is the tip position (x, y); with three joints the arm is
+    redundant by one.  Following the seed, the model is written in the
+    augmented coordinates q = (x, y, phi), phi the absolute angle of link 3
+    (a pseudo-coordinate that makes the transfer square and the model exact).
+
+    Parameters
+    ----------
+    l1, l2, l3 : float
+        Link lengths (m); uniform rods.
+    m1, m2, m3 : float
+        Link masses (kg).
+    g : float
+        Gravity (m/s^2) along -y.
+    elbow : {"down", "up"}
+        Branch of the first two links for the position solver.
+
+    Returns
+    -------
+    kic.ClosedModel
+        Coordinates ``"tip.x"``, ``"tip.y"``, ``"tip.yaw"`` (m, m, rad); joints
+        ``"j1"``, ``"j2"``, ``"j3"`` (relative angles, the actuators); bodies
+        ``"link1"``, ``"link2"``, ``"link3"`` (link 3's frame is at the tip).
+
+    Notes
+    -----
+    ``model.in_coordinates(["j1", "j2", "j3"])`` is the same arm in joint
+    coordinates (equal to :func:`planar_three_link`).  The task-space inertia
+    ``(G I*^-1 G^T)^-1`` of the joint model equals the Schur complement of
+    ``I*_qq`` with respect to phi (:func:`kic.task_inertia`).
+
+    Examples
+    --------
+    >>> import numpy as np, kic, mechanisms
+    >>> arm = mechanisms.redundant_planar_arm()
+    >>> q = np.array([0.6, 0.5, 0.3])
+    >>> I = arm.dynamics(q).I_star
+    >>> schur = I[:2, :2] - np.outer(I[:2, 2], I[2, :2]) / I[2, 2]
+    >>> joints = arm.in_coordinates(["j1", "j2", "j3"])
+    >>> th = arm.assemble(q)[:3]
+    >>> tip = joints.kinematics(th).point("link3").G[:2]
+    >>> bool(np.allclose(kic.task_inertia(joints.dynamics(th).I_star, tip), schur))
+    True
+    """
+    b = "redundant_planar_arm"
+    L = [length(b, n, v) for n, v in (("l1", l1), ("l2", l2), ("l3", l3))]
+    m = [mass(b, n, v) for n, v in (("m1", m1), ("m2", m2), ("m3", m3))]
+    g = gravity_magnitude(b, "g", g)
+    mech = kic.Mechanism(gravity=(0.0, -g, 0.0), name="redundant planar arm")
+    _rod_body(mech, "link1", m[0], L[0])
+    _rod_body(mech, "link2", m[1], L[1])
+    mech.add_body("link3", mass=m[2], com=(-L[2] / 2, 0, 0), inertia=rod_inertia(m[2], L[2], 0))
+    mech.add_joint("j1", "R", "ground", "link1")
+    mech.add_joint("j2", "R", "link1", "link2", origin=translation(L[0]))
+    mech.add_joint("j3", "R", "link2", "link3", origin=translation(L[1]),
+                   child_origin=translation(-L[2]))
+    up = elbow == "up"
+
+    def guess(q):
+        q = np.asarray(q, float).reshape(-1, 3)
+        W = q[:, :2] - L[2] * np.stack([np.cos(q[:, 2]), np.sin(q[:, 2])], -1)
+        t1, t2 = _two_link_ik(W, L[0], L[1], up, "redundant arm")
+        return np.stack([t1, t2, _wrap(q[:, 2] - t1 - t2), q[:, 0], q[:, 1], q[:, 2]], -1)
+
+    th0 = np.array([0.4, 0.8, -0.5])
+    ref = dict(zip(["j1", "j2", "j3"], th0))
+    model = mech.model([kic.BodyPose("link3", ("x", "y", "yaw"), prefix="tip.")],
+                       reference=ref, guess=guess, name="redundant planar arm")
+    model.actuators = ["j1", "j2", "j3"]
+    return model
+
+
+# ------------------------------------------------ overconstrained: two arms
+def two_arm_object(base=0.6, a1=0.4, a2=0.35, b1=0.4, b2=0.35, width=0.2, m_a1=1.5,
+                   m_a2=1.0, m_b1=1.5, m_b2=1.0, m_obj=2.0, g=9.81) -> kic.ClosedModel:
+    """Two planar two-link arms holding one object (overconstrained actuation).
+
+    Arm A stands at (0, 0), arm B at (``base``, 0); each tip holds one end of
+    the object (a uniform bar of length ``width``) through a revolute joint.
+    The closed system has three degrees of freedom (the object's pose) and
+    four actuated joints: the load distribution is not unique, and the
+    difference is an internal (squeeze) load along the object.
+
+    Parameters
+    ----------
+    base : float
+        Distance between the arm bases (m).
+    a1, a2, b1, b2 : float
+        Link lengths of arms A and B (m); uniform rods.
+    width : float
+        Length of the object between the grips (m).
+    m_a1, m_a2, m_b1, m_b2, m_obj : float
+        Masses (kg).
+    g : float
+        Gravity (m/s^2) along -y.
+
+    Returns
+    -------
+    kic.ClosedModel
+        Coordinates ``"object.x"``, ``"object.y"``, ``"object.yaw"`` (its
+        centre and angle); ``model.actuators`` = ``["a1", "a2", "b1", "b2"]``
+        (shoulder and elbow joints); grips ``"gripA"``, ``"gripB"``.
+
+    Notes
+    -----
+    Use ``model.actuator_loads(q, qd, qdd, model.actuators, weights=...)`` for
+    the weighted minimum-norm distribution and :func:`kic.internal_loads` on
+    ``model.actuator_jacobian`` for the squeeze direction.
+
+    Examples
+    --------
+    >>> import numpy as np, kic, mechanisms
+    >>> duo = mechanisms.two_arm_object()
+    >>> q, z = np.array([0.3, 0.45, 0.0]), np.zeros(3)
+    >>> tau = duo.actuator_loads(q, z, z, duo.actuators)
+    >>> G = duo.actuator_jacobian(q, duo.actuators)
+    >>> bool(np.allclose(G.T @ tau, duo.inverse_dynamics(q, z, z)))
+    True
+    >>> kic.internal_loads(G).shape
+    (4, 1)
+    """
+    bld = "two_arm_object"
+    base, a1, a2, b1, b2, w = (length(bld, n, v) for n, v in (
+        ("base", base), ("a1", a1), ("a2", a2), ("b1", b1), ("b2", b2), ("width", width)))
+    ma1, ma2, mb1, mb2, mo = (mass(bld, n, v) for n, v in (
+        ("m_a1", m_a1), ("m_a2", m_a2), ("m_b1", m_b1), ("m_b2", m_b2), ("m_obj", m_obj)))
+    g = gravity_magnitude(bld, "g", g)
+    mech = kic.Mechanism(gravity=(0.0, -g, 0.0), name="two arms and an object")
+    _rod_body(mech, "armA1", ma1, a1)
+    _rod_body(mech, "armA2", ma2, a2)
+    _rod_body(mech, "armB1", mb1, b1)
+    _rod_body(mech, "armB2", mb2, b2)
+    mech.add_body("object", mass=mo, inertia=rod_inertia(mo, w, 0))
+    mech.add_joint("a1", "R", "ground", "armA1")
+    mech.add_joint("a2", "R", "armA1", "armA2", origin=translation(a1))
+    mech.add_joint("b1", "R", "ground", "armB1", origin=translation(base))
+    mech.add_joint("b2", "R", "armB1", "armB2", origin=translation(b1))
+    mech.add_joint("gripA", "R", "armA2", "object", origin=translation(a2),
+                   child_origin=translation(-w / 2))
+    mech.add_joint("gripB", "R", "armB2", "object", origin=translation(b2),
+                   child_origin=translation(w / 2))
+
+    def guess(q):
+        q = np.asarray(q, float).reshape(-1, 3)
+        u = np.stack([np.cos(q[:, 2]), np.sin(q[:, 2])], -1)
+        GA, GB = q[:, :2] - u * w / 2, q[:, :2] + u * w / 2
+        ta1, ta2 = _two_link_ik(GA, a1, a2, True, "arm A")
+        tb1, tb2 = _two_link_ik(GB - np.array([base, 0.0]), b1, b2, False, "arm B")
+        return np.stack([ta1, ta2, tb1, tb2, _wrap(q[:, 2] - ta1 - ta2),
+                         _wrap(q[:, 2] - tb1 - tb2), q[:, 0], q[:, 1], q[:, 2]], -1)
+
+    q0 = np.array([base / 2, 0.45, 0.0])
+    ref = dict(zip(["a1", "a2", "b1", "b2", "gripA", "gripB"], guess(q0)[0, :6]))
+    model = mech.model([kic.BodyPose("object", ("x", "y", "yaw"))], reference=ref,
+                       guess=guess, name="two arms and an object")
+    model.actuators = ["a1", "a2", "b1", "b2"]
+    return model
