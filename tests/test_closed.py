@@ -1,0 +1,265 @@
+"""Closed mechanisms: transfer identities, finite differences along the closure
+manifold, energy, composition of transfers, singularities and bad input.
+
+The independent Lagrange-multiplier comparisons are in test_closed_oracle*.py.
+"""
+import numpy as np
+import pytest
+
+import kic
+import mechanisms
+from kic.transfer import Transfer
+
+H_STEP = 1e-5     # finite-difference step; the closure converges to ~1e-15
+
+
+def _near(model, rng, scale=0.05):
+    q0 = model._phi_ref[model._q_idx]
+    return q0 + scale * rng.uniform(-1, 1, model.dof)
+
+
+MODELS = {
+    "five_bar": (mechanisms.five_bar, 0.1),
+    "four_bar": (mechanisms.four_bar, 0.3),
+    "slider_crank": (mechanisms.slider_crank, 0.5),
+    "bricard": (mechanisms.bricard, 0.05),
+    "stewart": (mechanisms.stewart_platform, 0.03),
+    "redundant_arm": (mechanisms.redundant_planar_arm, 0.05),
+    "two_arms": (mechanisms.two_arm_object, 0.03),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def case(request):
+    build, scale = MODELS[request.param]
+    model = build()
+    rng = np.random.default_rng(abs(hash(request.param)) % 2**32)
+    return request.param, model, _near(model, rng, scale), rng
+
+
+def _fd(fn, q, h=H_STEP):
+    """Central differences of fn along each coordinate, stacked on a new axis 0."""
+    out = []
+    for a in range(q.size):
+        e = np.zeros(q.size)
+        e[a] = h
+        out.append((fn(q + e) - fn(q - e)) / (2 * h))
+    return np.stack(out)
+
+
+def _rel(a, b):
+    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-12)
+
+
+def test_assembly_closes_every_loop(case):
+    name, model, q, _ = case
+    phi = model.assemble(q)
+    res, _ = model._residuals(phi[None])
+    assert max(np.abs(r).max() for r in res) < 1e-12
+    assert np.allclose(phi[model._q_idx], q)
+
+
+def test_transfer_H_and_D_by_finite_differences(case):
+    """H^phi_qq from G^phi_q and D^phi_qqq from H^phi_qq, re-solving the closure."""
+    name, model, q, _ = case
+    tr = model.kinematics(q, 3).transfer
+    G = lambda x: model.kinematics(x, 1).transfer.G[0]          # noqa: E731
+    H = lambda x: model.kinematics(x, 2).transfer.H[0]          # noqa: E731
+    assert _rel(np.moveaxis(_fd(G, q), 0, 1), tr.H[0]) < 1e-6
+    assert _rel(np.moveaxis(_fd(H, q), 0, 1), tr.D[0]) < 1e-6
+
+
+def test_body_influence_by_finite_differences(case):
+    """A body point's G in q against the motion of the point, and its H."""
+    name, model, q, rng = case
+    body = sorted(model._owner)[-1]
+    p = rng.normal(size=3) * 0.1
+    kin = model.kinematics(q, 2)
+    inf = kin.point(body, p)
+
+    def pos(x):
+        F = model.kinematics(x, 1).frame(body)
+        return F[:3, :3] @ p + F[:3, 3]
+
+    assert _rel(_fd(pos, q).T, inf.G) < 1e-6
+    Gp = lambda x: model.kinematics(x, 1).point(body, p).G      # noqa: E731
+    assert _rel(np.moveaxis(_fd(Gp, q), 0, 1), inf.H) < 1e-6
+
+
+def test_christoffel_identity_and_power(case):
+    """sym(P*) = Christoffel symbols of I* in the new coordinates; q'.(q'P*q') = q'I*'q'/2."""
+    name, model, q, rng = case
+    dyn = model.dynamics(q)
+    P = dyn.P_star
+    dI = np.moveaxis(_fd(lambda x: model.dynamics(x).I_star, q), 0, -1)   # dI[n, m, l]
+    gamma = 0.5 * (dI + np.einsum("nlm->nml", dI) - np.einsum("mln->nml", dI))
+    assert _rel(0.5 * (P + np.swapaxes(P, -1, -2)), gamma) < 1e-6
+    qd = rng.normal(size=model.dof)
+    Idot = np.einsum("nml,l->nm", dI, qd)
+    assert abs(qd @ dyn.velocity_term(qd) - 0.5 * qd @ Idot @ qd) < 1e-6 * max(
+        1.0, abs(qd @ Idot @ qd))
+
+
+def test_gravity_load_is_dV_dq(case):
+    name, model, q, _ = case
+    dV = _fd(lambda x: model.dynamics(x).potential_energy, q)
+    assert _rel(model.dynamics(q).gravity_load, dV) < 1e-7
+
+
+def test_recursive_and_model_torques_agree_and_invert(case):
+    """inverse_dynamics (closure accelerations + chain RNEA, no P*) equals
+    I* q'' + q'P*q' + gravity; forward dynamics inverts it; batches agree."""
+    name, model, q, rng = case
+    qd, qdd = rng.normal(size=(2, model.dof))
+    tau = model.inverse_dynamics(q, qd, qdd)
+    assert _rel(model.dynamics(q).torque(qd, qdd), tau) < 1e-12
+    assert _rel(model.forward_dynamics(q, qd, tau), qdd) < 1e-10
+    qb = np.stack([q, q + 0.001, q - 0.002])
+    tb = model.inverse_dynamics(qb, np.stack([qd] * 3), np.stack([qdd] * 3))
+    assert _rel(tb[0], tau) < 1e-12
+    assert _rel(tb[2], model.inverse_dynamics(q - 0.002, qd, qdd)) < 1e-12
+
+
+def test_joint_rates_match_differentiated_assembly(case):
+    name, model, q, rng = case
+    qd, qdd = rng.normal(size=(2, model.dof))
+    phid, phidd = model.joint_rates(q, qd, qdd)
+    tr = model.kinematics(q, 2).transfer
+    d1, d2 = tr.rates(qd[None], qdd[None])
+    assert _rel(phid, d1[0]) < 1e-12 and _rel(phidd, d2[0]) < 1e-12
+    dphi = _fd(model.assemble, q).T @ qd
+    assert _rel(phid, dphi) < 1e-6
+
+
+def test_transfers_compose():
+    """phi -> q -> x equals phi -> x: the Stewart model in leg lengths equals
+    the platform model transferred by G^q_a = (G^a_q)^-1."""
+    sp = mechanisms.stewart_platform()
+    act = sp.actuator_model()
+    x = np.array([0.02, -0.01, 0.62, 0.05, -0.03, 0.08])
+    legs = [sp.phi_names.index(n) for n in sp.actuators]
+    a = sp.assemble(x)[legs]
+    trq = sp.kinematics(x, 3).transfer
+    to_legs = Transfer(trq.G[0][legs], trq.H[0][legs], trq.D[0][legs])
+    back = to_legs.inverse()                     # q as a function of the leg lengths
+    composed = trq.rows(np.arange(sp.N)).then(Transfer(back.G[None], back.H[None],
+                                                       back.D[None]))
+    direct = act.kinematics(a, 3).transfer
+    order = [sp.phi_names.index(n) for n in act.phi_names if n in sp.phi_names]
+    mine = [act.phi_names.index(n) for n in act.phi_names if n in sp.phi_names]
+    for X, Y in ((composed.G, direct.G), (composed.H, direct.H), (composed.D, direct.D)):
+        assert _rel(X[0][order], Y[0][mine]) < 1e-9
+    Iq = sp.dynamics(x).I_star
+    Ia = act.dynamics(a).I_star
+    assert _rel(back.G.T @ Iq @ back.G, Ia) < 1e-12
+    Pa = back.power(Iq, sp.dynamics(x).P_star)
+    sym = lambda P: 0.5 * (P + np.swapaxes(P, -1, -2))           # noqa: E731
+    assert _rel(sym(Pa), sym(act.dynamics(a).P_star)) < 1e-9
+
+
+def test_free_motion_conserves_energy():
+    fb = mechanisms.four_bar()
+    sim = kic.simulate(fb, (0.0, 1.0), [1.0], [0.0])
+    assert sim.conservative and sim.energy_drift < 1e-6
+    assert np.ptp(sim.q[:, 0]) > 0.1       # it did move
+
+
+def test_leg_rates_are_anchor_velocities_along_the_legs():
+    sp = mechanisms.stewart_platform()
+    x = np.array([0.03, 0.02, 0.58, -0.06, 0.04, 0.1])
+    xd = np.array([0.1, -0.2, 0.05, 0.3, -0.1, 0.2])
+    Ga = sp.actuator_jacobian(x, sp.actuators)
+    B, P = sp.anchors
+    kin = sp.kinematics(x, 1)
+    for i in range(6):
+        v = kin.point("platform", P[i]).velocity(xd)
+        F = kin.frame("platform")
+        n = F[:3, :3] @ P[i] + F[:3, 3] - B[i]
+        assert abs(Ga[i] @ xd - n @ v / np.linalg.norm(n)) < 1e-12
+
+
+def test_bricard_rank_deficient_closure_is_reduced():
+    br = mechanisms.bricard()
+    assert br.mechanism.grubler() == 0 and br.mobility == 1
+    assert [l.mode for l in br._loops] == ["svd"] and br._loops[0].rank == 5
+
+
+def test_planar_loops_keep_three_rows():
+    fb = mechanisms.five_bar()
+    assert [(l.mode, l.rank) for l in fb._loops] == [("fixed", 3)]
+
+
+def test_condition_grows_towards_a_singularity():
+    fb = mechanisms.five_bar(crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35)
+    q = np.array([np.pi / 2 + 0.3, np.pi / 2 - 0.3])
+    c = fb.condition(np.stack([q, q + [0.0, 0.0]]))
+    assert c.shape == (2,) and np.all(c >= 1.0)
+
+
+# ------------------------------------------------------------- bad input
+def _crank_slider_mech():
+    mech = kic.Mechanism(gravity=(0, -9.81, 0))
+    mech.add_body("a", mass=1.0, com=(0.1, 0, 0))
+    mech.add_body("b", mass=1.0, com=(0.1, 0, 0))
+    return mech
+
+
+def test_unknown_body_and_disconnected_graph():
+    mech = _crank_slider_mech()
+    with pytest.raises(kic.ModelError, match="unknown child body 'c'"):
+        mech.add_joint("j", "R", "a", "c")
+    mech.add_joint("j1", "R", "ground", "a")
+    with pytest.raises(kic.ModelError, match=r"\['b'\] are not connected"):
+        mech.model(["j1"])
+    with pytest.raises(kic.ModelError, match="unknown joint kind 'X'"):
+        mech.add_joint("j2", "X", "a", "b")
+
+
+def test_coordinates_that_do_not_match_the_mobility():
+    fb = mechanisms.five_bar()
+    with pytest.raises(kic.ModelError, match="do not fix it|do not match the mobility"):
+        fb.in_coordinates(["crank1"])
+    with pytest.raises(kic.ModelError, match="do not match the mobility"):
+        fb.in_coordinates(["crank1", "crank2", "elbow1"])
+    with pytest.raises(kic.ModelError, match="not a joint"):
+        fb.in_coordinates(["crank1", "nope"])
+
+
+def test_unreachable_configuration_is_a_closure_error():
+    fb = mechanisms.five_bar(coupler1=0.3, coupler2=0.3)
+    with pytest.raises(kic.ClosureError) as err:
+        fb.assemble([np.pi, 0.0])            # cranks point apart: the couplers cannot meet
+    assert "cannot be assembled" in str(err.value)
+    four = mechanisms.four_bar()
+    m = four.in_coordinates(["crank"])       # no closed-form guess: Newton reports the loop
+    with pytest.raises(kic.ClosureError) as err:
+        m.assemble([np.pi / 2 + 2.0])
+    assert err.value.loop == "B" and err.value.residual > 0
+
+
+def test_singular_configuration_is_reported():
+    """Five-bar type II singularity: the two couplers collinear (fully stretched)."""
+    fb = mechanisms.five_bar(base=0.4)
+    th1 = np.pi / 2 + 0.4
+    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
+    t = np.linspace(-np.pi, np.pi, 20001)
+    d = np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7
+    k = np.nonzero(np.diff(np.sign(d)))[0][0]
+    th2 = t[k] - d[k] * (t[k + 1] - t[k]) / (d[k + 1] - d[k])
+    q = np.array([th1, th2])
+    with pytest.raises((kic.SingularityError, kic.ClosureError)) as err:
+        fb.inverse_dynamics(q, [0.1, 0.1], [0.0, 0.0])
+    if isinstance(err.value, kic.SingularityError):
+        assert err.value.sigma_min < 1e-4 and err.value.condition > 1e4
+        assert "tip" in str(err.value) and "elbow1" in str(err.value)
+    # approaching it, the condition number grows
+    c = fb.condition(np.stack([q - [0.0, s] for s in (0.3, 0.1, 0.03)]))
+    assert np.all(np.diff(c) > 0) and c[-1] > 10
+
+
+def test_bad_rates_shape():
+    fb = mechanisms.five_bar()
+    with pytest.raises(kic.ModelError, match=r"\(\.\.\., 2\)"):
+        fb.inverse_dynamics([2.0, 1.2], [0.0], [0.0, 0.0])
+    with pytest.raises(kic.ModelError, match="NaN"):
+        fb.inverse_dynamics([2.0, np.nan], [0.0, 0.0], [0.0, 0.0])
