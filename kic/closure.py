@@ -172,7 +172,15 @@ class ClosedModel:
     mechanism : Mechanism
     loops : list of str
         The cut joints (or virtual closures), one per loop.
+    max_condition : float
+        Condition number of a dependent-joint Jacobian above which the
+        configuration is reported as singular (:class:`kic.SingularityError`);
+        default 1e6 (beyond it about 10 significant digits are lost; a
+        configuration exactly at a singularity in floating point gives some
+        1e6-1e7 for a square-root singularity).
     """
+
+    max_condition = 1e6
 
     def __init__(self, mech: Mechanism, coordinates, reference=None, guess=None,
                  cuts: Sequence[str] = (), name: str | None = None) -> None:
@@ -629,7 +637,7 @@ class ClosedModel:
         try:
             Ai = np.linalg.inv(A)
             cond = np.abs(A).sum(axis=1).max(axis=1) * np.abs(Ai).sum(axis=1).max(axis=1)
-            ok = np.all(np.isfinite(Ai)) and np.all(cond < 1e11)
+            ok = np.all(np.isfinite(Ai)) and np.all(cond < self.max_condition)
         except np.linalg.LinAlgError:
             ok = False
         if not ok:
@@ -894,7 +902,7 @@ def _translation(p) -> np.ndarray:
 def _check_block(A: np.ndarray, model: ClosedModel, loops, deps, what=None) -> None:
     sv = np.linalg.svd(A, compute_uv=False)
     smin, smax = sv[:, -1], sv[:, 0]
-    bad = ~(smin > 1e-10 * np.maximum(smax, 1e-300))
+    bad = ~(smin * model.max_condition > np.maximum(smax, 1e-300))
     if np.any(bad):
         i = int(np.argmax(bad))
         cond = float(smax[i] / smin[i]) if smin[i] > 0 else float("inf")

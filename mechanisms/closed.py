@@ -47,8 +47,10 @@ def _circle_meet(A, B, ra, rb, left=True, what="loop"):
     """Points at distance ra from A and rb from B (batched), left of A -> B."""
     d = B - A
     L = np.hypot(d[..., 0], d[..., 1])
-    if np.any(L > ra + rb) or np.any(L < abs(ra - rb)) or np.any(L == 0):
-        bad = np.argwhere(np.atleast_1d((L > ra + rb) | (L < abs(ra - rb)) | (L == 0)))[0]
+    tol = 1e-12 * (ra + rb)
+    out = (L > ra + rb + tol) | (L < abs(ra - rb) - tol) | (L == 0)
+    if np.any(out):
+        bad = np.argwhere(np.atleast_1d(out))[0]
         Lb = np.atleast_1d(L)[tuple(bad)]
         raise ClosureError(f"the {what} cannot be assembled: the two sides are {Lb:.4g} m "
                            f"apart but the links reach from {abs(ra - rb):.4g} to "

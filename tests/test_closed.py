@@ -239,22 +239,23 @@ def test_unreachable_configuration_is_a_closure_error():
 
 def test_singular_configuration_is_reported():
     """Five-bar type II singularity: the two couplers collinear (fully stretched)."""
+    from scipy.optimize import brentq
     fb = mechanisms.five_bar(base=0.4)
     th1 = np.pi / 2 + 0.4
     A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
-    t = np.linspace(-np.pi, np.pi, 20001)
-    d = np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7
-    k = np.nonzero(np.diff(np.sign(d)))[0][0]
-    th2 = t[k] - d[k] * (t[k + 1] - t[k]) / (d[k + 1] - d[k])
+    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
+    th2 = brentq(gap, -1.0, 1.0, xtol=1e-15)          # |A1 A2| = coupler1 + coupler2
     q = np.array([th1, th2])
-    with pytest.raises((kic.SingularityError, kic.ClosureError)) as err:
+    with pytest.raises(kic.SingularityError) as err:
         fb.inverse_dynamics(q, [0.1, 0.1], [0.0, 0.0])
-    if isinstance(err.value, kic.SingularityError):
-        assert err.value.sigma_min < 1e-4 and err.value.condition > 1e4
-        assert "tip" in str(err.value) and "elbow1" in str(err.value)
-    # approaching it, the condition number grows
-    c = fb.condition(np.stack([q - [0.0, s] for s in (0.3, 0.1, 0.03)]))
-    assert np.all(np.diff(c) > 0) and c[-1] > 10
+    e = err.value
+    assert e.condition > fb.max_condition and e.sigma_min > 0
+    assert e.where["loops"] == ["tip"] and "elbow1" in e.where["joints"]
+    assert "condition number" in str(e) and "'tip'" in str(e)
+    # approaching it, the condition number grows like 1/sqrt(distance)
+    inside = -np.sign(gap(th2 + 1e-3))                  # the direction that closes the gap
+    c = fb.condition(np.stack([q + [0.0, inside * s] for s in (1e-2, 1e-4, 1e-6)]))
+    assert np.all(np.diff(c) > 0) and 5 < c[1] / c[0] < 20
 
 
 def test_bad_rates_shape():
