@@ -16,6 +16,7 @@ from .closure import BodyPose, ClosedModel, PointPosition
 from .dynamics import DynamicModel
 from .errors import ClosureError, KicError, ModelError, SingularityError
 from .kinematics import ChainKinematics, Influence
+from .linearize import LinearDynamics, linear_dynamics
 from .loads import Loads
 from .products import cross_product, scalar_product
 from .simulate import Simulation, simulate
@@ -26,7 +27,7 @@ __all__ = [
     "Joint", "Link", "SerialChain",
     "Mechanism", "ClosedModel", "BodyPose", "PointPosition",
     "ChainKinematics", "Influence", "DynamicModel", "Loads",
-    "simulate", "Simulation",
+    "simulate", "Simulation", "linear_dynamics", "LinearDynamics",
     "load_distribution", "internal_loads", "weighted_pseudo_inverse", "redundant_rates",
     "task_inertia",
     "scalar_product", "cross_product",
