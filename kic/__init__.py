@@ -11,6 +11,7 @@ energies).  Inverse and forward dynamics, :class:`Loads` by virtual work and
 """
 from .actuation import (internal_loads, load_distribution, redundant_rates, task_inertia,
                         weighted_pseudo_inverse)
+from .actuators import ActuatedSystem, DCMotor, NominalInputs
 from .chain import Joint, Link, SerialChain
 from .closure import BodyPose, ClosedModel, PointPosition
 from .dynamics import DynamicModel
@@ -20,6 +21,8 @@ from .linearize import LinearDynamics, linear_dynamics
 from .loads import Loads
 from .products import cross_product, scalar_product
 from .simulate import Simulation, simulate
+from .statespace import StateSpaceSequence
+from .trajectory import Trajectory
 from .topology import Mechanism
 from .transfer import Transfer, solve_transfer, transfer_influence
 
@@ -28,6 +31,7 @@ __all__ = [
     "Mechanism", "ClosedModel", "BodyPose", "PointPosition",
     "ChainKinematics", "Influence", "DynamicModel", "Loads",
     "simulate", "Simulation", "linear_dynamics", "LinearDynamics",
+    "DCMotor", "ActuatedSystem", "NominalInputs", "Trajectory", "StateSpaceSequence",
     "load_distribution", "internal_loads", "weighted_pseudo_inverse", "redundant_rates",
     "task_inertia",
     "scalar_product", "cross_product",

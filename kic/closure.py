@@ -947,6 +947,8 @@ class ClosedKinematics:
         self._phi = phi
         self.phi = phi.reshape(self._batch + (model.N,))
         self.transfer, self._kins = model._transfer(phi, order, kins)
+        for kin in self._kins.values():
+            kin.order = order
 
     def _body(self, body: str):
         owner = self.model._owner.get(body)

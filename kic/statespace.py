@@ -1,0 +1,136 @@
+"""A sequence of linear state-space models along a trajectory, and exports
+(python-control, scipy.signal, MATLAB .mat, numpy .npz)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import ModelError
+
+__all__ = ["StateSpaceSequence"]
+
+
+@dataclass
+class StateSpaceSequence:
+    """``x' = A(t) x + B(t) u + E(t) w``, ``y = C(t) x + D(t) u`` at K times.
+
+    Attributes
+    ----------
+    t : ndarray (K,)
+    A : ndarray (K, n, n)
+    B : ndarray (K, n, m)
+    E : ndarray (K, n, d)
+        Disturbance input (generalized load deviations).
+    C : ndarray (K, p, n)
+    D : ndarray (K, p, m)
+    states, inputs, disturbances, outputs : list of str
+    nominal : kic.NominalInputs
+    """
+
+    t: np.ndarray
+    A: np.ndarray
+    B: np.ndarray
+    E: np.ndarray
+    C: np.ndarray
+    D: np.ndarray
+    states: list
+    inputs: list
+    disturbances: list
+    outputs: list
+    nominal: object = None
+    trajectory: object = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return self.t.size
+
+    def _k(self, k: int) -> int:
+        K = len(self)
+        if not -K <= int(k) < K:
+            raise ModelError(f"index {k} out of range for {K} operating points")
+        return int(k) % K
+
+    def to_scipy(self, k: int = 0):
+        """The frozen model at point k as a ``scipy.signal.StateSpace`` (continuous)."""
+        from scipy.signal import StateSpace
+        k = self._k(k)
+        return StateSpace(self.A[k], self.B[k], self.C[k], self.D[k])
+
+    def to_control(self, k: int = 0, disturbance: bool = False):
+        """The frozen model at point k as a ``control.StateSpace`` with named
+        states, inputs and outputs (requires python-control, the ``control`` extra)."""
+        try:
+            import control
+        except ImportError as exc:            # pragma: no cover - depends on the extra
+            raise ImportError("to_control needs python-control: pip install 'kic[control]'") \
+                from exc
+        k = self._k(k)
+        B, D, inputs = self.B[k], self.D[k], list(self.inputs)
+        if disturbance:
+            B = np.concatenate([B, self.E[k]], axis=1)
+            D = np.concatenate([D, np.zeros((D.shape[0], self.E.shape[2]))], axis=1)
+            inputs += self.disturbances
+        return control.ss(self.A[k], B, self.C[k], D, states=list(self.states),
+                          inputs=inputs, outputs=list(self.outputs))
+
+    def save_mat(self, path) -> None:
+        """Save for MATLAB (``scipy.io.savemat``): variables ``A`` (n x n x K),
+        ``B``, ``E``, ``C``, ``D`` (time last, as MATLAB users index ``A(:,:,k)``),
+        ``t`` (K x 1), and cell arrays ``states``, ``inputs``, ``disturbances``,
+        ``outputs``; ``v_nom`` and ``i_nom`` (K x Na) when available."""
+        from scipy.io import savemat
+        data = {k: np.moveaxis(getattr(self, k), 0, -1) for k in ("A", "B", "E", "C", "D")}
+        data["t"] = self.t[:, None]
+        for k in ("states", "inputs", "disturbances", "outputs"):
+            data[k] = np.array(getattr(self, k), dtype=object)
+        if self.nominal is not None:
+            data["v_nom"] = self.nominal.voltage
+            data["i_nom"] = self.nominal.current
+        savemat(path, data)
+
+    def save_npz(self, path) -> None:
+        """Save everything as a plain ``.npz`` (arrays time first, names as str arrays)."""
+        data = {k: getattr(self, k) for k in ("t", "A", "B", "E", "C", "D")}
+        for k in ("states", "inputs", "disturbances", "outputs"):
+            data[k] = np.array(getattr(self, k), dtype=str)
+        if self.nominal is not None:
+            data["v_nom"] = self.nominal.voltage
+            data["i_nom"] = self.nominal.current
+        np.savez(path, **data)
+
+    def eigenvalues(self) -> np.ndarray:
+        """Frozen-time eigenvalues of A at every point, (K, n), sorted by real part."""
+        ev = np.linalg.eigvals(self.A)
+        return np.take_along_axis(ev, np.argsort(ev.real, axis=1), axis=1)
+
+    def variation(self) -> dict:
+        """How fast A(t) and B(t) vary, to judge whether a constant model will do.
+
+        Returns a dict with
+        ``relative_change``: max over t of ||A(t) - A(t0)|| / ||A(t0)|| (and for B);
+        ``rate``: max ||dA/dt|| / ||A|| (1/s), the inverse of the time over which A
+        changes by its own size; ``slowest_mode``: min |Re lambda| over the
+        frozen eigenvalues (1/s); ``ratio``: rate / slowest_mode.  The seed's
+        open question has a quantitative answer here: with ``ratio << 1`` the
+        plant changes slowly compared with its own dynamics and a frozen-time
+        design is defensible; near or above 1 it is not.
+        """
+        nA = np.linalg.norm(self.A, axis=(1, 2))
+        nB = np.linalg.norm(self.B, axis=(1, 2))
+        out = {
+            "relative_change_A": float(np.max(np.linalg.norm(self.A - self.A[0], axis=(1, 2)))
+                                       / max(nA[0], 1e-300)),
+            "relative_change_B": float(np.max(np.linalg.norm(self.B - self.B[0], axis=(1, 2)))
+                                       / max(nB[0], 1e-300)),
+        }
+        if len(self) > 1:
+            dA = np.gradient(self.A, self.t, axis=0)
+            out["rate"] = float(np.max(np.linalg.norm(dA, axis=(1, 2)) / np.maximum(nA, 1e-300)))
+        else:
+            out["rate"] = 0.0
+        ev = self.eigenvalues()
+        re = np.abs(ev.real)
+        out["slowest_mode"] = float(np.min(np.where(re > 1e-12, re, np.inf)))
+        out["ratio"] = out["rate"] / out["slowest_mode"] if np.isfinite(out["slowest_mode"]) \
+            else float("inf")
+        return out
