@@ -117,6 +117,34 @@ def main(argv=None) -> int:
     print(f"\nPlanar two-link arm (seed 001) at q = {_vec(q2, '{:.1f}')} rad, "
           f"q' = {_vec(qd2, '{:.1f}')} rad/s, q'' = {_vec(qdd2, '{:.1f}')} rad/s^2: "
           f"tau = {_vec(tau2, '{:.4f}')} N m")
+
+    # closed mechanisms: the five-bar in its crank angles, the Stewart platform
+    fb = mechanisms.five_bar()
+    qf = np.array([np.pi / 2 + 0.3, np.pi / 2 - 0.3])
+    dynf = fb.dynamics(qf)
+    print(f"\nFive-bar linkage in its crank angles q = {_vec(qf, '{:.3f}')} rad "
+          f"(closure solved for the 3 passive joints):")
+    print(table(["I*", "crank1", "crank2"], [[n] + list(r) for n, r in
+                                             zip(["crank1", "crank2"], dynf.I_star)]))
+    print(f"holding torques (gravity) {_vec(dynf.gravity_load, '{:.4f}')} N m; "
+          f"condition of the closure {float(fb.condition(qf)):.2f}")
+    sp = mechanisms.stewart_platform()
+    xp = np.array([0.02, -0.01, 0.62, 0.05, -0.03, 0.08])
+    xdd = np.array([0.5, 0.0, 1.0, 0.0, 0.0, 0.5])
+    legs = sp.actuator_loads(xp, np.zeros(6), xdd, sp.actuators)
+    print(f"\nStewart platform at pose {_vec(xp, '{:.2f}')} (m, rad), accelerating at "
+          f"{_vec(xdd, '{:.1f}')}: leg forces {_vec(legs, '{:.2f}')} N")
+
+    # linearized plant with DC motors along a short move of the two-link arm
+    motor = kic.DCMotor(1.0, 1e-3, 0.1, 0.1, rotor_inertia=1e-4, rotor_damping=1e-5)
+    plant = kic.ActuatedSystem(two, [motor, motor], gear_ratios=[50, 50])
+    traj = kic.Trajectory.quintic(q2, q2 + [0.5, -0.5], duration=1.0, samples=11)
+    ss = plant.state_space(traj)
+    var = ss.variation()
+    print(f"\nTwo-link arm with two geared DC motors: state space {ss.A.shape[1]} states, "
+          f"{ss.B.shape[2]} inputs at {len(ss)} points; nominal voltages "
+          f"{ss.nominal.voltage.min():.2f} .. {ss.nominal.voltage.max():.2f} V; "
+          f"A(t) changes {var['ratio']:.2g} times as fast as the slowest mode")
     print(f"\n(done in {time.perf_counter() - start:.2f} s; see docs/tutorial.md for more)")
     return 0
 
