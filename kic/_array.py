@@ -192,8 +192,19 @@ def spd_solve(A: np.ndarray, b: np.ndarray, what: str = "matrix"):
         dmax = diag.max(axis=-1) if diag.size else np.ones(A.shape[:-2])
         ok = dmin > 1e-8 * dmax
         if np.all(ok):
-            y = np.linalg.solve(L, b[..., None])
-            return np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
+            # forward and back substitution over the few rows, batched in numpy
+            # (LAPACK's per-matrix calls cost more than the arithmetic here)
+            m = A.shape[-1]
+            x = np.array(b, dtype=float, copy=True)
+            for i in range(m):
+                if i:
+                    x[..., i] -= (L[..., i, :i] * x[..., :i]).sum(-1)
+                x[..., i] /= L[..., i, i]
+            for i in range(m - 1, -1, -1):
+                if i < m - 1:
+                    x[..., i] -= (L[..., i + 1:, i] * x[..., i + 1:]).sum(-1)
+                x[..., i] /= L[..., i, i]
+            return x
     sv = np.linalg.svd(A, compute_uv=False)
     smin, smax = sv[..., -1], sv[..., 0]
     cond = np.where(smin > 0, smax / np.where(smin > 0, smin, 1.0), np.inf)
