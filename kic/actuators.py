@@ -384,7 +384,7 @@ class ActuatedSystem:
         ``v`` (Na,) motor voltages (V); ``disturbance`` (M,) an extra generalized
         load on the mechanism.
         """
-        M, Na = self.model.dof, self.n_motors
+        M = self.model.dof
         q, qd, i = x[:M], x[M:2 * M], x[2 * M:]
         G, H, _ = self.actuation(q, 2)
         G, H = G[0], H[0]

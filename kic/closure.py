@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 import networkx as nx
 import numpy as np
 
-from ._array import finite_array, from_batch, match_batch, spd_solve
+from ._array import finite_array, homogeneous, match_batch, spd_solve
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError
 from .kinematics import Influence
@@ -264,7 +264,7 @@ class ClosedModel:
         self._loops = []
         for l in loops:
             sides = [_Side(1.0, l.tip[0], l.tip[1], np.eye(4) if l.kind == "pose" else
-                           _translation(l.tip_point),
+                           homogeneous(p=l.tip_point),
                            self._chain_idx[l.tip[0]][: l.tip[1] + 1])]
             if l.target is not None:
                 sides.append(_Side(-1.0, l.target[0], l.target[1], l.target_frame,
@@ -891,12 +891,6 @@ class ClosedModel:
     def __repr__(self) -> str:
         return (f"<ClosedModel {self.name or ''} in {self.coordinate_names}: "
                 f"{self.N} joints, {len(self._loops)} loops>")
-
-
-def _translation(p) -> np.ndarray:
-    T = np.eye(4)
-    T[:3, 3] = p
-    return T
 
 
 def _check_block(A: np.ndarray, model: ClosedModel, loops, deps, what=None) -> None:

@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     q = np.array([0.0, -np.pi / 4, np.pi / 4, 0.3, 0.5, -0.2])
     qd = np.array([0.6, -0.4, 0.8, 1.0, -0.5, 0.3])
     dyn = arm.dynamics(q)
-    I, P, g = dyn.I_star, dyn.P_star, dyn.gravity_load
+    I, g = dyn.I_star, dyn.gravity_load
     vt = dyn.velocity_term(qd)
 
     title = f"kic {kic.__version__} demo: Freeman's kinematic influence coefficients"

@@ -15,31 +15,17 @@ import numpy as np
 import kic
 from kic.errors import ClosureError
 
-from ._common import gravity_magnitude, length, mass, rod_inertia, translation, vector3
+from ._common import composite, gravity_magnitude, length, mass, rod_inertia, translation, vector3
 
 __all__ = ["five_bar", "four_bar", "slider_crank", "bricard", "stewart_platform",
            "redundant_planar_arm", "two_arm_object"]
-
-
-def _rot(axis: str, a: float) -> np.ndarray:
-    c, s = np.cos(a), np.sin(a)
-    R = {"x": [[1, 0, 0], [0, c, -s], [0, s, c]], "y": [[c, 0, s], [0, 1, 0], [-s, 0, c]],
-         "z": [[c, -s, 0], [s, c, 0], [0, 0, 1]]}[axis]
-    T = np.eye(4)
-    T[:3, :3] = R
-    return T
 
 
 def _rod_body(mech, name, m, L, extra=()):
     """A uniform rod along body x from 0 to L, plus point masses (m, x)."""
     parts = [(m, np.array([L / 2, 0.0, 0.0]), rod_inertia(m, L, 0))]
     parts += [(mp, np.array([x, 0.0, 0.0]), np.zeros((3, 3))) for mp, x in extra]
-    M = sum(p[0] for p in parts)
-    c = sum(p[0] * p[1] for p in parts) / M if M > 0 else parts[0][1]
-    I = np.zeros((3, 3))
-    for mk, ck, Ik in parts:
-        d = ck - c
-        I += Ik + mk * (d @ d * np.eye(3) - np.outer(d, d))
+    M, c, I = composite(parts)
     mech.add_body(name, mass=M, com=c, inertia=I)
 
 
@@ -337,7 +323,7 @@ def bricard(a=0.3, m=1.0, g=9.81) -> kic.ClosedModel:
         _rod_body(mech, f"b{k}", m, a)
     twist = [np.pi / 2, -np.pi / 2] * 3
     bodies = ["ground", "b1", "b2", "b3", "b4", "b5", "ground"]
-    link = lambda k: _rot("x", twist[k]) @ translation(a)    # noqa: E731  (Craig: Rx Tx)
+    link = lambda k: _rx4(twist[k]) @ translation(a)         # noqa: E731  (Craig: Rx Tx)
     for k in range(6):
         origin = np.eye(4) if k == 0 else link(k - 1)
         child = link(5) if k == 5 else None
@@ -469,6 +455,13 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     model.actuators = [f"leg{i}.p" for i in range(6)]
     model.anchors = (B, P)
     return model
+
+
+def _rx4(a: float) -> np.ndarray:
+    """4x4 rotation about x."""
+    T = np.eye(4)
+    T[:3, :3] = _rx(a)
+    return T
 
 
 def _rx(a):
