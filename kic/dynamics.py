@@ -308,6 +308,8 @@ class ChainDynamics(DynamicModel):
 
     def _I(self):
         M = self.dof
+        if self._qT.shape[1] == 1:          # lean single-configuration path
+            return np.array(_scalar.inertia(self.chain._scalar, self._qT[:, 0].tolist()))[..., None]
         return self._assemble((M, M), lambda sl, pose, st: _inertia(pose, st))
 
     def _P(self):
@@ -315,6 +317,10 @@ class ChainDynamics(DynamicModel):
         return self._assemble((M, M, M), lambda sl, pose, st: _power(pose, st))
 
     def _gravity(self):
+        if self._qT.shape[1] == 1:
+            zero = [0.0] * self.dof
+            return np.array(_scalar.inverse_dynamics(self.chain._scalar, self._qT[:, 0].tolist(),
+                                                     zero, zero))[:, None]
         return self._assemble((self.dof,),
                               lambda sl, pose, st: _gravity_load(self.chain, pose, st))
 
@@ -400,6 +406,10 @@ def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
 
 
 def chain_gravity_load(chain, q) -> np.ndarray:
+    single = _single(chain, q)
+    if single is not None:
+        zero = [0.0] * chain.dof
+        return np.array(_scalar.inverse_dynamics(chain._scalar, single[0], zero, zero))
     qT, batch = as_batch(q, chain.dof)
     out = np.empty(qT.shape)
     for sl in blocks(qT.shape[1]):
