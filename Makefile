@@ -16,6 +16,8 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/serial.py
+	$(BIN)/python benchmarks/closed.py
+	$(BIN)/python benchmarks/linearize.py
 
 docs-test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests/test_docs.py

@@ -137,6 +137,7 @@ class _LoopInfo:
         self.k = 6 if loop.kind == "pose" else 3
         self.mode = "full"          # "full", "fixed" (constant projection) or "svd"
         self.U = None               # (k, r) constant projection for "fixed"
+        self.base = None            # (k, k0) constant row selection applied first
         self.rank = self.k
 
     @property
@@ -227,7 +228,7 @@ class ClosedModel:
                     m.graph.add_node(b, link=None, intermediate=True)
                     m._add_virtual(n, "P", _UNIT[a], prev, b)
                     prev = b
-                point_loops.append((f"point:{c.prefix}", prev, c.body, c.point))
+                point_loops.append((f"point:{c.prefix}", prev, c.body, c.point, c.axes))
                 coord_names.extend(names)
             else:
                 raise ModelError(f"coordinate {k} must be a joint name, BodyPose or "
@@ -236,7 +237,6 @@ class ClosedModel:
             raise ModelError(f"repeated coordinates in {coord_names}")
         self._graph_mech = m
         tree, cut_list = m._tree(cuts, avoid=heavy)
-        extra = [tip for _, tip, _, _ in point_loops]
         chains, owner, tips, jowner = m._chains(tree, cut_list)
         self._chains = [c for c, _ in chains]
         self.phi_names = [p.name for p in m._primitives]
@@ -253,13 +253,14 @@ class ClosedModel:
         for prim in cut_list:
             target, T = self._body_frame_ref(prim.child, prim.child_origin)
             loops.append(_Loop(prim.name, "pose", tips[prim.name], target, T))
-        for lname, tip_body, body, point in point_loops:
+        axes_of = {}
+        for lname, tip_body, body, point, axes in point_loops:
+            axes_of[lname] = axes
             target, T = self._body_frame_ref(body, np.eye(4))
             T = T.copy()
             T[:3, 3] = T[:3, :3] @ point + T[:3, 3]
             loops.append(_Loop(lname, "point", owner.get(tip_body) or self._tip_of(tip_body),
                                target, T))
-        del extra
         self.loops = [l.name for l in loops]
         self._loops = []
         for l in loops:
@@ -270,14 +271,17 @@ class ClosedModel:
                 sides.append(_Side(-1.0, l.target[0], l.target[1], l.target_frame,
                                    self._chain_idx[l.target[0]][: l.target[1] + 1]))
             cols = np.unique(np.concatenate([s.cols for s in sides]))
-            self._loops.append(_LoopInfo(l, sides, cols))
+            li = _LoopInfo(l, sides, cols)
+            if l.name in axes_of:          # a point coordinate constrains its own axes only
+                li.base = np.eye(3)[:, ["xyz".index(a) for a in axes_of[l.name]]]
+            self._loops.append(li)
         # reference assembly, row reduction, blocks, mobility
         phi0 = self._reference(reference)
         self._classify(phi0)
+        self._check_mobility(phi0)
         self._make_blocks()
         self._last = phi0
         self._phi_ref = phi0
-        self._check_mobility(phi0)
         self.actuators = list(coord_names) if all(n in physical for n in coord_names) else []
 
     # ------------------------------------------------------------ helpers
@@ -355,8 +359,9 @@ class ClosedModel:
             Fb = (self._side_frame(li.sides[1], kins) if len(li.sides) > 1
                   else np.broadcast_to(li.loop.target_frame, Fa.shape))
             dp = Fa[:, :3, 3] - Fb[:, :3, 3]
-            out.append(dp if li.k == 3 else np.concatenate(
-                [_vex_error(Fa[:, :3, :3], Fb[:, :3, :3]), dp], axis=1))
+            r = dp if li.k == 3 else np.concatenate(
+                [_vex_error(Fa[:, :3, :3], Fb[:, :3, :3]), dp], axis=1)
+            out.append(r if li.base is None else r @ li.base)
         return out, kins
 
     def _rows(self, phi: np.ndarray, order: int, residual: bool = True, kins=None):
@@ -380,15 +385,17 @@ class ClosedModel:
                 dp = Fa[:, :3, 3] - Fb[:, :3, 3]
                 rows.r = dp if li.k == 3 else np.concatenate(
                     [_vex_error(Fa[:, :3, :3], Fb[:, :3, :3]), dp], axis=1)
-            if li.mode != "full":
-                if li.mode == "fixed":
-                    U = np.broadcast_to(li.U, (n,) + li.U.shape)
+            if li.mode != "full" or li.base is not None:
+                if li.mode == "fixed" or li.mode == "full":
+                    U0 = li.U if li.mode == "fixed" else li.base
+                    U = np.broadcast_to(U0, (n,) + U0.shape)
                 else:
                     Gl = np.zeros((n, li.k, len(li.cols)))
                     pos = {int(g): i for i, g in enumerate(li.cols)}
                     for side, G in zip(li.sides, rows.G):
                         Gl[:, :, [pos[int(g)] for g in side.cols]] += G
-                    U = np.linalg.svd(Gl)[0][:, :, : li.rank]
+                    base = np.eye(li.k) if li.base is None else li.base
+                    U = base @ np.linalg.svd(np.einsum("kr,nkc->nrc", base, Gl))[0][:, :, : li.rank]
                 rows.U = U
                 proj = lambda X: None if X is None else np.einsum("nkr,nk...->nr...", U, X)  # noqa
                 rows.G = [proj(X) for X in rows.G]
@@ -457,13 +464,18 @@ class ClosedModel:
         """Structural rank of every loop and its row reduction (at the reference)."""
         rows, kins = self._rows(phi0[None], 1, residual=False)
         for li, rw in zip(self._loops, rows):
-            G = self._loop_matrix(li, rw, 1)[0]
+            G = self._loop_matrix(li, rw, 1)[0]        # rows after the base selection
             k = G.shape[0]
             sv = np.linalg.svd(G, compute_uv=False)
             scale = max(sv[0], 1e-300) if sv.size else 1.0
             rank = int(np.sum(sv > 1e-9 * scale))
             li.rank = rank
             if rank == k:
+                if li.base is not None:
+                    li.mode, li.U = "fixed", li.base
+                continue
+            if li.base is not None:
+                li.mode = "svd"
                 continue
             normal = self._plane_normal(li, kins)
             if normal is not None:
@@ -476,7 +488,7 @@ class ClosedModel:
                     U[3:, 1], U[3:, 2] = e1, e2
                 else:
                     U[:, 0], U[:, 1] = e1, e2
-                if U.shape[1] == rank:
+                if U.shape[1] == rank and li.base is None:
                     li.mode, li.U = "fixed", U
                     continue
             li.mode = "svd"
@@ -552,7 +564,8 @@ class ClosedModel:
                 f"the mechanism has mobility {mobility} at the reference configuration (rank "
                 f"of the closure Jacobian {rank} for {self.N} joints; Grubler count "
                 f"{self.mechanism.grubler()} spatial, {self.mechanism.grubler(True)} planar) "
-                f"but {self.dof} coordinates were given: {self.coordinate_names}")
+                f"but {self.dof} coordinates were given: {self.coordinate_names} do not match "
+                "the mobility")
 
     # ------------------------------------------------------------ closure
     def _phi_batch(self, q) -> tuple[np.ndarray, tuple]:
@@ -570,6 +583,9 @@ class ClosedModel:
 
         Newton on the dependent joints, block by block, from ``guess``
         (default: the model's ``guess`` function, else the previous solution).
+        Without a guess function a batch is treated as a path: each
+        configuration starts from its predecessor's solution, so a trajectory
+        stays on its assembly branch.
 
         Raises
         ------
@@ -594,29 +610,64 @@ class ClosedModel:
             phi = np.array(np.broadcast_to(last if last.shape[0] in (1, n) else self._phi_ref,
                                            (n, self.N)))
         phi[:, self._q_idx] = qf
+        if n == 1 or guess is not None or self._guess is not None:
+            phi, kins, res = self._newton(phi)
+            bad = np.nonzero(res >= _TOL)[0]
+            if bad.size:
+                self._raise_open(res[bad[:1]], phi[bad[:1]], None if n == 1 else int(bad[0]))
+            self._last = phi[-1:].copy()
+            return phi, kins
+        # no first guess: the batch is a path, each configuration starts from its
+        # predecessor's solution (continuation keeps the assembly branch)
+        prev = phi[0].copy()
+        for k in range(n):
+            start = prev.copy()
+            start[self._q_idx] = qf[k]
+            try:
+                sol, _, r = self._newton(start[None])
+            except SingularityError as err:
+                err.index = (k,)
+                raise
+            if r[0] >= _TOL:
+                self._raise_open(r, sol, k)
+            phi[k] = prev = sol[0]
+        _, kins = self._residuals(phi)
+        self._last = phi[-1:].copy()
+        return phi, kins
+
+    def _newton(self, phi: np.ndarray):
+        """Newton on the dependent joints, block by block; returns the per-configuration
+        worst residual instead of raising when it does not converge."""
+        n = phi.shape[0]
         for it in range(_MAX_ITER):
             res, kins = self._residuals(phi)
-            worst = max(float(np.abs(r).max()) for r in res) if res else 0.0
-            if worst < _TOL:
-                break
+            worst = (np.max([np.abs(r).max(axis=1) for r in res], axis=0) if res
+                     else np.zeros(n))
+            if np.all(worst < _TOL):
+                return phi, kins, worst
             rows, _ = self._rows(phi, 1, kins=kins)
             for loops, deps, offsets in self._blocks:
                 r = np.concatenate([rows[i].r for i in loops], axis=1)
                 A, _ = self._block_matrices(rows, loops, deps, offsets, n, need_q=False)
                 Ai = self._inverse(A, loops, deps)
                 step = -np.einsum("npr,nr->np", Ai, r)
+                step[worst < _TOL] = 0.0
                 lim = np.abs(step).max(axis=1, keepdims=True)
                 step *= np.minimum(1.0, 0.5 / np.maximum(lim, 1e-300))
                 phi[:, deps] += step
-        else:
-            res = [np.linalg.norm(r, axis=1).max() for r in res]
-            i = int(np.argmax(res))
-            raise ClosureError(
-                f"loop {self._loops[i].name!r} cannot be closed at these coordinates: "
-                f"residual {res[i]:.3e} after {_MAX_ITER} Newton steps (outside the workspace "
-                "or across a singularity)", loop=self._loops[i].name, residual=float(res[i]))
-        self._last = phi[-1:].copy()
-        return phi, kins
+        res, kins = self._residuals(phi)
+        worst = np.max([np.abs(r).max(axis=1) for r in res], axis=0)
+        return phi, kins, worst
+
+    def _raise_open(self, worst, phi, index):
+        res, _ = self._residuals(phi)
+        norms = [float(np.linalg.norm(r, axis=1).max()) for r in res]
+        i = int(np.argmax(norms))
+        where = "" if index is None else f" (batch index {index})"
+        raise ClosureError(
+            f"loop {self._loops[i].name!r} cannot be closed at these coordinates{where}: "
+            f"residual {norms[i]:.3e} after {_MAX_ITER} Newton steps (outside the workspace "
+            "or across a singularity)", loop=self._loops[i].name, residual=norms[i])
 
     def _block_matrices(self, rows, loops, deps, offsets, n, need_q=True):
         """A = dc/dphi_dep (n, R, nd) and Bq = dc/dq (n, R, M) of one block."""

@@ -58,7 +58,11 @@ class StateSpaceSequence:
 
     def to_control(self, k: int = 0, disturbance: bool = False):
         """The frozen model at point k as a ``control.StateSpace`` with named
-        states, inputs and outputs (requires python-control, the ``control`` extra)."""
+        states, inputs and outputs (requires python-control, the ``control`` extra).
+
+        Names are kic's with "." replaced by "_" (python-control reserves the
+        dot), e.g. ``q[platform_x]``; ``disturbance=True`` appends the
+        disturbance inputs ``dT[...]`` after the voltages."""
         try:
             import control
         except ImportError as exc:            # pragma: no cover - depends on the extra
@@ -70,8 +74,10 @@ class StateSpaceSequence:
             B = np.concatenate([B, self.E[k]], axis=1)
             D = np.concatenate([D, np.zeros((D.shape[0], self.E.shape[2]))], axis=1)
             inputs += self.disturbances
-        return control.ss(self.A[k], B, self.C[k], D, states=list(self.states),
-                          inputs=inputs, outputs=list(self.outputs))
+        # python-control reserves "." in signal names (subsystem paths)
+        clean = lambda names: [n.replace(".", "_") for n in names]      # noqa: E731
+        return control.ss(self.A[k], B, self.C[k], D, states=clean(self.states),
+                          inputs=clean(inputs), outputs=clean(self.outputs))
 
     def save_mat(self, path) -> None:
         """Save for MATLAB (``scipy.io.savemat``): variables ``A`` (n x n x K),
@@ -107,10 +113,14 @@ class StateSpaceSequence:
         """How fast A(t) and B(t) vary, to judge whether a constant model will do.
 
         Returns a dict with
-        ``relative_change``: max over t of ||A(t) - A(t0)|| / ||A(t0)|| (and for B);
-        ``rate``: max ||dA/dt|| / ||A|| (1/s), the inverse of the time over which A
-        changes by its own size; ``slowest_mode``: min |Re lambda| over the
-        frozen eigenvalues (1/s); ``ratio``: rate / slowest_mode.  The seed's
+        ``relative_change_A``, ``relative_change_B``: max over t of
+        ||A(t) - A(t0)|| / ||A(t0)|| (and for B); ``relative_change_mechanical``:
+        the same for the acceleration rows of A alone (the electrical rows are
+        constant and dominate ||A||); ``rate``, ``rate_mechanical``: max
+        ||dA/dt|| / ||A|| (1/s), the inverse of the time over which A (or its
+        mechanical rows) changes by its own size; ``slowest_mode``: min |Re
+        lambda| over the frozen eigenvalues (1/s, stable or not); ``ratio``:
+        rate_mechanical / slowest_mode.  The seed's
         open question has a quantitative answer here: with ``ratio << 1`` the
         plant changes slowly compared with its own dynamics and a frozen-time
         design is defensible; near or above 1 it is not.
@@ -123,14 +133,24 @@ class StateSpaceSequence:
             "relative_change_B": float(np.max(np.linalg.norm(self.B - self.B[0], axis=(1, 2)))
                                        / max(nB[0], 1e-300)),
         }
+        # the mechanical rows (accelerations) change with the configuration; the
+        # electrical rows are constant and dominate ||A||, so report them apart
+        n = self.A.shape[1]
+        mech = slice(n - self.B.shape[2] - (n - self.B.shape[2]) // 2, n - self.B.shape[2])
+        Am = self.A[:, mech]
+        nAm = np.linalg.norm(Am, axis=(1, 2))
+        out["relative_change_mechanical"] = float(
+            np.max(np.linalg.norm(Am - Am[0], axis=(1, 2))) / max(nAm[0], 1e-300))
         if len(self) > 1:
             dA = np.gradient(self.A, self.t, axis=0)
             out["rate"] = float(np.max(np.linalg.norm(dA, axis=(1, 2)) / np.maximum(nA, 1e-300)))
+            out["rate_mechanical"] = float(np.max(np.linalg.norm(dA[:, mech], axis=(1, 2))
+                                                  / np.maximum(nAm, 1e-300)))
         else:
-            out["rate"] = 0.0
+            out["rate"] = out["rate_mechanical"] = 0.0
         ev = self.eigenvalues()
         re = np.abs(ev.real)
         out["slowest_mode"] = float(np.min(np.where(re > 1e-12, re, np.inf)))
-        out["ratio"] = out["rate"] / out["slowest_mode"] if np.isfinite(out["slowest_mode"]) \
-            else float("inf")
+        out["ratio"] = (out["rate_mechanical"] / out["slowest_mode"]
+                        if np.isfinite(out["slowest_mode"]) else float("inf"))
         return out

@@ -26,6 +26,8 @@ MODELS = {
     "stewart": (mechanisms.stewart_platform, 0.03),
     "redundant_arm": (mechanisms.redundant_planar_arm, 0.05),
     "two_arms": (mechanisms.two_arm_object, 0.03),
+    "four_bar_point_x": (lambda: mechanisms.four_bar(
+        coordinate=kic.PointPosition("coupler", (0.2, 0.05, 0.0), axes="x")), 0.01),
 }
 
 
@@ -129,6 +131,33 @@ def test_joint_rates_match_differentiated_assembly(case):
     assert _rel(phid, d1[0]) < 1e-12 and _rel(phidd, d2[0]) < 1e-12
     dphi = _fd(model.assemble, q).T @ qd
     assert _rel(phid, dphi) < 1e-6
+
+
+def test_point_coordinate_constrains_only_its_axes():
+    """A coupler point's x as the coordinate of a four-bar: y and z stay free."""
+    fb = mechanisms.four_bar(coordinate=kic.PointPosition("coupler", (0.2, 0.05, 0.0),
+                                                          axes="x"))
+    q = fb._phi_ref[fb._q_idx] + 0.01
+    F = fb.kinematics(q, 1).frame("coupler")
+    assert abs((F[:3, :3] @ [0.2, 0.05, 0.0] + F[:3, 3])[0] - q[0]) < 1e-12
+    crank = mechanisms.four_bar()
+    theta = fb.assemble(q)[fb.phi_names.index("crank")]
+    tau = crank.inverse_dynamics([theta], [0.0], [0.0])          # holding torque at the crank
+    G = crank.kinematics([theta], 1).point("coupler", (0.2, 0.05, 0.0)).G[0, 0]
+    assert abs(fb.inverse_dynamics(q, [0.0], [0.0])[0] - tau[0] / G) < 1e-9 * abs(tau[0] / G)
+
+
+def test_batched_assembly_continues_along_a_trajectory():
+    """Without a closed-form guess, a full crank turn assembles batched (continuation)."""
+    m = mechanisms.four_bar().in_coordinates(["crank"])
+    q = np.linspace(1.0, 1.0 + 2 * np.pi, 73)[:, None]
+    phi = m.assemble(q)
+    m.assemble(q[0])
+    one = np.array([m.assemble(x) for x in q])          # one call per sample, warm started
+    assert np.allclose(np.cos(phi), np.cos(one)) and np.allclose(np.sin(phi), np.sin(one))
+    assert np.allclose(np.cos(phi[0]), np.cos(phi[-1]))  # back on the same branch
+    with pytest.raises(kic.ClosureError, match="batch index 2"):
+        m.assemble(np.array([[1.0], [1.2], [np.pi / 2 + 2.0]]))
 
 
 def test_transfers_compose():
