@@ -991,9 +991,16 @@ class ClosedKinematics:
         phi, kins = model._assemble(qf)
         self._phi = phi
         self.phi = phi.reshape(self._batch + (model.N,))
-        self.transfer, self._kins = model._transfer(phi, order, kins)
+        self._tr, self._kins = model._transfer(phi, order, kins)
         for kin in self._kins.values():
             kin.order = order
+
+    @property
+    def transfer(self) -> Transfer:
+        """``G^phi_q`` (..., N, M), ``H^phi_qq`` and ``D^phi_qqq`` (order 3) at q."""
+        b = self._batch
+        shape = lambda X: None if X is None else X.reshape(b + X.shape[1:])  # noqa: E731
+        return Transfer(shape(self._tr.G), shape(self._tr.H), shape(self._tr.D))
 
     def _body(self, body: str):
         owner = self.model._owner.get(body)
@@ -1003,7 +1010,7 @@ class ClosedKinematics:
         return owner
 
     def _transferred(self, ci, inf: Influence) -> Influence:
-        tr = self.transfer.rows(self.model._chain_idx[ci])
+        tr = self._tr.rows(self.model._chain_idx[ci])
         n = self._phi.shape[0]
         G, H, D = tr.influence(inf.G.reshape(n, 3, -1),
                                None if inf.H is None else inf.H.reshape(n, 3, *inf.H.shape[-2:]),
@@ -1030,35 +1037,63 @@ class ClosedKinematics:
 
 class ClosedDynamics(DynamicModel):
     """:class:`DynamicModel` of a :class:`ClosedModel`: the open chains' models
-    transferred to q and superposed, ``I*_q = sum_c G_c^T I*_c G_c`` etc."""
+    transferred to q and superposed, ``I*_q = sum_c G_c^T I*_c G_c`` etc.
+
+    Large batches are processed in blocks of configurations (the transfer's
+    second-order coefficients of a Stewart platform are ~12 kB a pose)."""
 
     def __init__(self, model: ClosedModel, q) -> None:
+        from ._array import blocks
         qf, batch = model._phi_batch(q)
         super().__init__(qf.reshape(batch + (model.dof,)), batch)
         self.model = model
-        self._phi, kins = model._assemble(qf)
-        self._tr, _ = model._transfer(self._phi, 2, kins)
-        self._chain_models = {ci: c.dynamics(self._phi[:, model._chain_idx[ci]])
-                              for ci, c in enumerate(model._chains) if c.total_mass > 0}
+        self._phi, _ = model._assemble(qf)
+        self._parts = [(sl, None) for sl in blocks(qf.shape[0])]
 
-    def _sum(self, fn):
-        out = 0.0
-        for ci, dyn in self._chain_models.items():
-            out = out + fn(self._tr.rows(self.model._chain_idx[ci]), dyn)
-        return out
+    def _part(self, k):
+        sl, data = self._parts[k]
+        if data is None:
+            m = self.model
+            phi = self._phi[sl]
+            tr, _ = m._transfer(phi, 2)
+            models = {ci: c.dynamics(phi[:, m._chain_idx[ci]])
+                      for ci, c in enumerate(m._chains) if c.total_mass > 0}
+            data = (tr, models)
+            if len(self._parts) == 1:
+                self._parts[k] = (sl, data)
+        return sl, data
+
+    @property
+    def _tr(self):
+        if len(self._parts) == 1:
+            return self._part(0)[1][0]
+        return self.model._transfer(self._phi, 2)[0]
+
+    def _sum(self, fn, tail):
+        """Sum over the chains of fn(transfer rows, chain model), block by block,
+        into a batch-last array of shape tail + (n,)."""
+        n = self._phi.shape[0]
+        out = np.zeros((n,) + tail)
+        for k in range(len(self._parts)):
+            sl, (tr, models) = self._part(k)
+            for ci, dyn in models.items():
+                out[sl] += fn(tr.rows(self.model._chain_idx[ci]), dyn)
+        return np.moveaxis(out, 0, -1)
 
     # the base class expects batch-last arrays
     def _I(self):
-        return np.moveaxis(self._sum(lambda tr, d: tr.inertia(d.I_star)), 0, -1)
+        M = self.dof
+        return self._sum(lambda tr, d: tr.inertia(d.I_star), (M, M))
 
     def _P(self):
-        return np.moveaxis(self._sum(lambda tr, d: tr.power(d.I_star, d.P_star)), 0, -1)
+        M = self.dof
+        return self._sum(lambda tr, d: tr.power(d.I_star, d.P_star), (M, M, M))
 
     def _gravity(self):
-        return np.moveaxis(self._sum(lambda tr, d: tr.load(d.gravity_load)), 0, -1)
+        return self._sum(lambda tr, d: tr.load(d.gravity_load), (self.dof,))
 
     def _potential(self):
-        return self._sum(lambda tr, d: d.potential_energy)
+        return self._sum(lambda tr, d: d.potential_energy, ())
 
     def _applied(self, loads, qdT):
         qd = None if qdT is None else qdT.T

@@ -64,11 +64,12 @@ def test_assembly_closes_every_loop(case):
 def test_transfer_H_and_D_by_finite_differences(case):
     """H^phi_qq from G^phi_q and D^phi_qqq from H^phi_qq, re-solving the closure."""
     name, model, q, _ = case
-    tr = model.kinematics(q, 3).transfer
-    G = lambda x: model.kinematics(x, 1).transfer.G[0]          # noqa: E731
-    H = lambda x: model.kinematics(x, 2).transfer.H[0]          # noqa: E731
-    assert _rel(np.moveaxis(_fd(G, q), 0, 1), tr.H[0]) < 1e-6
-    assert _rel(np.moveaxis(_fd(H, q), 0, 1), tr.D[0]) < 1e-6
+    tr = model.kinematics(q, 3).transfer                 # one configuration: (N, M, ...)
+    G = lambda x: model.kinematics(x, 1).transfer.G             # noqa: E731
+    H = lambda x: model.kinematics(x, 2).transfer.H             # noqa: E731
+    assert tr.G.shape == (model.N, model.dof)
+    assert _rel(np.moveaxis(_fd(G, q), 0, 1), tr.H) < 1e-6
+    assert _rel(np.moveaxis(_fd(H, q), 0, 1), tr.D) < 1e-6
 
 
 def test_body_influence_by_finite_differences(case):
@@ -127,8 +128,8 @@ def test_joint_rates_match_differentiated_assembly(case):
     qd, qdd = rng.normal(size=(2, model.dof))
     phid, phidd = model.joint_rates(q, qd, qdd)
     tr = model.kinematics(q, 2).transfer
-    d1, d2 = tr.rates(qd[None], qdd[None])
-    assert _rel(phid, d1[0]) < 1e-12 and _rel(phidd, d2[0]) < 1e-12
+    d1, d2 = tr.rates(qd, qdd)
+    assert _rel(phid, d1) < 1e-12 and _rel(phidd, d2) < 1e-12
     dphi = _fd(model.assemble, q).T @ qd
     assert _rel(phid, dphi) < 1e-6
 
@@ -168,12 +169,12 @@ def test_transfers_compose():
     x = np.array([0.02, -0.01, 0.62, 0.05, -0.03, 0.08])
     legs = [sp.phi_names.index(n) for n in sp.actuators]
     a = sp.assemble(x)[legs]
-    trq = sp.kinematics(x, 3).transfer
+    trq = sp.kinematics(x[None], 3).transfer             # a batch of one: (1, N, M, ...)
     to_legs = Transfer(trq.G[0][legs], trq.H[0][legs], trq.D[0][legs])
     back = to_legs.inverse()                     # q as a function of the leg lengths
     composed = trq.rows(np.arange(sp.N)).then(Transfer(back.G[None], back.H[None],
                                                        back.D[None]))
-    direct = act.kinematics(a, 3).transfer
+    direct = act.kinematics(a[None], 3).transfer
     order = [sp.phi_names.index(n) for n in act.phi_names if n in sp.phi_names]
     mine = [act.phi_names.index(n) for n in act.phi_names if n in sp.phi_names]
     for X, Y in ((composed.G, direct.G), (composed.H, direct.H), (composed.D, direct.D)):
