@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 import networkx as nx
 import numpy as np
 
-from ._array import finite_array, homogeneous, match_batch, spd_solve
+from ._array import finite_array, from_batch, homogeneous, match_batch, spd_solve
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError
 from .kinematics import Influence
@@ -1069,31 +1069,37 @@ class ClosedDynamics(DynamicModel):
             return self._part(0)[1][0]
         return self.model._transfer(self._phi, 2)[0]
 
-    def _sum(self, fn, tail):
-        """Sum over the chains of fn(transfer rows, chain model), block by block,
-        into a batch-last array of shape tail + (n,)."""
+    def _sum(self, *terms):
+        """Sums over the chains of fn(transfer rows, chain model) for each
+        (fn, tail) in terms, in one pass block by block, as batch-last arrays."""
         n = self._phi.shape[0]
-        out = np.zeros((n,) + tail)
+        outs = [np.zeros((n,) + tail) for _, tail in terms]
         for k in range(len(self._parts)):
             sl, (tr, models) = self._part(k)
             for ci, dyn in models.items():
-                out[sl] += fn(tr.rows(self.model._chain_idx[ci]), dyn)
-        return np.moveaxis(out, 0, -1)
+                rows = tr.rows(self.model._chain_idx[ci])
+                for out, (fn, _) in zip(outs, terms):
+                    out[sl] += fn(rows, dyn)
+        outs = [np.moveaxis(o, 0, -1) for o in outs]
+        return outs[0] if len(outs) == 1 else outs
 
     # the base class expects batch-last arrays
     def _I(self):
         M = self.dof
-        return self._sum(lambda tr, d: tr.inertia(d.I_star), (M, M))
+        return self._sum((lambda tr, d: tr.inertia(d.I_star), (M, M)))
 
     def _P(self):
         M = self.dof
-        return self._sum(lambda tr, d: tr.power(d.I_star, d.P_star), (M, M, M))
+        I, P = self._sum((lambda tr, d: tr.inertia(d.I_star), (M, M)),
+                         (lambda tr, d: tr.power(d.I_star, d.P_star), (M, M, M)))
+        self._cache.setdefault("I", from_batch(I, self._batch, 2))    # same pass, keep I*
+        return P
 
     def _gravity(self):
-        return self._sum(lambda tr, d: tr.load(d.gravity_load), (self.dof,))
+        return self._sum((lambda tr, d: tr.load(d.gravity_load), (self.dof,)))
 
     def _potential(self):
-        return self._sum(lambda tr, d: d.potential_energy, ())
+        return self._sum((lambda tr, d: d.potential_energy, ()))
 
     def _applied(self, loads, qdT):
         qd = None if qdT is None else qdT.T
