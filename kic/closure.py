@@ -748,14 +748,11 @@ class ClosedModel:
             return tr, kins
         qd, qdd = velocity
         phid = tr.rates(qd)
-        phidd = np.zeros_like(phid)
-        phidd[:, self._q_idx] = qdd
+        phidd = tr.rates(qdd)          # G q'', plus the velocity products below:
         bias = self._bias(rows, kins, phid)
         for (loops, deps, offsets), Ai in zip(self._blocks, inv):
             b = np.concatenate([bias[i] for i in loops], axis=1)
-            b += np.einsum("nra,na->nr", self._block_matrices(rows, loops, deps, offsets, n)[1],
-                           qdd)
-            phidd[:, deps] = -np.einsum("npr,nr->np", Ai, b)
+            phidd[:, deps] -= np.einsum("npr,nr->np", Ai, b)      # -G^c_p^-1 H^c(phi', phi')
         return tr, kins, phid, phidd
 
     def _known(self, rows, loops, offsets, order, G, H, n) -> np.ndarray:
@@ -805,13 +802,26 @@ class ClosedModel:
         qf, batch = self._phi_batch(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd = match_batch(qdd, self.dof, batch, "qdd").T
-        T, tr = self._required(qf, qd, qdd, loads)
+        T, _ = self._required(qf, qd, qdd, loads)
         return T.reshape(batch + (self.dof,))
 
-    def _required(self, qf, qd, qdd, loads):
-        phi, kins = self._assemble(qf)
-        tr, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd, qdd))
-        return tr.load(self._joint_loads(phi, phid, phidd, loads, kins)), tr
+    def _required(self, qf, qd, qdd, loads, actuators=None):
+        """T_q (n, M) by blocks of configurations, and G^phi_q of ``actuators``."""
+        from ._array import blocks
+        n = qf.shape[0]
+        batched_loads = loads is not None and any(
+            f.force.ndim > 1 or f.point.ndim > 1 for f in loads._forces) or (
+            loads is not None and any(m.moment.ndim > 1 for m in loads._moments))
+        parts = [slice(None)] if batched_loads else blocks(n)
+        T = np.empty((n, self.dof))
+        Ga = None if actuators is None else np.empty((n, len(actuators), self.dof))
+        for sl in parts:
+            phi, kins = self._assemble(qf[sl])
+            tr, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd[sl], qdd[sl]))
+            T[sl] = tr.load(self._joint_loads(phi, phid, phidd, loads, kins))
+            if actuators is not None:
+                Ga[sl] = tr.G[:, actuators]
+        return T, Ga
 
     def _joint_loads(self, phi, phid, phidd, loads, kins=None) -> np.ndarray:
         """Joint loads of every chain at (phi, phi', phi''), summed into phi (n, N)."""
@@ -908,8 +918,7 @@ class ClosedModel:
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd = match_batch(qdd, self.dof, batch, "qdd").T
         idx = self._joint_indices(actuators)
-        T, tr = self._required(qf, qd, qdd, loads)
-        G = tr.G[:, idx]
+        T, G = self._required(qf, qd, qdd, loads, idx)
         if G.shape[-2] == G.shape[-1]:
             tau = self._inverse(np.swapaxes(G, -1, -2), [], idx, what="actuator Jacobian "
                                 "G^a_q") @ T[..., None]
