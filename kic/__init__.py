@@ -1,13 +1,28 @@
 """kic: kinematics and dynamics of rigid-link mechanisms by kinematic influence
 coefficients (R. A. Freeman, 1985, after Tesar, Benedict and Thomas).
 
-Description (what a mechanism is): :class:`Joint`, :class:`Link`,
-:class:`SerialChain`.  Per-configuration results (what it does at q):
-``chain.kinematics(q)`` -> :class:`ChainKinematics` (influence coefficients
-G, H, D), ``chain.dynamics(q)`` -> :class:`DynamicModel` (I*, P*, loads,
-energies).  Inverse and forward dynamics, :class:`Loads` by virtual work and
-:func:`simulate`.  Errors: :class:`ModelError`, :class:`SingularityError`,
-:class:`ClosureError`, all :class:`KicError`.
+The data flow one way, and so do the modules:
+
+* description (what a mechanism is): :class:`Joint`, :class:`Link`,
+  :class:`SerialChain`; :class:`Mechanism` (a graph of bodies and joints);
+* influence coefficients at q: ``chain.kinematics(q)`` ->
+  :class:`ChainKinematics` (G, H, D of any rotation or point, as
+  :class:`Influence`);
+* the dynamic model at q: ``chain.dynamics(q)`` -> :class:`DynamicModel` (I*,
+  P*, gravity and applied :class:`Loads`, energies); inverse and forward
+  dynamics, :func:`simulate`;
+* transfer to new coordinates: :class:`Transfer`; closed mechanisms in any
+  coordinates, ``mechanism.model(...)`` -> :class:`ClosedModel` (with
+  :class:`BodyPose`, :class:`PointPosition`), :func:`load_distribution` and
+  redundancy helpers;
+* linearized model: :func:`linear_dynamics`; DC motors and the state space:
+  :class:`DCMotor`, :class:`ActuatedSystem`, :class:`Trajectory`,
+  :class:`StateSpaceSequence` (export to python-control, scipy, MATLAB).
+
+Errors, in one place (:mod:`kic.errors`): :class:`ModelError` (bad input,
+a ``ValueError``), :class:`SingularityError` (with the smallest singular
+value, the condition number and where), :class:`ClosureError` (a loop that
+cannot be assembled), all :class:`KicError`.
 """
 from .actuation import (internal_loads, load_distribution, redundant_rates, task_inertia,
                         weighted_pseudo_inverse)
