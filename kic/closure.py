@@ -1057,20 +1057,21 @@ class ClosedDynamics(DynamicModel):
         super().__init__(qf.reshape(batch + (model.dof,)), batch)
         self.model = model
         self._phi, _ = model._assemble(qf)
-        self._parts = [(sl, None) for sl in blocks(qf.shape[0])]
+        self._parts = [(sl, {}) for sl in blocks(qf.shape[0])]
 
-    def _part(self, k):
+    def _part(self, k, order=2):
+        """Transfer (to ``order``) and chain models of block k (kept for one block)."""
         sl, data = self._parts[k]
-        if data is None:
+        if order not in data and not (order == 1 and 2 in data):
             m = self.model
             phi = self._phi[sl]
-            tr, _ = m._transfer(phi, 2)
+            tr, _ = m._transfer(phi, order)
             models = {ci: c.dynamics(phi[:, m._chain_idx[ci]])
                       for ci, c in enumerate(m._chains) if c.total_mass > 0}
-            data = (tr, models)
-            if len(self._parts) == 1:
-                self._parts[k] = (sl, data)
-        return sl, data
+            if len(self._parts) > 1:
+                return sl, (tr, models)
+            data[order] = (tr, models)
+        return sl, data.get(order) or data[2]
 
     @property
     def _tr(self):
@@ -1078,13 +1079,13 @@ class ClosedDynamics(DynamicModel):
             return self._part(0)[1][0]
         return self.model._transfer(self._phi, 2)[0]
 
-    def _sum(self, *terms):
+    def _sum(self, *terms, order=2):
         """Sums over the chains of fn(transfer rows, chain model) for each
         (fn, tail) in terms, in one pass block by block, as batch-last arrays."""
         n = self._phi.shape[0]
         outs = [np.zeros((n,) + tail) for _, tail in terms]
         for k in range(len(self._parts)):
-            sl, (tr, models) = self._part(k)
+            sl, (tr, models) = self._part(k, order)
             for ci, dyn in models.items():
                 rows = tr.rows(self.model._chain_idx[ci])
                 for out, (fn, _) in zip(outs, terms):
@@ -1092,10 +1093,11 @@ class ClosedDynamics(DynamicModel):
         outs = [np.moveaxis(o, 0, -1) for o in outs]
         return outs[0] if len(outs) == 1 else outs
 
-    # the base class expects batch-last arrays
+    # the base class expects batch-last arrays; I*, loads and energies need only
+    # the first-order transfer, P* the second
     def _I(self):
         M = self.dof
-        return self._sum((lambda tr, d: tr.inertia(d.I_star), (M, M)))
+        return self._sum((lambda tr, d: tr.inertia(d.I_star), (M, M)), order=1)
 
     def _P(self):
         M = self.dof
@@ -1105,10 +1107,10 @@ class ClosedDynamics(DynamicModel):
         return P
 
     def _gravity(self):
-        return self._sum((lambda tr, d: tr.load(d.gravity_load), (self.dof,)))
+        return self._sum((lambda tr, d: tr.load(d.gravity_load), (self.dof,)), order=1)
 
     def _potential(self):
-        return self._sum((lambda tr, d: d.potential_energy, ()))
+        return self._sum((lambda tr, d: d.potential_energy, ()), order=1)
 
     def _applied(self, loads, qdT):
         qd = None if qdT is None else qdT.T
