@@ -39,8 +39,8 @@ class _Pose:
     """World geometry of a chain at N configurations, batch last.
 
     Attributes: ``R`` (3, 3, M, N) rotations and ``p`` (3, M, N) origins of
-    the internal (z-axis) link frames, ``s`` (3, M, N) joint axes, ``r``
-    (3, M, N) points on the axes, ``sR`` the axes of revolute joints (zero for
+    the internal (z-axis) link frames, ``s`` (3, M, N) joint axes (the third
+    column of R), ``r`` (3, M, N) points on the axes (the link origins), ``sR`` the axes of revolute joints (zero for
     prismatic), ``sv`` the moment part of the joint screws (``r x s`` for R,
     ``s`` for P).
     """
@@ -55,27 +55,25 @@ class _Pose:
         # joint's constant origin is one BLAS call and the joint rotation
         # mixes two contiguous columns.
         Fc = np.empty((M, 4, 3, N))
-        Jc = np.empty((M, 2, 3, N))                      # joint axis, joint origin
         T = np.repeat(chain.base[:3].T[:, :, None], N, axis=2)
         c, s = np.cos(qT), np.sin(qT)
         for j in range(M):
-            B = chain._origin_z[j].T @ T.reshape(4, -1)
-            B = B.reshape(4, 3, N)
-            Jc[j] = B[2:]
-            T = Fc[j]
+            Fj = Fc[j]
+            np.matmul(chain._origin_z[j].T, T.reshape(4, -1), out=Fj.reshape(4, -1))
             if chain.is_revolute[j]:
-                np.multiply(c[j], B[0], out=T[0])
-                T[0] += s[j] * B[1]
-                np.multiply(c[j], B[1], out=T[1])
-                T[1] -= s[j] * B[0]
-                T[2:] = B[2:]
+                x = Fj[0].copy()
+                Fj[0] *= c[j]
+                Fj[0] += s[j] * Fj[1]
+                Fj[1] *= c[j]
+                Fj[1] -= s[j] * x
             else:
-                T[:] = B
-                T[3] += qT[j] * B[2]
+                Fj[3] += qT[j] * Fj[2]
+            T = Fj
+        # the joint axis is the unchanged third column; the link origin lies on it
         self.R = Fc[:, :3].transpose(2, 1, 0, 3)        # (3, 3, M, N) view
         self.p = Fc[:, 3].transpose(1, 0, 2)
-        self.s = Jc[:, 0].transpose(1, 0, 2)
-        self.r = Jc[:, 1].transpose(1, 0, 2)
+        self.s = Fc[:, 2].transpose(1, 0, 2)
+        self.r = self.p
         rev = chain.is_revolute[:, None]
         self.sR = np.where(rev, self.s, 0.0)
         self.sv = np.where(rev, cross(self.r, self.s), self.s)
