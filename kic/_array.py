@@ -83,21 +83,25 @@ def blocks(N: int) -> list[slice]:
     return [slice(i, min(i + BLOCK, N)) for i in range(0, N, BLOCK)]
 
 
-def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cross product along axis 0 (3 components first), broadcasting the rest.
+def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Cross product along ``axis`` (0 or 1; 3 components), broadcasting the rest.
 
     Written into one preallocated output: 3-5x faster than ``np.cross`` or a
     stacked expression on batched arrays in numpy 2.
     """
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    a0, a1, a2 = a[0], a[1], a[2]
-    b0, b1, b2 = b[0], b[1], b[2]
-    np.multiply(a1, b2, out=out[0])
-    out[0] -= a2 * b1
-    np.multiply(a2, b0, out=out[1])
-    out[1] -= a0 * b2
-    np.multiply(a0, b1, out=out[2])
-    out[2] -= a1 * b0
+    if axis == 0:
+        a0, a1, a2, b0, b1, b2 = a[0], a[1], a[2], b[0], b[1], b[2]
+        o0, o1, o2 = out[0], out[1], out[2]
+    else:
+        a0, a1, a2, b0, b1, b2 = a[:, 0], a[:, 1], a[:, 2], b[:, 0], b[:, 1], b[:, 2]
+        o0, o1, o2 = out[:, 0], out[:, 1], out[:, 2]
+    np.multiply(a1, b2, out=o0)
+    o0 -= a2 * b1
+    np.multiply(a2, b0, out=o1)
+    o1 -= a0 * b2
+    np.multiply(a0, b1, out=o2)
+    o2 -= a1 * b0
     return out
 
 

@@ -72,12 +72,13 @@ def _inverse_dynamics(chain, pose: _Pose, qdT, qddT, gravity=True) -> np.ndarray
     c = np.einsum("ijmn,jm->imn", R, chain._com.T) + pose.p
     ac = point_acceleration(w, v, aw, av, c)
     F = chain.masses[None, :, None] * ac
-    # Euler's equation in link axes (constant inertia), rotated back
-    wl = np.einsum("ijmn,imn->jmn", R, w)
-    al = np.einsum("ijmn,imn->jmn", R, aw)
-    Il = chain._inertia.transpose(1, 2, 0)
-    Nl = np.einsum("ijm,jmn->imn", Il, al) + cross(wl, np.einsum("ijm,jmn->imn", Il, wl))
-    n0 = cross(c, F) + np.einsum("ijmn,jmn->imn", R, Nl)
+    # Euler's equation in link axes (constant inertia, one BLAS product per link),
+    # rotated back; link-axis vectors are laid out (M, 3, N)
+    wl = np.einsum("ijmn,imn->mjn", R, w)
+    al = np.einsum("ijmn,imn->mjn", R, aw)
+    Il = chain._inertia
+    Nl = np.matmul(Il, al) + cross(wl, np.matmul(Il, wl), axis=1)
+    n0 = cross(c, F) + np.einsum("ijmn,mjn->imn", R, Nl)
     f_s = suffix_sum(F)
     n_s = suffix_sum(n0)
     return (sR * n_s + sv * f_s).sum(axis=0)

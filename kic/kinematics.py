@@ -55,6 +55,8 @@ class _Pose:
         # joint's constant origin is one BLAS call and the joint rotation
         # mixes two contiguous columns.
         Fc = np.empty((M, 4, 3, N))
+        sR = np.zeros((3, M, N))
+        sv = np.empty((3, M, N))
         T = np.repeat(chain.base[:3].T[:, :, None], N, axis=2)
         c, s = np.cos(qT), np.sin(qT)
         for j in range(M):
@@ -66,17 +68,18 @@ class _Pose:
                 Fj[0] += s[j] * Fj[1]
                 Fj[1] *= c[j]
                 Fj[1] -= s[j] * x
+                sR[:, j] = Fj[2]
+                sv[:, j] = cross(Fj[3], Fj[2])        # r x s: moment of the screw
             else:
                 Fj[3] += qT[j] * Fj[2]
+                sv[:, j] = Fj[2]
             T = Fj
+        self.sR, self.sv = sR, sv
         # the joint axis is the unchanged third column; the link origin lies on it
         self.R = Fc[:, :3].transpose(2, 1, 0, 3)        # (3, 3, M, N) view
         self.p = Fc[:, 3].transpose(1, 0, 2)
         self.s = Fc[:, 2].transpose(1, 0, 2)
         self.r = self.p
-        rev = chain.is_revolute[:, None]
-        self.sR = np.where(rev, self.s, 0.0)
-        self.sv = np.where(rev, cross(self.r, self.s), self.s)
 
 
 def link_motion(pose: _Pose, qdT: np.ndarray, qddT: np.ndarray | None = None):
