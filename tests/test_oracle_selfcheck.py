@@ -7,8 +7,8 @@ not involve kic's numeric modules.  Only ``kic.chain`` (the description) is used
 import numpy as np
 import pytest
 
-from helpers import (G_FU, assert_close, combine_bodies, random_chain, random_loads,
-                     random_rigid, two_link_rods)
+from helpers import (G_FU, assert_close, combine_bodies, random_chain, random_rigid,
+                     two_link_rods)
 from kic.chain import Joint, Link, SerialChain
 from oracles.rnea import (OracleLoads, kinematic_frames, oracle_bias, oracle_forward_dynamics,
                           oracle_gravity, oracle_kinetic_energy, oracle_load,

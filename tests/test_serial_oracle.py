@@ -13,7 +13,7 @@ from helpers import (assert_close, dh_modified, dh_standard, random_chain, rando
 from oracles.rnea import (OracleLoads, oracle_bias, oracle_forward_dynamics, oracle_frames,
                           oracle_gravity, oracle_kinetic_energy, oracle_load,
                           oracle_mass_matrix, oracle_potential_energy, oracle_tool_frame,
-                          point_position, rnea)
+                          rnea)
 
 RTOL = 1e-10          # norm-wise relative to the torque scale (floor 1 N m)
 
@@ -231,7 +231,7 @@ def test_perturbed_mass_is_detected():
 
 # ---------------------------------------------------------------- from_dh
 def random_dh(rng, M, convention):
-    rows, kinds = [], []
+    rows = []
     for k in range(M):
         kind = "R" if rng.uniform() < 0.6 else "P"
         row = dict(a=rng.uniform(-0.6, 0.6), alpha=rng.uniform(-np.pi, np.pi),
