@@ -112,18 +112,18 @@ def prefix_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
     along a non-last axis of a batched array.
     """
     out = np.array(x, copy=True)
-    v = np.moveaxis(out, axis, 0)
-    for j in range(1, v.shape[0]):
-        v[j] += v[j - 1]
+    pre = (slice(None),) * axis
+    for j in range(1, out.shape[axis]):
+        out[pre + (j,)] += out[pre + (j - 1,)]
     return out
 
 
 def suffix_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
     """Running sum from the last link down (sum over j >= k)."""
     out = np.array(x, copy=True)
-    v = np.moveaxis(out, axis, 0)
-    for j in range(v.shape[0] - 2, -1, -1):
-        v[j] += v[j + 1]
+    pre = (slice(None),) * axis
+    for j in range(out.shape[axis] - 2, -1, -1):
+        out[pre + (j,)] += out[pre + (j + 1,)]
     return out
 
 

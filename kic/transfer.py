@@ -131,7 +131,7 @@ class Transfer:
 
     def inertia(self, I_phi) -> np.ndarray:
         """``I*_qq = G^T I*_phi G``."""
-        return np.einsum("...na,...nm,...mb->...ab", self.G, I_phi, self.G, optimize=True)
+        return np.swapaxes(self.G, -1, -2) @ np.asarray(I_phi) @ self.G
 
     def power(self, I_phi, P_phi) -> np.ndarray:
         """``P*_qqq = (G^T I*_phi) o H + G^T o (G^T P*_phi G)``."""
@@ -142,7 +142,7 @@ class Transfer:
 
     def load(self, T_phi) -> np.ndarray:
         """``T_q = G^T T_phi`` for any input load (gravity, applied, required)."""
-        return np.einsum("...na,...n->...a", self.G, T_phi)
+        return (np.swapaxes(self.G, -1, -2) @ np.asarray(T_phi)[..., None])[..., 0]
 
     # ---------------------------------------------------------- composition
     def then(self, other: "Transfer") -> "Transfer":
