@@ -293,13 +293,21 @@ class ChainDynamics(DynamicModel):
         self._parts: list | None = None
 
     def _blocks(self):
-        """Per block of configurations: (slice, pose, link state), built once."""
-        if self._parts is None:
-            self._parts = []
-            for sl in blocks(self._qT.shape[1]):
-                pose = _Pose(self.chain, self._qT[:, sl])
-                self._parts.append((sl, pose, _LinkState(self.chain, pose)))
-        return self._parts
+        """Per block of configurations: (slice, pose, link state).
+
+        One block is kept; several are rebuilt on each use (a pose costs a
+        fraction of any result, and short-lived blocks reuse the same memory,
+        which is faster than keeping every block alive)."""
+        if self._parts is not None:
+            yield from self._parts
+            return
+        parts = blocks(self._qT.shape[1])
+        for sl in parts:
+            pose = _Pose(self.chain, self._qT[:, sl])
+            item = (sl, pose, _LinkState(self.chain, pose))
+            if len(parts) == 1:
+                self._parts = [item]
+            yield item
 
     def _assemble(self, shape, fn) -> np.ndarray:
         out = np.empty(shape + (self._qT.shape[1],))
