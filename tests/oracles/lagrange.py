@@ -63,6 +63,14 @@ __all__ = ["KKTMechanism", "PlanarSystem", "FiveBar", "FiveBarTree", "FourBar",
 
 
 # ---------------------------------------------------------------- helpers
+
+def merge_params(defaults: dict, params: dict) -> dict:
+    """The defaults updated by params; unknown names are an error."""
+    unknown = set(params) - set(defaults)
+    if unknown:
+        raise TypeError(f"unknown parameters {sorted(unknown)}")
+    return {**defaults, **params}
+
 def wrap(a):
     """Angle(s) wrapped to (-pi, pi]."""
     return np.pi - np.mod(np.pi - np.asarray(a, float), 2.0 * np.pi)
@@ -416,11 +424,7 @@ class FiveBar(PlanarSystem):
     nominal = np.array([2.0, 1.1])
 
     def __init__(self, **params):
-        p = dict(self.defaults)
-        unknown = set(params) - set(p)
-        if unknown:
-            raise TypeError(f"unknown parameters {sorted(unknown)}")
-        p.update(params)
+        p = merge_params(self.defaults, params)
         _check_positive(**p)
         self.p = p
         super().__init__(p["g"])
@@ -480,11 +484,7 @@ class FourBar(PlanarSystem):
     nominal = np.array([1.0])
 
     def __init__(self, **params):
-        p = dict(self.defaults)
-        unknown = set(params) - set(p)
-        if unknown:
-            raise TypeError(f"unknown parameters {sorted(unknown)}")
-        p.update(params)
+        p = merge_params(self.defaults, params)
         _check_positive(**p)
         self.p = p
         super().__init__(p["g"])
@@ -536,11 +536,7 @@ class SliderCrank(PlanarSystem):
     nominal = np.array([0.7])
 
     def __init__(self, **params):
-        p = dict(self.defaults)
-        unknown = set(params) - set(p)
-        if unknown:
-            raise TypeError(f"unknown parameters {sorted(unknown)}")
-        p.update(params)
+        p = merge_params(self.defaults, params)
         _check_positive(**{k: v for k, v in p.items() if k != "offset"})
         self.p = p
         super().__init__(p["g"])
@@ -697,11 +693,7 @@ class StewartPlatform(KKTMechanism):
         if leg_dynamics not in ("kane", "rnea"):
             raise ValueError(leg_dynamics)
         self.leg_dynamics = leg_dynamics
-        p = dict(self.defaults)
-        unknown = set(params) - set(p)
-        if unknown:
-            raise TypeError(f"unknown parameters {sorted(unknown)}")
-        p.update(params)
+        p = merge_params(self.defaults, params)
         self.p = p
         for key in ("I_plat", "I_cyl", "I_rod"):
             I = np.asarray(p[key], float)

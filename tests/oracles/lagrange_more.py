@@ -33,7 +33,9 @@ import numpy as np
 from kic.chain import Joint, Link, SerialChain   # description classes only
 
 from . import rnea as _rnea
-from .lagrange import KKTMechanism, PlanarSystem, circle_intersection, null_basis
+from .rnea import _hom
+from .lagrange import (KKTMechanism, PlanarSystem, circle_intersection, merge_params,
+                       null_basis)
 
 __all__ = ["ReducedKKT", "Bricard", "TwoArmObject", "RedundantArm", "range_rows"]
 
@@ -48,14 +50,6 @@ def _Rz(a):
     c, s = np.cos(a), np.sin(a)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
-
-def _hom(R=None, p=None):
-    T = np.eye(4)
-    if R is not None:
-        T[:3, :3] = R
-    if p is not None:
-        T[:3, 3] = p
-    return T
 
 
 def _vex(W):
@@ -134,11 +128,7 @@ class Bricard(ReducedKKT):
     start = (-1.35, -1.75)
 
     def __init__(self, **params):
-        p = dict(self.defaults)
-        unknown = set(params) - set(p)
-        if unknown:
-            raise TypeError(f"unknown parameters {sorted(unknown)}")
-        p.update(params)
+        p = merge_params(self.defaults, params)
         self.p = p
         a, m = float(p["a"]), float(p["m"])
         self.link = [_hom(_Rx(t)) @ _hom(p=(a, 0.0, 0.0)) for t in self.twist]
@@ -271,11 +261,7 @@ class TwoArmObject(PlanarSystem):
     nominal = np.array([0.3, 0.45, 0.0])
 
     def __init__(self, **params):
-        p = dict(self.defaults)
-        unknown = set(params) - set(p)
-        if unknown:
-            raise TypeError(f"unknown parameters {sorted(unknown)}")
-        p.update(params)
+        p = merge_params(self.defaults, params)
         self.p = p
         super().__init__(p["g"])
         A1 = self.add_rod("armA1", p["m_a1"], p["a1"])
@@ -359,11 +345,7 @@ class RedundantArm:
     defaults = dict(l1=0.5, l2=0.4, l3=0.3, m1=2.0, m2=1.5, m3=1.0, g=9.81)
 
     def __init__(self, elbow="down", **params):
-        p = dict(self.defaults)
-        unknown = set(params) - set(p)
-        if unknown:
-            raise TypeError(f"unknown parameters {sorted(unknown)}")
-        p.update(params)
+        p = merge_params(self.defaults, params)
         self.p = p
         self.elbow = elbow
         self.l = np.array([p["l1"], p["l2"], p["l3"]], float)
