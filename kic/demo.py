@@ -144,7 +144,8 @@ def main(argv=None) -> int:
     print(f"\nTwo-link arm with two geared DC motors: state space {ss.A.shape[1]} states, "
           f"{ss.B.shape[2]} inputs at {len(ss)} points; nominal voltages "
           f"{ss.nominal.voltage.min():.2f} .. {ss.nominal.voltage.max():.2f} V; "
-          f"A(t) changes {var['ratio']:.2g} times as fast as the slowest mode")
+          f"the mechanical rows of A(t) change by {var['relative_change_mechanical']:.0%} "
+          f"along the move (rate {var['rate_mechanical']:.2g} 1/s)")
     print(f"\n(done in {time.perf_counter() - start:.2f} s; see docs/tutorial.md for more)")
     return 0
 
