@@ -358,7 +358,8 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     rb, rp : float
         Radii of the base and platform anchor circles (m).
     base_half_angle, plat_half_angle : float
-        Half the angular spacing of each anchor pair (rad).
+        Half the angular spacing of each anchor pair (rad, in [0, pi/3); the
+        defaults are 15 and 45 degrees).
     h0 : float
         Nominal platform height (m).
     m_plat, I_plat, plat_com : float, (3,) or (3, 3), (3,)
@@ -404,6 +405,12 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     from ._common import finite
     ba, pa = finite(bld, "base_half_angle", base_half_angle), finite(bld, "plat_half_angle",
                                                                      plat_half_angle)
+    for name, v in (("base_half_angle", ba), ("plat_half_angle", pa)):
+        if not 0.0 <= v < np.pi / 3:
+            raise kic.ModelError(
+                f"{bld}: {name} = {v!r} rad; a half angle must lie in [0, pi/3) rad (below 60 "
+                "degrees, so that the three anchor pairs stay distinct); angles are in "
+                f"radians, e.g. np.radians({v!r}) if {v!r} was meant in degrees")
     m_plat, m_cyl, m_rod = (mass(bld, n, v) for n, v in (("m_plat", m_plat), ("m_cyl", m_cyl),
                                                           ("m_rod", m_rod)))
     I_plat, I_cyl, I_rod = (np.diag(vector3(bld, n, v)) if np.ndim(v) == 1 else

@@ -303,6 +303,14 @@ def test_singular_configuration_is_reported():
     assert np.all(np.diff(c) > 0) and 5 < c[1] / c[0] < 20
 
 
+def test_stewart_angles_are_radians():
+    with pytest.raises(kic.ModelError, match=r"np.radians\(15"):
+        mechanisms.stewart_platform(base_half_angle=15)
+    sp = mechanisms.stewart_platform(base_half_angle=np.radians(20))
+    B, _ = sp.anchors
+    assert np.isclose(np.degrees(np.arctan2(B[1, 1], B[1, 0])), 20.0)
+
+
 def test_bad_rates_shape():
     fb = mechanisms.five_bar()
     with pytest.raises(kic.ModelError, match=r"\(\.\.\., 2\)"):
