@@ -76,7 +76,8 @@ class TestCraigThreeLink:
     qdd = np.array([0.1, -0.2, 0.3])
 
     @pytest.fixture(scope="class")
-    def arm(self):
+    @classmethod
+    def arm(cls):
         return craig_three_link()
 
     def test_model(self, arm):
