@@ -28,6 +28,7 @@ import networkx as nx
 import numpy as np
 
 from ._array import finite_array, from_batch, homogeneous, match_batch, spd_solve
+from . import _scalar
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError
 from .kinematics import Influence
@@ -832,7 +833,11 @@ class ClosedModel:
             if chain.total_mass <= 0 and cl is None:
                 continue
             idx = self._chain_idx[ci]
-            if kins is not None and cl is None and ci in kins:
+            if cl is None and phi.shape[0] == 1:            # lean single configuration
+                T[0, idx] += _scalar.inverse_dynamics(chain._scalar, phi[0, idx].tolist(),
+                                                      phid[0, idx].tolist(),
+                                                      phidd[0, idx].tolist())
+            elif kins is not None and cl is None and ci in kins:
                 T[:, idx] += _inverse_dynamics(chain, kins[ci]._pose, phid[:, idx].T,
                                                phidd[:, idx].T).T
             else:
