@@ -65,23 +65,24 @@ def _inverse_dynamics(chain, pose: _Pose, qdT, qddT, gravity=True) -> np.ndarray
     the joint loads are suffix sums of the link wrenches (O(links x M)).
     """
     sR, sv = pose.sR, pose.sv
-    w, v, aw, av = link_motion(pose, qdT, qddT)
-    if gravity:
-        av -= chain.gravity[:, None, None]
+    w, v, aw, av = link_motion(pose, qdT, qddT, chain.gravity if gravity else None)
     R = pose.R
-    c = np.einsum("ijmn,jm->imn", R, chain._com.T) + pose.p
-    ac = point_acceleration(w, v, aw, av, c)
-    F = chain.masses[None, :, None] * ac
+    c = np.einsum("ijmn,jm->imn", R, chain._com.T)
+    c += pose.p
+    F = point_acceleration(w, v, aw, av, c)
+    F *= chain.masses[None, :, None]
     # Euler's equation in link axes (constant inertia, one BLAS product per link),
     # rotated back; link-axis vectors are laid out (M, 3, N)
     wl = np.einsum("ijmn,imn->mjn", R, w)
     al = np.einsum("ijmn,imn->mjn", R, aw)
     Il = chain._inertia
-    Nl = np.matmul(Il, al) + cross(wl, np.matmul(Il, wl), axis=1)
-    n0 = cross(c, F) + np.einsum("ijmn,mjn->imn", R, Nl)
+    Nl = cross(wl, np.matmul(Il, wl), axis=1)
+    Nl += np.matmul(Il, al)
+    n0 = np.einsum("ijmn,mjn->imn", R, Nl)
+    n0 += cross(c, F)
     f_s = suffix_sum(F)
     n_s = suffix_sum(n0)
-    return (sR * n_s + sv * f_s).sum(axis=0)
+    return np.einsum("imn,imn->mn", sR, n_s) + np.einsum("imn,imn->mn", sv, f_s)
 
 
 def _gravity_load(chain, pose: _Pose, state: _LinkState | None = None) -> np.ndarray:

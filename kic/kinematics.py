@@ -82,31 +82,42 @@ class _Pose:
         self.r = self.p
 
 
-def link_motion(pose: _Pose, qdT: np.ndarray, qddT: np.ndarray | None = None):
+def link_motion(pose: _Pose, qdT: np.ndarray, qddT: np.ndarray | None = None,
+                gravity: np.ndarray | None = None):
     """World screw motion of every link, batch last: (w, v, aw, av), each (3, M, N).
 
     ``w`` is the angular velocity, ``v`` the velocity of the body point at the
     world origin, ``(aw, av)`` their time derivatives: prefix sums of the joint
     screws ``xi_n q'_n`` and of ``xi_n q''_n + V_n x xi_n q'_n`` (O(links)).
     With ``qddT=None`` the accelerations are the velocity-product terms
-    ``q'^T H q'`` alone.  A point P on link j then has velocity
+    ``q'^T H q'`` alone; ``gravity`` (3,) adds the base acceleration ``-g``.  A point P on link j then has velocity
     ``v + w x P`` and acceleration ``av + aw x P + w x (v + w x P)``.
     """
     from ._array import prefix_sum
     sR, sv = pose.sR, pose.sv
     w = prefix_sum(sR * qdT)
     v = prefix_sum(sv * qdT)
-    dw = cross(w, sR) * qdT
-    dv = (cross(w, sv) + cross(v, sR)) * qdT
+    dw = cross(w, sR)
+    dw *= qdT
+    dv = cross(w, sv)
+    dv += cross(v, sR)
+    dv *= qdT
     if qddT is not None:
         dw += sR * qddT
         dv += sv * qddT
+    if gravity is not None:             # a uniform field: the base accelerates by -g
+        dv[:, 0] -= gravity[:, None]
     return w, v, prefix_sum(dw), prefix_sum(dv)
 
 
 def point_acceleration(w, v, aw, av, P) -> np.ndarray:
     """Acceleration of a body point at world position P from the screw motion."""
-    return av + cross(aw, P) + cross(w, v + cross(w, P))
+    u = cross(w, P)
+    u += v                               # the point's velocity
+    a = cross(w, u)
+    a += cross(aw, P)
+    a += av
+    return a
 
 
 def link_frames(chain, q, tool: bool = False) -> np.ndarray:
