@@ -236,7 +236,6 @@ class ClosedModel:
                                  f"PointPosition, got {type(c).__name__}")
         if len(set(coord_names)) != len(coord_names):
             raise ModelError(f"repeated coordinates in {coord_names}")
-        self._graph_mech = m
         tree, cut_list = m._tree(cuts, avoid=heavy)
         chains, owner, tips, jowner = m._chains(tree, cut_list)
         self._chains = [c for c, _ in chains]
@@ -252,21 +251,17 @@ class ClosedModel:
         # loops
         loops = []
         for prim in cut_list:
-            target, T = self._body_frame_ref(prim.child, prim.child_origin)
-            loops.append(_Loop(prim.name, "pose", tips[prim.name], target, T))
+            loops.append(_Loop(prim.name, "pose", tips[prim.name], self._body_link(prim.child),
+                               prim.child_origin))
         axes_of = {}
         for lname, tip_body, body, point, axes in point_loops:
             axes_of[lname] = axes
-            target, T = self._body_frame_ref(body, np.eye(4))
-            T = T.copy()
-            T[:3, 3] = T[:3, :3] @ point + T[:3, 3]
-            loops.append(_Loop(lname, "point", owner.get(tip_body) or self._tip_of(tip_body),
-                               target, T))
+            loops.append(_Loop(lname, "point", self._body_link(tip_body),
+                               self._body_link(body), homogeneous(p=point)))
         self.loops = [l.name for l in loops]
         self._loops = []
         for l in loops:
-            sides = [_Side(1.0, l.tip[0], l.tip[1], np.eye(4) if l.kind == "pose" else
-                           homogeneous(p=l.tip_point),
+            sides = [_Side(1.0, l.tip[0], l.tip[1], np.eye(4),
                            self._chain_idx[l.tip[0]][: l.tip[1] + 1])]
             if l.target is not None:
                 sides.append(_Side(-1.0, l.target[0], l.target[1], l.target_frame,
@@ -286,19 +281,16 @@ class ClosedModel:
         self.actuators = list(coord_names) if all(n in physical for n in coord_names) else []
 
     # ------------------------------------------------------------ helpers
-    def _tip_of(self, body):
+    def _body_link(self, body: str):
+        """(chain, link) that carries ``body`` (None for the ground)."""
+        if body == GROUND:
+            return None
+        if body in self._owner:
+            return self._owner[body]
         for ci, chain in enumerate(self._chains):
             if body in chain.link_names:
                 return (ci, chain.link_names.index(body))
         raise ModelError(f"body {body!r} is in no chain")
-
-    def _body_frame_ref(self, body: str, T_in_body: np.ndarray):
-        """(chain, link) owning ``body`` and ``T_in_body`` (a frame in the body frame)."""
-        if body == GROUND:
-            return None, T_in_body
-        if body not in self._owner:
-            return self._tip_of(body), T_in_body
-        return self._owner[body], T_in_body
 
     def _reference(self, reference) -> np.ndarray:
         phi = np.zeros(self.N)

@@ -13,7 +13,7 @@ This module only describes; per-configuration results come from the model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
@@ -52,8 +52,7 @@ class _Loop:
     kind: str                   # "pose" (6 rows) or "point" (3 rows)
     tip: tuple                  # (chain index, link index) of the tip frame
     target: tuple               # (chain index, link index) of the target body, or None (ground)
-    target_frame: np.ndarray    # target frame in the target's kinematic link frame (4x4)
-    tip_point: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    target_frame: np.ndarray    # the frame (or point) on the target body, in its body frame
 
 
 class Mechanism:
