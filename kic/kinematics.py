@@ -54,6 +54,9 @@ class _Pose:
         # (k = 0..2 rotation columns, k = 3 origin), so that the product with a
         # joint's constant origin is one BLAS call and the joint rotation
         # mixes two contiguous columns.
+        if N == 1:
+            self._single(chain, qT)
+            return
         Fc = np.empty((M, 4, 3, N))
         sR = np.zeros((3, M, N))
         sv = np.empty((3, M, N))
@@ -80,6 +83,22 @@ class _Pose:
         self.p = Fc[:, 3].transpose(1, 0, 2)
         self.s = Fc[:, 2].transpose(1, 0, 2)
         self.r = self.p
+
+    def _single(self, chain, qT) -> None:
+        """One configuration: the plain-float recursion, packed into the same arrays."""
+        from ._scalar import _frames
+        frames = _frames(chain._scalar, qT[:, 0].tolist())
+        M = len(frames)
+        T = np.array([t for _, _, t in frames])                 # (M, 12): R row-major, p
+        Fc = np.empty((M, 4, 3, 1))
+        Fc[:, :3, :, 0] = T[:, :9].reshape(M, 3, 3).transpose(0, 2, 1)
+        Fc[:, 3, :, 0] = T[:, 9:]
+        self.R = Fc[:, :3].transpose(2, 1, 0, 3)
+        self.p = Fc[:, 3].transpose(1, 0, 2)
+        self.s = Fc[:, 2].transpose(1, 0, 2)
+        self.r = self.p
+        self.sR = np.array([sw for sw, _, _ in frames]).T[:, :, None]
+        self.sv = np.array([sv for _, sv, _ in frames]).T[:, :, None]
 
 
 def link_motion(pose: _Pose, qdT: np.ndarray, qddT: np.ndarray | None = None,
