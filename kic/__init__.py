@@ -28,7 +28,7 @@ from .actuation import (internal_loads, load_distribution, redundant_rates, task
                         weighted_pseudo_inverse)
 from .actuators import ActuatedSystem, DCMotor, NominalInputs
 from .chain import Joint, Link, SerialChain
-from .closure import BodyPose, ClosedModel, PointPosition
+from .closure import BodyPose, ClosedModel, CoordinateFunction, PointPosition
 from .dynamics import DynamicModel
 from .errors import ClosureError, KicError, ModelError, SingularityError
 from .kinematics import ChainKinematics, Influence
@@ -43,7 +43,7 @@ from .transfer import Transfer, solve_transfer, transfer_influence
 
 __all__ = [
     "Joint", "Link", "SerialChain",
-    "Mechanism", "ClosedModel", "BodyPose", "PointPosition",
+    "Mechanism", "ClosedModel", "BodyPose", "PointPosition", "CoordinateFunction",
     "ChainKinematics", "Influence", "DynamicModel", "Loads",
     "simulate", "Simulation", "linear_dynamics", "LinearDynamics",
     "DCMotor", "ActuatedSystem", "NominalInputs", "Trajectory", "StateSpaceSequence",

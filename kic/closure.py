@@ -109,6 +109,99 @@ class PointPosition:
         return f"PointPosition({self.body!r}, {self.point.tolist()}, {self.axes!r})"
 
 
+class CoordinateFunction:
+    """A coordinate ``q = u(phi)`` given as a function of some joints, with its
+    influence coefficients (method.md section 3, case c).
+
+    Parameters
+    ----------
+    name : str
+        The coordinate's name.
+    joints : sequence of str
+        The primitive joints u depends on (their order is the order of the
+        columns below).
+    fn : callable
+        ``fn(phi) -> (u, G, H, D)`` for joint values ``phi`` of shape (n, k):
+        ``u`` (n,), ``G`` (n, k) = du/dphi, ``H`` (n, k, k) = dG/dphi (first
+        index the differentiating joint), ``D`` (n, k, k, k) = dH/dphi.
+
+    Examples
+    --------
+    The difference of two crank angles as a coordinate of a five-bar:
+
+    >>> import numpy as np, kic, mechanisms
+    >>> def diff(phi):
+    ...     n = phi.shape[0]
+    ...     G = np.broadcast_to([-1.0, 1.0], (n, 2))
+    ...     return phi[:, 1] - phi[:, 0], G, np.zeros((n, 2, 2)), np.zeros((n, 2, 2, 2))
+    >>> fb = mechanisms.five_bar()
+    >>> m = fb.in_coordinates(["crank1", kic.CoordinateFunction("spread", ["crank1", "crank2"],
+    ...                                                         diff)])
+    >>> m.coordinate_names
+    ['crank1', 'spread']
+    """
+
+    def __init__(self, name: str, joints, fn) -> None:
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"a coordinate function needs a name, got {name!r}")
+        if not callable(fn):
+            raise ModelError(f"coordinate {name!r}: fn must be callable")
+        self.name, self.joints, self.fn = name, list(joints), fn
+        if not self.joints:
+            raise ModelError(f"coordinate {name!r} depends on no joint")
+
+    def coordinate_names(self) -> list[str]:
+        return [self.name]
+
+    def evaluate(self, phi: np.ndarray):
+        """(u, G, H, D) at joint values phi (n, k), checked for shape and finiteness."""
+        n, k = phi.shape
+        out = self.fn(phi)
+        if not isinstance(out, tuple) or len(out) != 4:
+            raise ModelError(f"coordinate {self.name!r}: fn must return (u, G, H, D)")
+        shapes = [(n,), (n, k), (n, k, k), (n, k, k, k)]
+        res = []
+        for what, x, shape in zip("uGHD", out, shapes):
+            x = np.asarray(x, dtype=float)
+            if x.shape != shape:
+                raise ModelError(f"coordinate {self.name!r}: {what} must have shape {shape}, "
+                                 f"got {x.shape}")
+            if not np.all(np.isfinite(x)):
+                raise ModelError(f"coordinate {self.name!r}: {what} is not finite")
+            res.append(x)
+        return tuple(res)
+
+    def __repr__(self) -> str:
+        return f"CoordinateFunction({self.name!r}, {self.joints})"
+
+
+class _FunctionSide:
+    """The single 'side' of a coordinate-function closure ``u(phi) - q = 0``."""
+
+    __slots__ = ("coord", "joints", "virtual", "cols", "sign", "sel_dep", "dep_pos",
+                 "sel_q", "q_pos")
+
+    def __init__(self, coord: CoordinateFunction, joints: np.ndarray, virtual: int) -> None:
+        self.coord, self.joints, self.virtual = coord, joints, virtual
+        self.cols = np.concatenate([joints, [virtual]])
+        self.sign = 1.0
+
+    def parts(self, phi: np.ndarray, order: int):
+        """Residual (n, 1) and G, H, D over ``cols`` (the virtual column last)."""
+        u, Gu, Hu, Du = self.coord.evaluate(phi[:, self.joints])
+        n, k = Gu.shape
+        r = (u - phi[:, self.virtual])[:, None]
+        G = np.concatenate([Gu, -np.ones((n, 1))], axis=1)[:, None]
+        H = D = None
+        if order >= 2:
+            H = np.zeros((n, 1, k + 1, k + 1))
+            H[:, 0, :k, :k] = Hu
+        if order >= 3:
+            D = np.zeros((n, 1, k + 1, k + 1, k + 1))
+            D[:, 0, :k, :k, :k] = Du
+        return r, G, H, D
+
+
 _UNIT = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}
 
 
@@ -189,7 +282,7 @@ class ClosedModel:
         self.mechanism = mech
         self.name = name or mech.name
         self._guess = guess
-        if isinstance(coordinates, (str, BodyPose, PointPosition)):
+        if isinstance(coordinates, (str, BodyPose, PointPosition, CoordinateFunction)):
             coordinates = [coordinates]
         coordinates = list(coordinates)
         if not coordinates:
@@ -197,7 +290,7 @@ class ClosedModel:
         m = copy.copy(mech)
         m.graph = mech.graph.copy()
         m._primitives = list(mech._primitives)
-        heavy, point_loops, coord_names = [], [], []
+        heavy, point_loops, coord_names, functions = [], [], [], []
         physical = set(mech.primitive_joints)
         for k, c in enumerate(coordinates):
             if isinstance(c, str):
@@ -231,9 +324,17 @@ class ClosedModel:
                     prev = b
                 point_loops.append((f"point:{c.prefix}", prev, c.body, c.point, c.axes))
                 coord_names.extend(names)
+            elif isinstance(c, CoordinateFunction):
+                bad = [j for j in c.joints if j not in physical]
+                if bad:
+                    raise ModelError(f"coordinate {c.name!r} depends on unknown joints {bad}")
+                m.graph.add_node(f"virtual:{c.name}", link=None, intermediate=True)
+                m._add_virtual(c.name, "P", _UNIT["x"], GROUND, f"virtual:{c.name}")
+                functions.append(c)
+                coord_names.append(c.name)
             else:
-                raise ModelError(f"coordinate {k} must be a joint name, BodyPose or "
-                                 f"PointPosition, got {type(c).__name__}")
+                raise ModelError(f"coordinate {k} must be a joint name, BodyPose, "
+                                 f"PointPosition or CoordinateFunction, got {type(c).__name__}")
         if len(set(coord_names)) != len(coord_names):
             raise ModelError(f"repeated coordinates in {coord_names}")
         tree, cut_list = m._tree(cuts, avoid=heavy)
@@ -271,6 +372,13 @@ class ClosedModel:
             if l.name in axes_of:          # a point coordinate constrains its own axes only
                 li.base = np.eye(3)[:, ["xyz".index(a) for a in axes_of[l.name]]]
             self._loops.append(li)
+        for f in functions:
+            side = _FunctionSide(f, np.array([index[j] for j in f.joints]), index[f.name])
+            li = _LoopInfo(_Loop(f"function:{f.name}", "function", None, None, np.eye(4)),
+                           [side], np.unique(side.cols))
+            li.k = li.rank = 1
+            self._loops.append(li)
+            self.loops.append(li.name)
         # reference assembly, row reduction, blocks, mobility
         phi0 = self._reference(reference)
         self._classify(phi0)
@@ -343,17 +451,24 @@ class ClosedModel:
     def _side_frame(self, side: _Side, kins: dict) -> np.ndarray:
         return kins[side.chain].link_frame(side.link, side.T)
 
+    def _loop_residual(self, li: _LoopInfo, kins: dict, phi: np.ndarray) -> np.ndarray:
+        """The raw closure residual of one loop (n, k): orientation error and
+        position difference of its two sides, or u(phi) - q for a function."""
+        if li.loop.kind == "function":
+            return li.sides[0].parts(phi, 1)[0]
+        Fa = self._side_frame(li.sides[0], kins)
+        Fb = (self._side_frame(li.sides[1], kins) if len(li.sides) > 1
+              else np.broadcast_to(li.loop.target_frame, Fa.shape))
+        dp = Fa[:, :3, 3] - Fb[:, :3, 3]
+        return dp if li.k == 3 else np.concatenate(
+            [_vex_error(Fa[:, :3, :3], Fb[:, :3, :3]), dp], axis=1)
+
     def _residuals(self, phi: np.ndarray):
         """Closure residuals of every loop (reduced, (n, r) each) and the kinematics."""
         kins = self._kinematics(phi, 1)
         out = []
         for li in self._loops:
-            Fa = self._side_frame(li.sides[0], kins)
-            Fb = (self._side_frame(li.sides[1], kins) if len(li.sides) > 1
-                  else np.broadcast_to(li.loop.target_frame, Fa.shape))
-            dp = Fa[:, :3, 3] - Fb[:, :3, 3]
-            r = dp if li.k == 3 else np.concatenate(
-                [_vex_error(Fa[:, :3, :3], Fb[:, :3, :3]), dp], axis=1)
+            r = self._loop_residual(li, kins, phi)
             out.append(r if li.base is None else r @ li.base)
         return out, kins
 
@@ -367,17 +482,15 @@ class ClosedModel:
         for li in self._loops:
             rows = _Rows()
             for side in li.sides:
-                G, H, D = self._side_influence(side, kins, order, cache, li.k)
+                if li.loop.kind == "function":
+                    _, G, H, D = side.parts(phi, order)
+                else:
+                    G, H, D = self._side_influence(side, kins, order, cache, li.k)
                 rows.G.append(G)
                 rows.H.append(H)
                 rows.D.append(D)
             if residual:
-                Fa = self._side_frame(li.sides[0], kins)
-                Fb = (self._side_frame(li.sides[1], kins) if len(li.sides) > 1
-                      else np.broadcast_to(li.loop.target_frame, Fa.shape))
-                dp = Fa[:, :3, 3] - Fb[:, :3, 3]
-                rows.r = dp if li.k == 3 else np.concatenate(
-                    [_vex_error(Fa[:, :3, :3], Fb[:, :3, :3]), dp], axis=1)
+                rows.r = self._loop_residual(li, kins, phi)
             if li.mode != "full" or li.base is not None:
                 if li.mode == "fixed" or li.mode == "full":
                     U0 = li.U if li.mode == "fixed" else li.base
@@ -398,12 +511,18 @@ class ClosedModel:
             out.append(rows)
         return out, kins
 
-    def _bias(self, rows: list, kins: dict, phid: np.ndarray) -> list:
+    def _bias(self, rows: list, kins: dict, phid: np.ndarray, phi: np.ndarray) -> list:
         """Velocity-product accelerations ``H^c(phi', phi')`` of every loop (reduced)."""
         from .kinematics import link_motion, point_acceleration
         motion = {}
         out = []
         for li, rw in zip(self._loops, rows):
+            if li.loop.kind == "function":          # u's H contracted with phi'
+                side = li.sides[0]
+                H = side.parts(phi, 2)[2]
+                v = phid[:, side.cols]
+                out.append(np.einsum("nrab,na,nb->nr", H, v, v))
+                continue
             b = 0.0
             for side in li.sides:
                 kin = kins[side.chain]
@@ -742,7 +861,7 @@ class ClosedModel:
         qd, qdd = velocity
         phid = tr.rates(qd)
         phidd = tr.rates(qdd)          # G q'', plus the velocity products below:
-        bias = self._bias(rows, kins, phid)
+        bias = self._bias(rows, kins, phid, phi)
         for (loops, deps, offsets), Ai in zip(self._blocks, inv):
             b = np.concatenate([bias[i] for i in loops], axis=1)
             phidd[:, deps] -= np.einsum("npr,nr->np", Ai, b)      # -G^c_p^-1 H^c(phi', phi')

@@ -202,6 +202,53 @@ def test_the_cut_joint_does_not_change_the_model():
         assert _rel(sym(P1), sym(P2)) < 1e-12
 
 
+def _spread(phi):
+    n = phi.shape[0]
+    return (phi[:, 1] - phi[:, 0], np.broadcast_to([-1.0, 1.0], (n, 2)),
+            np.zeros((n, 2, 2)), np.zeros((n, 2, 2, 2)))
+
+
+def _sine(phi):
+    x = phi[:, 0]
+    return (np.sin(x), np.cos(x)[:, None], -np.sin(x)[:, None, None],
+            -np.cos(x)[:, None, None, None])
+
+
+def test_coordinate_function_is_a_change_of_coordinates():
+    """q = (crank1, crank2 - crank1) on the five-bar: T_new = G^T T_old, I*_new = G^T I* G."""
+    fb = mechanisms.five_bar()
+    m = fb.in_coordinates(["crank1", kic.CoordinateFunction("spread", ["crank1", "crank2"],
+                                                            _spread)])
+    G = np.array([[1.0, 0.0], [1.0, 1.0]])                   # old = G new
+    q_old, qd_old, qdd_old = np.array([2.0, 1.2]), np.array([0.3, -0.2]), np.array([0.1, 0.4])
+    q, qd, qdd = (np.linalg.solve(G, x) for x in (q_old, qd_old, qdd_old))
+    # agreement to the closure tolerance (1e-12 m/rad), not to the last bit
+    assert _rel(m.inverse_dynamics(q, qd, qdd), G.T @ fb.inverse_dynamics(q_old, qd_old,
+                                                                           qdd_old)) < 1e-10
+    assert _rel(m.dynamics(q).I_star, G.T @ fb.dynamics(q_old).I_star @ G) < 1e-10
+    assert _rel(m.forward_dynamics(q, qd, m.inverse_dynamics(q, qd, qdd)), qdd) < 1e-10
+
+
+def test_nonlinear_coordinate_function_by_finite_differences():
+    """q = (crank1, sin(crank2)): the transfer's H and D against differences of G and H."""
+    fb = mechanisms.five_bar()
+    m = fb.in_coordinates(["crank1", kic.CoordinateFunction("s2", ["crank2"], _sine)])
+    q = np.array([2.0, np.sin(1.2)])
+    tr = m.kinematics(q, 3).transfer
+    G = lambda x: m.kinematics(x, 1).transfer.G              # noqa: E731
+    H = lambda x: m.kinematics(x, 2).transfer.H              # noqa: E731
+    assert _rel(np.moveaxis(_fd(G, q), 0, 1), tr.H) < 1e-6
+    assert _rel(np.moveaxis(_fd(H, q), 0, 1), tr.D) < 1e-6
+    rng = np.random.default_rng(3)
+    qd, qdd = rng.normal(size=(2, 2))
+    assert _rel(m.dynamics(q).torque(qd, qdd), m.inverse_dynamics(q, qd, qdd)) < 1e-12
+    with pytest.raises(kic.ModelError, match="unknown joints"):
+        fb.in_coordinates(["crank1", kic.CoordinateFunction("x", ["nope"], _sine)])
+    bad = kic.CoordinateFunction("b", ["crank2"], lambda phi: (phi[:, 0], phi, phi, phi))
+    with pytest.raises(kic.ModelError, match="H must have shape"):
+        fb.in_coordinates(["crank1", bad])
+
+
 def test_free_motion_conserves_energy():
     fb = mechanisms.four_bar()
     sim = kic.simulate(fb, (0.0, 1.0), [1.0], [0.0])
