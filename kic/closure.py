@@ -338,10 +338,14 @@ class ClosedModel:
         if len(set(coord_names)) != len(coord_names):
             raise ModelError(f"repeated coordinates in {coord_names}")
         tree, cut_list = m._tree(cuts, avoid=heavy)
+        spheres = self._point_close_spheres(m, cut_list, coord_names)
+        if spheres:
+            tree, cut_list = m._tree(cuts, avoid=heavy)
         chains, owner, tips, jowner = m._chains(tree, cut_list)
         self._chains = [c for c, _ in chains]
         self.phi_names = [p.name for p in m._primitives]
         index = {n: i for i, n in enumerate(self.phi_names)}
+        self._index = index
         self._chain_idx = [np.array([index[n] for n in names]) for _, names in chains]
         self._owner = owner
         self._jowner = jowner
@@ -354,6 +358,9 @@ class ClosedModel:
         for prim in cut_list:
             loops.append(_Loop(prim.name, "pose", tips[prim.name], self._body_link(prim.child),
                                prim.child_origin))
+        for name, parent, p_parent, child, p_child in spheres:
+            loops.append(_Loop(name, "point", self._body_link(parent), self._body_link(child),
+                               homogeneous(p=p_child), homogeneous(p=p_parent)))
         axes_of = {}
         for lname, tip_body, body, point, axes in point_loops:
             axes_of[lname] = axes
@@ -362,7 +369,8 @@ class ClosedModel:
         self.loops = [l.name for l in loops]
         self._loops = []
         for l in loops:
-            sides = [_Side(1.0, l.tip[0], l.tip[1], np.eye(4),
+            sides = [_Side(1.0, l.tip[0], l.tip[1],
+                           np.eye(4) if l.tip_frame is None else l.tip_frame,
                            self._chain_idx[l.tip[0]][: l.tip[1] + 1])]
             if l.target is not None:
                 sides.append(_Side(-1.0, l.target[0], l.target[1], l.target_frame,
@@ -389,6 +397,34 @@ class ClosedModel:
         self.actuators = list(coord_names) if all(n in physical for n in coord_names) else []
 
     # ------------------------------------------------------------ helpers
+    @staticmethod
+    def _point_close_spheres(m: Mechanism, cut_list, keep=()) -> list:
+        """Close every cut spherical joint as a 3-row point constraint.
+
+        An S joint that closes a loop needs no angles: the loop only asks its two
+        centres to coincide (as a Pinocchio user would write it).  Its three R
+        joints and two massless bodies are removed from the model's graph ``m``;
+        returns (name, parent, centre in parent, child, centre in child) per S.
+        """
+        out = []
+        for prim in cut_list:
+            J = prim.compound
+            if J is None or m._joints.get(J, {}).get("kind") != "S":
+                continue
+            names = m._joints[J]["primitives"]
+            if any(n in keep for n in names):       # its angles are coordinates: keep them
+                continue
+            prims = [p for p in m._primitives if p.name in names]
+            first, last = prims[0], prims[-1]
+            m._primitives = [p for p in m._primitives if p.name not in names]
+            for p in prims:
+                m.graph.remove_edge(p.parent, p.child, key=p.name)
+            for p in prims[1:]:
+                m.graph.remove_node(p.parent)
+            out.append((J, first.parent, first.origin[:3, 3], last.child,
+                        last.child_origin[:3, 3]))
+        return out
+
     def _body_link(self, body: str):
         """(chain, link) that carries ``body`` (None for the ground)."""
         if body == GROUND:
@@ -405,16 +441,19 @@ class ClosedModel:
         if reference is not None:
             if isinstance(reference, Mapping):
                 for k, v in reference.items():
-                    if k not in self.phi_names:
+                    if k in self._index:
+                        phi[self._index[k]] = float(v)
+                    elif k not in self.mechanism.primitive_joints:
                         raise ModelError(f"reference names unknown joint {k!r}")
-                    phi[self.phi_names.index(k)] = float(v)
             else:
                 ref = finite_array(reference, "reference")
-                n = len(self.mechanism.primitive_joints)
-                if ref.shape != (n,):
-                    raise ModelError(f"reference must give the {n} primitive joint values "
-                                     f"{self.mechanism.primitive_joints}, got shape {ref.shape}")
-                phi[:n] = ref
+                names = self.mechanism.primitive_joints
+                if ref.shape != (len(names),):
+                    raise ModelError(f"reference must give the {len(names)} primitive joint "
+                                     f"values {names}, got shape {ref.shape}")
+                for k, v in zip(names, ref):
+                    if k in self._index:
+                        phi[self._index[k]] = v
         # virtual pose coordinates start at the pose of their body
         return self._solve_all(phi)
 
@@ -716,7 +755,14 @@ class ClosedModel:
             phi = np.array(np.broadcast_to(np.asarray(guess, float).reshape(-1, self.N),
                                            (n, self.N)))
         elif self._guess is not None:
-            phi = np.asarray(self._guess(qf), dtype=float).reshape(n, self.N).copy()
+            g = self._guess(qf)
+            if isinstance(g, Mapping):              # joint name -> values (n,)
+                phi = np.array(np.broadcast_to(self._phi_ref, (n, self.N)))
+                for k, v in g.items():
+                    if k in self._index:
+                        phi[:, self._index[k]] = v
+            else:
+                phi = np.asarray(g, dtype=float).reshape(n, self.N).copy()
         else:
             last = self._last.reshape(-1, self.N)
             phi = np.array(np.broadcast_to(last if last.shape[0] in (1, n) else self._phi_ref,
@@ -991,8 +1037,9 @@ class ClosedModel:
         The new model starts its position solver from this model's last
         assembled configuration.
         """
-        n = len(self.mechanism.primitive_joints)
-        ref = dict(zip(self.phi_names[:n], self._last.reshape(-1, self.N)[-1, :n]))
+        physical = set(self.mechanism.primitive_joints)
+        last = self._last.reshape(-1, self.N)[-1]
+        ref = {k: last[i] for k, i in self._index.items() if k in physical}
         return self.mechanism.model(coordinates, reference=ref, guess=guess, name=name)
 
     def actuator_model(self) -> "ClosedModel":

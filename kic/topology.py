@@ -53,6 +53,8 @@ class _Loop:
     tip: tuple                  # (chain index, link index) of the tip frame
     target: tuple               # (chain index, link index) of the target body, or None (ground)
     target_frame: np.ndarray    # the frame (or point) on the target body, in its body frame
+    tip_frame: np.ndarray | None = None   # the frame (or point) on the tip body (default its
+                                          # link frame)
 
 
 class Mechanism:

@@ -436,10 +436,10 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
                        child_origin=translation(*P[i]))
 
     def guess(q):
+        """Closed-form leg inverse kinematics: joint name -> values (n,)."""
         q = np.asarray(q, float).reshape(-1, 6)
-        n = q.shape[0]
         R = _rz(q[:, 3]) @ _ry(q[:, 4]) @ _rx(q[:, 5])
-        out = np.zeros((n, 42))
+        out = {}
         for i in range(6):
             d = q[:, :3] + R @ P[i] - B[i]
             L = np.linalg.norm(d, axis=-1)
@@ -450,13 +450,14 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
             s2 = np.arcsin(np.clip(Rs[:, 0, 2], -1, 1))
             s1 = np.arctan2(-Rs[:, 1, 2], Rs[:, 2, 2])
             s3 = np.arctan2(-Rs[:, 0, 1], Rs[:, 0, 0])
-            out[:, 6 * i: 6 * i + 6] = np.stack([u1, u2, L, s1, s2, s3], -1)
-        out[:, 36:] = q
+            for name, v in zip(("u1", "u2", "p", "s1", "s2", "s3"), (u1, u2, L, s1, s2, s3)):
+                out[f"leg{i}.{name}"] = v
+        for name, v in zip(("x", "y", "z", "yaw", "pitch", "roll"), q.T):
+            out[f"platform.{name}"] = v
         return out
 
     q0 = np.array([0.0, 0.0, h0, 0.0, 0.0, 0.0])
-    names = [f"leg{i}.{j}" for i in range(6) for j in ("u1", "u2", "p", "s1", "s2", "s3")]
-    ref = dict(zip(names, guess(q0)[0, :36]))
+    ref = {k: float(v[0]) for k, v in guess(q0).items() if k.startswith("leg")}
     model = mech.model([kic.BodyPose("platform")], reference=ref, guess=guess,
                        name="Stewart platform")
     model.actuators = [f"leg{i}.p" for i in range(6)]
