@@ -17,7 +17,8 @@ coordinate object such as :class:`BodyPose` adds), so with phi = (q, p)::
 and the third order likewise; the model follows by :class:`kic.Transfer`.
 The dependent joints split into independent blocks (connected components of
 the loops that share them), each solved on its own: the six legs of a Stewart
-platform are six 6x6 systems, not one 36x36.
+platform are six 3x3 systems, not one 18x18 (a cut spherical joint closes as
+a point constraint; its angles are not needed).
 """
 from __future__ import annotations
 

@@ -379,8 +379,9 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     kic.ClosedModel
         Coordinates q = (x, y, z, yaw, pitch, roll) of the platform frame (m,
         rad), ``R = Rz(yaw) Ry(pitch) Rx(roll)``, nominal (0, 0, h0, 0, 0, 0).
-        Joints ``"leg{i}.u1"``, ``"leg{i}.u2"``, ``"leg{i}.p"`` (actuator),
-        ``"leg{i}.s1"``..``"leg{i}.s3"``; bodies ``"platform"``,
+        Joints ``"leg{i}.u1"``, ``"leg{i}.u2"``, ``"leg{i}.p"`` (actuator) and
+        the spherical joint ``"leg{i}.s"`` (closed as a point constraint, so its
+        angles are not coordinates of the model); bodies ``"platform"``,
         ``"leg{i}.cyl"``, ``"leg{i}.rod"``.  ``model.actuators`` lists the
         six actuated joints; ``model.actuator_model()`` gives the model in
         the leg lengths.
@@ -389,7 +390,8 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     -----
     The platform pose is a virtual P-P-P-R-R-R chain from the ground, so the
     platform hangs on it in the spanning tree and each leg is cut at its S
-    joint: six independent 6x6 closures (method.md section 4).  The first
+    joint, which closes as a point constraint: six independent 3x3 closures in
+    the U and P joints of each leg (method.md section 4).  The first
     guess of the position solver is the legs' closed-form inverse kinematics.
 
     Examples
