@@ -179,6 +179,32 @@ def rot_z(a: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
+def small_inverse(A: np.ndarray) -> np.ndarray:
+    """Inverse of stacked (..., m, m) matrices; closed form (adjugate) for m <= 3.
+
+    LAPACK's per-matrix call costs about a microsecond however small the matrix;
+    the adjugate of a 3x3 is a few dozen batched products.  Singular matrices give
+    inf/nan, which the callers' condition checks catch.
+    """
+    m = A.shape[-1]
+    if m > 3:
+        return np.linalg.inv(A)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if m == 1:
+            return 1.0 / A
+        if m == 2:
+            a, b, c, d = A[..., 0, 0], A[..., 0, 1], A[..., 1, 0], A[..., 1, 1]
+            det = a * d - b * c
+            return np.stack([np.stack([d, -b], -1), np.stack([-c, a], -1)], -2) \
+                / det[..., None, None]
+        a0, a1, a2 = A[..., 0, :], A[..., 1, :], A[..., 2, :]
+        c0 = cross(a1.T, a2.T).T          # rows of the adjugate's transpose
+        c1 = cross(a2.T, a0.T).T
+        c2 = cross(a0.T, a1.T).T
+        det = (a0 * c0).sum(-1)
+        return np.stack([c0, c1, c2], -1) / det[..., None, None]
+
+
 def spd_solve(A: np.ndarray, b: np.ndarray, what: str = "matrix"):
     """Solve stacked SPD systems ``A x = b`` (leading batch axes).
 

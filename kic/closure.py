@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 import networkx as nx
 import numpy as np
 
-from ._array import finite_array, from_batch, homogeneous, match_batch, spd_solve
+from ._array import finite_array, from_batch, homogeneous, match_batch, small_inverse, spd_solve
 from . import _scalar
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError
@@ -491,11 +491,19 @@ class ClosedModel:
     def _side_frame(self, side: _Side, kins: dict) -> np.ndarray:
         return kins[side.chain].link_frame(side.link, side.T)
 
+    def _side_point(self, side: _Side, kins: dict) -> np.ndarray:
+        return kins[side.chain].link_point(side.link, side.T[:3, 3])
+
     def _loop_residual(self, li: _LoopInfo, kins: dict, phi: np.ndarray) -> np.ndarray:
         """The raw closure residual of one loop (n, k): orientation error and
         position difference of its two sides, or u(phi) - q for a function."""
         if li.loop.kind == "function":
             return li.sides[0].parts(phi, 1)[0]
+        if li.k == 3:                                # points only
+            a = self._side_point(li.sides[0], kins)
+            b = (self._side_point(li.sides[1], kins) if len(li.sides) > 1
+                 else li.loop.target_frame[:3, 3])
+            return a - b
         Fa = self._side_frame(li.sides[0], kins)
         Fb = (self._side_frame(li.sides[1], kins) if len(li.sides) > 1
               else np.broadcast_to(li.loop.target_frame, Fa.shape))
@@ -569,7 +577,7 @@ class ClosedModel:
                 if side.chain not in motion:
                     motion[side.chain] = link_motion(kin._pose, phid[:, self._chain_idx[side.chain]].T)
                 w, v, aw, av = (x[:, side.link] for x in motion[side.chain])
-                P = self._side_frame(side, kins)[:, :3, 3].T
+                P = self._side_point(side, kins).T
                 a = point_acceleration(w, v, aw, av, P)
                 part = a if li.k == 3 else np.concatenate([aw, a], axis=0)
                 b = b + side.sign * part.T
@@ -845,7 +853,7 @@ class ClosedModel:
         """Inverse of the block matrices, with a SingularityError near singularity
         (1-norm condition estimate, then the exact figures from an SVD)."""
         try:
-            Ai = np.linalg.inv(A)
+            Ai = small_inverse(A)
             cond = np.abs(A).sum(axis=1).max(axis=1) * np.abs(Ai).sum(axis=1).max(axis=1)
             ok = np.all(np.isfinite(Ai)) and np.all(cond < self.max_condition)
         except np.linalg.LinAlgError:

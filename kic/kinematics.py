@@ -315,6 +315,14 @@ class ChainKinematics:
     def frames(self) -> np.ndarray:
         return _frames(self.chain, self._pose, self._batch)
 
+    def link_point(self, link: int | str, p) -> np.ndarray:
+        """World position (N, 3) of a point given in a link's frame."""
+        j = self.chain.link_index(link)
+        Fo = self.chain._offsets_z[j]
+        pk = Fo[:3, :3] @ np.asarray(p, float) + Fo[:3, 3]
+        pose = self._pose
+        return (np.einsum("ikn,k->in", pose.R[:, :, j], pk) + pose.p[:, j]).T
+
     def link_frame(self, link: int | str, T=None) -> np.ndarray:
         """World frame (N, 4, 4) of one link's frame, times ``T`` (in that frame)."""
         j = self.chain.link_index(link)
