@@ -559,10 +559,11 @@ class ClosedModel:
             out.append(rows)
         return out, kins
 
-    def _bias(self, rows: list, kins: dict, phid: np.ndarray, phi: np.ndarray) -> list:
-        """Velocity-product accelerations ``H^c(phi', phi')`` of every loop (reduced)."""
+    def _bias(self, rows: list, kins: dict, phid: np.ndarray, phi: np.ndarray,
+              motion: dict) -> list:
+        """Velocity-product accelerations ``H^c(phi', phi')`` of every loop (reduced);
+        ``motion`` collects the chains' screw motion (reused by inverse dynamics)."""
         from .kinematics import link_motion, point_acceleration
-        motion = {}
         out = []
         for li, rw in zip(self._loops, rows):
             if li.loop.kind == "function":          # u's H contracted with phi'
@@ -916,11 +917,12 @@ class ClosedModel:
         qd, qdd = velocity
         phid = tr.rates(qd)
         phidd = tr.rates(qdd)          # G q'', plus the velocity products below:
-        bias = self._bias(rows, kins, phid, phi)
+        motion: dict = {}
+        bias = self._bias(rows, kins, phid, phi, motion)
         for (loops, deps, offsets), Ai in zip(self._blocks, inv):
             b = np.concatenate([bias[i] for i in loops], axis=1)
             phidd[:, deps] -= np.einsum("npr,nr->np", Ai, b)      # -G^c_p^-1 H^c(phi', phi')
-        return tr, kins, phid, phidd
+        return tr, kins, phid, phidd, motion
 
     def _known(self, rows, loops, offsets, order, G, H, n) -> np.ndarray:
         """The part of a block's order-2 (or 3) constraint that does not involve
@@ -954,7 +956,7 @@ class ClosedModel:
         qd = match_batch(qd, self.dof, batch, "qd").T
         phi, kins = self._assemble(qf)
         qdd_ = np.zeros_like(qd) if qdd is None else match_batch(qdd, self.dof, batch, "qdd").T
-        _, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd, qdd_))
+        _, _, phid, phidd, _ = self._transfer(phi, 1, kins, velocity=(qd, qdd_))
         if qdd is None:
             return phid.reshape(batch + (self.N,))
         return phid.reshape(batch + (self.N,)), phidd.reshape(batch + (self.N,))
@@ -984,13 +986,14 @@ class ClosedModel:
         Ga = None if actuators is None else np.empty((n, len(actuators), self.dof))
         for sl in parts:
             phi, kins = self._assemble(qf[sl])
-            tr, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd[sl], qdd[sl]))
-            T[sl] = tr.load(self._joint_loads(phi, phid, phidd, loads, kins))
+            tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
+                                                        velocity=(qd[sl], qdd[sl]))
+            T[sl] = tr.load(self._joint_loads(phi, phid, phidd, loads, kins, motion))
             if actuators is not None:
                 Ga[sl] = tr.G[:, actuators]
         return T, Ga
 
-    def _joint_loads(self, phi, phid, phidd, loads, kins=None) -> np.ndarray:
+    def _joint_loads(self, phi, phid, phidd, loads, kins=None, motion=None) -> np.ndarray:
         """Joint loads of every chain at (phi, phi', phi''), summed into phi (n, N)."""
         from .dynamics import _inverse_dynamics
         T = np.zeros(phi.shape)
@@ -1005,7 +1008,9 @@ class ClosedModel:
                                                       phidd[0, idx].tolist())
             elif kins is not None and cl is None and ci in kins:
                 T[:, idx] += _inverse_dynamics(chain, kins[ci]._pose, phid[:, idx].T,
-                                               phidd[:, idx].T).T
+                                               phidd[:, idx].T,
+                                               motion=None if motion is None
+                                               else motion.get(ci)).T
             else:
                 T[:, idx] += chain.inverse_dynamics(phi[:, idx], phid[:, idx], phidd[:, idx],
                                                     loads=cl)
@@ -1105,8 +1110,9 @@ class ClosedModel:
         qd = match_batch(qd, self.dof, batch, "qd").T
         tau = match_batch(tau, self.dof, batch, "tau").T
         phi, kins = self._assemble(qf)
-        tr, _, phid, phidd = self._transfer(phi, 1, kins, velocity=(qd, np.zeros_like(qd)))
-        bias = tr.load(self._joint_loads(phi, phid, phidd, loads, kins))
+        tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
+                                                    velocity=(qd, np.zeros_like(qd)))
+        bias = tr.load(self._joint_loads(phi, phid, phidd, loads, kins, motion))
         I = self._inertia(phi, tr)
         return spd_solve(I, tau - bias, "effective inertia I* in "
                          f"{self.coordinate_names}").reshape(batch + (self.dof,))

@@ -58,14 +58,25 @@ class _LinkState:
 # --------------------------------------------------------------------------
 # kernels (batch last)
 # --------------------------------------------------------------------------
-def _inverse_dynamics(chain, pose: _Pose, qdT, qddT, gravity=True) -> np.ndarray:
+def _inverse_dynamics(chain, pose: _Pose, qdT, qddT, gravity=True, motion=None) -> np.ndarray:
     """Recursive inverse dynamics in world-frame screw coordinates, (M, N).
 
     Link velocities and accelerations are prefix sums of the joint screws;
     the joint loads are suffix sums of the link wrenches (O(links x M)).
+    ``motion`` may give the velocity part already computed, ``link_motion(pose,
+    qdT)`` (w, v and the velocity-product accelerations); the q'' terms are added.
     """
     sR, sv = pose.sR, pose.sv
-    w, v, aw, av = link_motion(pose, qdT, qddT, chain.gravity if gravity else None)
+    if motion is None:
+        w, v, aw, av = link_motion(pose, qdT, qddT, chain.gravity if gravity else None)
+    else:
+        from ._array import prefix_sum
+        w, v, aw, av = motion
+        dv = sv * qddT
+        if gravity:
+            dv[:, 0] -= chain.gravity[:, None]
+        aw = aw + prefix_sum(sR * qddT)
+        av = av + prefix_sum(dv)
     R = pose.R
     c = np.einsum("ijmn,jm->imn", R, chain._com.T)
     c += pose.p
