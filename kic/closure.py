@@ -1097,9 +1097,10 @@ class ClosedModel:
         idx = self._joint_indices(actuators)
         T, G = self._required(qf, qd, qdd, loads, idx)
         if G.shape[-2] == G.shape[-1]:
-            tau = self._inverse(np.swapaxes(G, -1, -2), [], idx, what="actuator Jacobian "
-                                "G^a_q") @ T[..., None]
-            tau = tau[..., 0]
+            # checked like the closures: near a singularity of the actuation the
+            # loads grow without bound and a SingularityError says so
+            Gi = self._inverse(np.swapaxes(G, -1, -2), [], idx, what="actuator Jacobian G^a_q")
+            tau = (Gi @ T[..., None])[..., 0]
         else:
             tau = load_distribution(G, T, weights)
         return tau.reshape(batch + (len(idx),))

@@ -316,12 +316,17 @@ class ChainKinematics:
         return _frames(self.chain, self._pose, self._batch)
 
     def link_point(self, link: int | str, p) -> np.ndarray:
-        """World position (N, 3) of a point given in a link's frame."""
+        """World position (N, 3) of a point given in a link's frame (kept once computed)."""
         j = self.chain.link_index(link)
-        Fo = self.chain._offsets_z[j]
-        pk = Fo[:3, :3] @ np.asarray(p, float) + Fo[:3, 3]
-        pose = self._pose
-        return (np.einsum("ikn,k->in", pose.R[:, :, j], pk) + pose.p[:, j]).T
+        key = (j,) + tuple(np.asarray(p, float).ravel())
+        cache = self.__dict__.setdefault("_points", {})
+        if key not in cache:
+            Fo = self.chain._offsets_z[j]
+            pk = Fo[:3, :3] @ np.asarray(p, float) + Fo[:3, 3]
+            R = self._pose.R[:, :, j]
+            cache[key] = (R[:, 0] * pk[0] + R[:, 1] * pk[1] + R[:, 2] * pk[2]
+                          + self._pose.p[:, j]).T
+        return cache[key]
 
     def link_frame(self, link: int | str, T=None) -> np.ndarray:
         """World frame (N, 4, 4) of one link's frame, times ``T`` (in that frame)."""

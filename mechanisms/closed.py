@@ -446,12 +446,8 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
         u = d / L[..., None]
         u2 = np.arcsin(np.clip(u[..., 0], -1, 1))
         u1 = np.arctan2(-u[..., 1], u[..., 2])
-        Rs = np.swapaxes(_rx(u1) @ _ry(u2), -1, -2) @ R[:, None]         # S rotations
-        s2 = np.arcsin(np.clip(Rs[..., 0, 2], -1, 1))
-        s1 = np.arctan2(-Rs[..., 1, 2], Rs[..., 2, 2])
-        s3 = np.arctan2(-Rs[..., 0, 1], Rs[..., 0, 0])
-        out = {}
-        for name, v in zip(("u1", "u2", "p", "s1", "s2", "s3"), (u1, u2, L, s1, s2, s3)):
+        out = {}                     # (the S joints close as points: no angles needed)
+        for name, v in zip(("u1", "u2", "p"), (u1, u2, L)):
             for i in range(6):
                 out[f"leg{i}.{name}"] = v[:, i]
         for name, v in zip(("x", "y", "z", "yaw", "pitch", "roll"), q.T):
