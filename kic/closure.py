@@ -850,6 +850,26 @@ class ClosedModel:
                     B[:, rs, side.q_pos] += G[:, :, side.sel_q]
         return A, B
 
+    def _inverses(self, As: list) -> list:
+        """Inverses of the blocks' matrices, same-sized blocks in one batched call."""
+        out: list = [None] * len(As)
+        by_size: dict = {}
+        for k, A in enumerate(As):
+            by_size.setdefault(A.shape[1:], []).append(k)
+        for ks in by_size.values():
+            try:
+                Ai = small_inverse(np.stack([As[k] for k in ks]))
+                A = np.stack([As[k] for k in ks])
+                cond = (np.abs(A).sum(axis=-2).max(axis=-1)
+                        * np.abs(Ai).sum(axis=-2).max(axis=-1))
+                ok = np.all(np.isfinite(Ai)) and np.all(cond < self.max_condition)
+            except np.linalg.LinAlgError:
+                ok = False
+            for i, k in enumerate(ks):
+                loops, deps, _ = self._blocks[k]
+                out[k] = Ai[i] if ok else self._inverse(As[k], loops, deps)
+        return out
+
     def _inverse(self, A: np.ndarray, loops, deps, what=None) -> np.ndarray:
         """Inverse of the block matrices, with a SingularityError near singularity
         (1-norm condition estimate, then the exact figures from an SVD)."""
@@ -899,11 +919,10 @@ class ClosedModel:
         G[:, self._q_idx, np.arange(M)] = 1.0
         H = np.zeros((n, self.N, M, M)) if order >= 2 else None
         D = np.zeros((n, self.N, M, M, M)) if order >= 3 else None
-        inv = []
-        for loops, deps, offsets in self._blocks:
-            A, B = self._block_matrices(rows, loops, deps, offsets, n)
-            Ai = self._inverse(A, loops, deps)
-            inv.append(Ai)
+        mats = [self._block_matrices(rows, loops, deps, offsets, n)
+                for loops, deps, offsets in self._blocks]
+        inv = self._inverses([A for A, _ in mats])
+        for (loops, deps, offsets), (A, B), Ai in zip(self._blocks, mats, inv):
             G[:, deps] = -Ai @ B
         for (loops, deps, offsets), Ai in zip(self._blocks, inv) if order >= 2 else ():
             X = self._known(rows, loops, offsets, 2, G, None, n)
