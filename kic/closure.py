@@ -5,11 +5,14 @@ of a :class:`kic.Mechanism`, plus one chain tip per cut joint) in the initial
 coordinates phi: every primitive joint value, the cut joints' included.  Each
 cut gives a closure ``c_l(phi) = 0``: the tip frame of its chain coincides with
 the joint's frame on the other body (6 rows, "pose"), or a point coincides
-(3 rows, "point").  Rows that are structurally dependent (planar loops, the
-Bricard linkage) are reduced to independent combinations.
+(3 rows, "point": a cut spherical joint, a :class:`PointPosition`), or a
+coordinate function equals its value (1 row).  Rows that are structurally
+dependent (planar loops, the Bricard linkage) are reduced to independent
+combinations.
 
 New coordinates q are a subset of phi (joint names, or virtual joints that a
-coordinate object such as :class:`BodyPose` adds), so with phi = (q, p)::
+coordinate object such as :class:`BodyPose`, :class:`PointPosition` or
+:class:`CoordinateFunction` adds), so with phi = (q, p)::
 
     G^p_q  = -(G^c_p)^-1 G^c_q
     H^p_qq = -(G^c_p)^-1 o (G^phi_q^T H^c G^phi_q)          (method.md, case b)
@@ -28,15 +31,15 @@ from collections.abc import Mapping, Sequence
 import networkx as nx
 import numpy as np
 
-from ._array import finite_array, from_batch, homogeneous, match_batch, small_inverse, spd_solve
 from . import _scalar
+from ._array import finite_array, from_batch, homogeneous, match_batch, small_inverse, spd_solve
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError
 from .kinematics import Influence
 from .topology import GROUND, Mechanism, _Loop
 from .transfer import Transfer, transfer_influence
 
-__all__ = ["ClosedModel", "BodyPose", "PointPosition"]
+__all__ = ["ClosedModel", "BodyPose", "PointPosition", "CoordinateFunction"]
 
 _TOL = 1e-12          # closure tolerance (m, rad)
 _MAX_ITER = 60
