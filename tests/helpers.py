@@ -97,6 +97,21 @@ def rel_err(actual, expected, floor=1.0):
     return float(np.linalg.norm(a - e) / max(float(np.linalg.norm(e)), floor))
 
 
+def assert_rel_recorded(measured, actual, expected, what, rtol, floor, key_until=","):
+    """Assert a norm-wise relative error and record the largest per kind of check
+    in ``measured`` (the kind: ``what`` up to ``key_until``, digits folded)."""
+    import re
+    actual = np.asarray(actual, float)
+    expected = np.asarray(expected, float)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    err = rel_err(actual, expected, floor)
+    key = re.sub(r"\d+", "#", what.split(key_until)[0])
+    measured[key] = max(measured.get(key, 0.0), err)
+    assert err <= rtol, (f"{what}: relative error {err:.3e} > {rtol:.0e}\n"
+                         f"kic    = {actual!r}\noracle = {expected!r}")
+    return err
+
+
 def assert_close(actual, expected, rtol, floor=1.0, what=""):
     a = np.asarray(actual, float)
     e = np.asarray(expected, float)

@@ -23,14 +23,13 @@ The largest relative error of every kic comparison is kept in ``MEASURED``.
 """
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
 import mechanisms
-from helpers import rel_err
+from helpers import assert_rel_recorded, rel_err
 from oracles import lagrange as L
 
 RTOL = 1e-9          # kic vs oracle (issue 3)
@@ -372,15 +371,7 @@ MEASURED = {}        # what -> largest relative error seen (for the closing repo
 
 
 def assert_rel(actual, expected, what, rtol=RTOL, floor=FLOOR):
-    actual = np.asarray(actual, float)
-    expected = np.asarray(expected, float)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    err = rel_err(actual, expected, floor)
-    key = re.sub(r"\d+", "#", what.split(",")[0])
-    MEASURED[key] = max(MEASURED.get(key, 0.0), err)
-    assert err <= rtol, (f"{what}: relative error {err:.3e} > {rtol:.0e}\n"
-                         f"kic    = {actual!r}\noracle = {expected!r}")
-    return err
+    return assert_rel_recorded(MEASURED, actual, expected, what, rtol, floor, ",")
 
 
 # ----------------------------------------------------------------- planar

@@ -18,14 +18,13 @@ comparison is kept in ``MEASURED`` (printed at the end of the module with
 """
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
 
 import kic
 import mechanisms
-from helpers import rel_err
+from helpers import assert_rel_recorded, rel_err
 from oracles import lagrange as L
 from oracles import lagrange_more as LM
 
@@ -55,15 +54,7 @@ def _report():
 
 
 def assert_rel(actual, expected, what, rtol=RTOL, floor=FLOOR):
-    actual = np.asarray(actual, float)
-    expected = np.asarray(expected, float)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    err = rel_err(actual, expected, floor)
-    key = re.sub(r"\d+", "#", what.split(", state")[0])
-    MEASURED[key] = max(MEASURED.get(key, 0.0), err)
-    assert err <= rtol, (f"{what}: relative error {err:.3e} > {rtol:.0e}\n"
-                         f"kic    = {actual!r}\noracle = {expected!r}")
-    return err
+    return assert_rel_recorded(MEASURED, actual, expected, what, rtol, floor, ", state")
 
 
 def builder(name):
