@@ -99,16 +99,27 @@ def _calibrate(fn, budget: float = 0.02) -> int:
 def measure(cases: dict, repeats: int, stat: str) -> dict:
     """Time several callables, interleaving them; return seconds per call.
 
-    ``cases`` maps a key to ``(fn, count)`` where ``count`` is the number of
-    configurations one call of ``fn`` handles; the result is per configuration.
+    ``cases`` maps a key to ``(fn, count)`` or ``(fn, count, backend)``: ``count``
+    is the number of configurations one call of ``fn`` handles (the result is per
+    configuration), ``backend`` the kic backend set before the case is clocked.
     """
-    loops = {k: _calibrate(fn) for k, (fn, _) in cases.items()}
+    cases = {k: (v + (None,))[:3] for k, v in cases.items()}
+
+    def use(backend):
+        if backend is not None:
+            kic.set_backend(backend)
+
+    loops = {}
+    for k, (fn, _, backend) in cases.items():
+        use(backend)
+        loops[k] = _calibrate(fn)
     samples = {k: [] for k in cases}
     gc_was = gc.isenabled()
     gc.disable()
     try:
         for _ in range(repeats):
-            for k, (fn, count) in cases.items():
+            for k, (fn, count, backend) in cases.items():
+                use(backend)
                 samples[k].append(_clock(fn, loops[k]) / count)
     finally:
         if gc_was:
@@ -286,11 +297,28 @@ def environment(skipped: bool = False) -> str:
     return ", ".join(parts)
 
 
-def run_main_table(chain, model, sizes, repeats, stat):
+def target_text(N, task, t, backends) -> str:
+    """'<= 1.0: numba ok, numpy MISS' for the tasks with a target."""
+    if (N, task) not in TARGETS:
+        return ""
+    kind, lim = TARGETS[(N, task)]
+    tp = t.get(("pin", task))
+    if kind == "ratio" and tp is None:
+        return f"<= {lim:.1f}"
+    verdicts = []
+    for b in backends:
+        tk = t[(b, task)]
+        ok = tk / tp <= lim if kind == "ratio" else tk * 1e6 < lim
+        verdicts.append(f"{b} {'ok' if ok else 'MISS'}")
+    return (f"<= {lim:.1f}: " if kind == "ratio" else f"< {lim:.0f} us: ") + ", ".join(verdicts)
+
+
+def run_main_table(chain, model, sizes, repeats, stat, backends):
     print(f"\n## {chain.name or 'PUMA 560'}: microseconds per configuration "
           f"({stat} of {repeats} interleaved repeats)\n")
-    head = (f"{'N':>6}  {'task':<18} {'kic us':>9}  {'pin us':>9}  {'kic/pin':>7}  "
-            f"{'target':<15} {'Pinocchio call'}")
+    head = (f"{'N':>6}  {'task':<18}" + "".join(f" {b + ' us':>9}" for b in backends)
+            + f"  {'pin us':>9}" + "".join(f"  {b + '/pin':>9}" for b in backends)
+            + f"  {'target':<30} {'Pinocchio call'}")
     print(head)
     print("-" * len(head))
     results = {}
@@ -299,39 +327,35 @@ def run_main_table(chain, model, sizes, repeats, stat):
         tau = chain.inverse_dynamics(q, qd, qdd)
         if N == 1:  # single configuration: the unbatched call
             q, qd, qdd, tau = q[0], qd[0], qdd[0], tau[0]
-        cases = {("kic", k): (fn, N) for k, fn in kic_cases(chain, q, qd, qdd, tau).items()}
+        cases = {(b, k): (fn, N, b) for b in backends
+                 for k, fn in kic_cases(chain, q, qd, qdd, tau).items()}
         if model is not None:
             cases.update({("pin", k): (fn, N)
                           for k, fn in pin_cases(model, q, qd, qdd, tau).items()})
         t = measure(cases, repeats, stat)
         results[N] = t
         for task in PIN_NAMES:
-            tk, tp = t.get(("kic", task)), t.get(("pin", task))
-            ratio = f"{tk / tp:7.2f}" if tk is not None and tp is not None else f"{'-':>7}"
-            target = ""
-            if (N, task) in TARGETS:
-                kind, lim = TARGETS[(N, task)]
-                if kind == "ratio":
-                    ok = None if tp is None else tk / tp <= lim
-                    target = f"<= {lim:.1f}"
-                else:
-                    ok = tk * 1e6 < lim
-                    target = f"< {lim:.0f} us"
-                target += {True: " ok", False: " MISS", None: ""}[ok]
-            print(f"{N:>6}  {task:<18} {fmt_us(tk)}  {fmt_us(tp)}  {ratio}  {target:<15} "
+            tp = t.get(("pin", task))
+            ratios = "".join(
+                f"  {t[(b, task)] / tp:9.2f}" if tp is not None else f"  {'-':>9}"
+                for b in backends)
+            print(f"{N:>6}  {task:<18}" + "".join(f" {fmt_us(t[(b, task)])}" for b in backends)
+                  + f"  {fmt_us(tp)}{ratios}  {target_text(N, task, t, backends):<30} "
                   f"{PIN_NAMES[task] if model is not None else ''}")
         if model is not None:
             tf = t[("pin", "full tensor")]
-            tk = t[("kic", "I* + P*")]
-            print(f"{N:>6}  {'full tensor':<18} {fmt_us(tk)}  {fmt_us(tf)}  {tk / tf:7.2f}  "
-                  f"{'':<15} crba + {chain.dof} x computeCoriolisMatrix(e_l) vs kic I* + P*")
+            print(f"{N:>6}  {'full tensor':<18}"
+                  + "".join(f" {fmt_us(t[(b, 'I* + P*')])}" for b in backends)
+                  + f"  {fmt_us(tf)}"
+                  + "".join(f"  {t[(b, 'I* + P*')] / tf:9.2f}" for b in backends)
+                  + f"  {'':<30} crba + {chain.dof} x computeCoriolisMatrix(e_l) vs kic I* + P*")
         print()
     return results
 
 
-def run_growth(sizes_m, repeats, stat, n_max):
-    print(f"\n## growth with the number of joints (chained PUMA 560 arms; "
-          f"{stat} of {repeats} repeats; microseconds per configuration)\n")
+def run_growth(sizes_m, repeats, stat, n_max, backend):
+    print(f"\n## growth with the number of joints (chained PUMA 560 arms; kic backend "
+          f"{backend}; {stat} of {repeats} repeats; microseconds per configuration)\n")
     cols = ["M", "N", "kic I*+P*", "ns/entry", "kic ID"]
     if pin is not None:
         cols += ["pin crba+C", "pin tensor", "pin rnea", "P*/tensor", "ID/rnea"]
@@ -343,7 +367,8 @@ def run_growth(sizes_m, repeats, stat, n_max):
         q, qd, qdd = inputs(M, N, seed=3)
         tau = chain.inverse_dynamics(q, qd, qdd)
         kc = kic_cases(chain, q, qd, qdd, tau)
-        cases = {"kic I*+P*": (kc["I* + P*"], N), "kic ID": (kc["inverse dynamics"], N)}
+        cases = {"kic I*+P*": (kc["I* + P*"], N, backend),
+                 "kic ID": (kc["inverse dynamics"], N, backend)}
         if pin is not None:
             model = build_pin_model(chain)
             pc = pin_cases(model, q, qd, qdd, tau)
@@ -367,6 +392,8 @@ def main(argv=None) -> int:
     ap.add_argument("--stat", choices=("median", "min"), default="median")
     ap.add_argument("--no-pin", action="store_true", help="time kic alone")
     ap.add_argument("--no-growth", action="store_true", help="skip the growth table")
+    ap.add_argument("--backend", choices=("both", "numpy", "numba"), default="both",
+                    help="kic kernels to time (both: numpy and, if installed, numba)")
     args = ap.parse_args(argv)
     global pin
     if args.no_pin:
@@ -390,10 +417,16 @@ def main(argv=None) -> int:
             print(f"  {k:<34} {d:10.2e}  {r:10.2e}{flag}")
         if bad:
             print("  the two models disagree: timings below compare different computations")
-    run_main_table(chain, model, sizes, repeats, args.stat)
+    from kic import _compiled
+    backends = (["numpy", "numba"] if _compiled.available else ["numpy"]) \
+        if args.backend == "both" else [args.backend]
+    if not _compiled.available:
+        print("numba not installed: numpy kernels only (pip install -e '.[fast]')")
+    run_main_table(chain, model, sizes, repeats, args.stat, backends)
     if not args.no_growth:
-        run_growth((6, 12, 24) if args.quick else (6, 12, 24, 48), repeats, args.stat,
-                   n_max=200 if args.quick else 1000)
+        for b in backends:
+            run_growth((6, 12, 24) if args.quick else (6, 12, 24, 48), repeats, args.stat,
+                       n_max=200 if args.quick else 1000, backend=b)
     return 0
 
 

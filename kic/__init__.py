@@ -27,6 +27,7 @@ cannot be assembled), all :class:`KicError`.
 from .actuation import (internal_loads, load_distribution, redundant_rates, task_inertia,
                         weighted_pseudo_inverse)
 from .actuators import ActuatedSystem, DCMotor, NominalInputs
+from .backend import get_backend, set_backend
 from .chain import Joint, Link, SerialChain
 from .closure import BodyPose, ClosedModel, CoordinateFunction, PointPosition
 from .dynamics import DynamicModel
@@ -52,5 +53,6 @@ __all__ = [
     "scalar_product", "cross_product",
     "Transfer", "solve_transfer", "transfer_influence",
     "KicError", "ModelError", "SingularityError", "ClosureError",
+    "set_backend", "get_backend",
 ]
 __version__ = "0.1.0"

@@ -68,7 +68,7 @@ def from_batch(x: np.ndarray, batch: tuple, ndim_tail: int) -> np.ndarray:
 
     ``x`` has shape ``tail + (N,)`` with ``len(tail) == ndim_tail``.
     """
-    out = np.moveaxis(x, -1, 0)
+    out = x.transpose((x.ndim - 1,) + tuple(range(x.ndim - 1)))   # np.moveaxis costs 2 us
     return out.reshape(batch + out.shape[1:])
 
 

@@ -26,10 +26,13 @@ formulas are the reference in the tests.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._array import as_batch, blocks, cross, from_batch, match_batch, spd_solve, suffix_sum
-from . import _scalar
+from . import _compiled, _scalar
+from .backend import compiled_data
 from .errors import ModelError
 from .kinematics import _Pose, link_motion, point_acceleration
 
@@ -329,15 +332,27 @@ class ChainDynamics(DynamicModel):
 
     def _I(self):
         M = self.dof
+        kc = compiled_data(self.chain)
+        if kc is not None:
+            return _compiled.inertia(kc, self._qT.T).transpose(1, 2, 0)
         if self._qT.shape[1] == 1:          # lean single-configuration path
             return np.array(_scalar.inertia(self.chain._scalar, self._qT[:, 0].tolist()))[..., None]
         return self._assemble((M, M), lambda sl, pose, st: _inertia(pose, st))
 
     def _P(self):
         M = self.dof
+        kc = compiled_data(self.chain)
+        if kc is not None:                  # I* comes with P* at little extra cost
+            I, P = _compiled.inertia_power(kc, self._qT.T, "I" not in self._cache)
+            if I is not None:
+                self._cache["I"] = I.reshape(self._batch + (M, M))
+            return P.transpose(1, 2, 3, 0)
         return self._assemble((M, M, M), lambda sl, pose, st: _power(pose, st))
 
     def _gravity(self):
+        kc = compiled_data(self.chain)
+        if kc is not None:
+            return _compiled.gravity_load(kc, self._qT.T).T
         if self._qT.shape[1] == 1:
             zero = [0.0] * self.dof
             return np.array(_scalar.inverse_dynamics(self.chain._scalar, self._qT[:, 0].tolist(),
@@ -385,6 +400,27 @@ def _bias(chain, qT, qdT, qddT, loads, batch, with_inertia=False):
     return tau, I
 
 
+def _rows(chain, *named):
+    """Inputs ``(array, name)`` as (N, M) C-contiguous rows and the batch shape.
+
+    Inputs of one shape (..., M) that are finite take a short path (a single
+    configuration is a few microseconds of work); anything else -- broadcasting,
+    bad shapes, NaN -- goes through the validation that names the culprit.
+    """
+    M = chain.dof
+    arrays = [np.asarray(x, dtype=float) for x, _ in named]
+    shape = arrays[0].shape
+    if shape and shape[-1] == M and all(a.shape == shape for a in arrays):
+        if len(shape) == 1:                 # a NaN or inf makes the dot product non-finite
+            if math.isfinite(sum(a.dot(a) for a in arrays)):
+                return [a[None] for a in arrays], ()
+        elif all(np.isfinite(a).all() for a in arrays):
+            return [np.ascontiguousarray(a.reshape(-1, M)) for a in arrays], shape[:-1]
+    qT, batch = as_batch(arrays[0], M, named[0][1])
+    out = [qT.T] + [match_batch(a, M, batch, name).T for a, (_, name) in zip(arrays[1:], named[1:])]
+    return [np.ascontiguousarray(a) for a in out], batch
+
+
 def _single(chain, *arrays):
     """The inputs as lists of floats if they are one configuration each, else None."""
     M = chain.dof
@@ -398,6 +434,10 @@ def _single(chain, *arrays):
 
 
 def chain_inverse_dynamics(chain, q, qd, qdd, loads=None) -> np.ndarray:
+    kc = None if loads else compiled_data(chain)
+    if kc is not None:
+        (q, qd, qdd), batch = _rows(chain, (q, "q"), (qd, "qd"), (qdd, "qdd"))
+        return _compiled.inverse_dynamics(kc, q, qd, qdd).reshape(batch + (chain.dof,))
     single = None if loads else _single(chain, q, qd, qdd)
     if single is not None:
         return np.array(_scalar.inverse_dynamics(chain._scalar, *single))
@@ -410,6 +450,13 @@ def chain_inverse_dynamics(chain, q, qd, qdd, loads=None) -> np.ndarray:
 
 def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
     _require_mass(chain)
+    kc = None if loads else compiled_data(chain)
+    if kc is not None:
+        (q_, qd_, tau_), batch = _rows(chain, (q, "q"), (qd, "qd"), (tau, "tau"))
+        qdd, ok = _compiled.forward_dynamics(kc, q_, qd_, tau_)
+        if ok.all():
+            return qdd.reshape(batch + (chain.dof,))
+        # not positive definite somewhere: the numpy path below names it
     single = None if loads else _single(chain, q, qd, tau)
     if single is not None:
         q_, qd_, tau_ = single
@@ -427,6 +474,10 @@ def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
 
 
 def chain_gravity_load(chain, q) -> np.ndarray:
+    kc = compiled_data(chain)
+    if kc is not None:
+        (q,), batch = _rows(chain, (q, "q"))
+        return _compiled.gravity_load(kc, q).reshape(batch + (chain.dof,))
     single = _single(chain, q)
     if single is not None:
         zero = [0.0] * chain.dof

@@ -21,3 +21,21 @@ def random_chain():
 @pytest.fixture
 def rng():
     return np.random.default_rng(20240611)
+
+
+import kic  # noqa: E402
+from kic import _compiled  # noqa: E402
+
+# Test modules that mark themselves with pytest.mark.usefixtures("each_backend") run
+# every test under both serial-chain backends, so the compiled kernels meet the same
+# independent references as the numpy ones.  The test extra installs numba; a run
+# without it still tests numpy and reports the compiled run as skipped.
+BACKENDS = ["numpy", pytest.param("numba", marks=pytest.mark.skipif(
+    not _compiled.available, reason="numba not installed (the fast extra)"))]
+
+
+@pytest.fixture(params=BACKENDS)
+def each_backend(request):
+    previous = kic.set_backend(request.param)
+    yield request.param
+    kic.set_backend(previous)

@@ -9,6 +9,8 @@ from helpers import random_chain
 from oracles.rnea import (OracleLoads, oracle_forward_dynamics, oracle_kinetic_energy,
                           oracle_potential_energy, oracle_spring_energy, point_position)
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 
 def chain4(seed, kinds="RRPR", gravity=None):
     rng = np.random.default_rng(seed)

@@ -10,6 +10,8 @@ from helpers import assert_close, random_chain
 from oracles.rnea import (oracle_link_motion, oracle_point_jacobian, oracle_point_motion,
                           oracle_potential_energy, oracle_rotation_jacobian, point_position)
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 STEP = 1e-6
 TOL = 1e-7
 

@@ -12,6 +12,8 @@ import pytest
 import kic
 from helpers import random_chain
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 
 def literal_model(chain, q):
     kin = chain.kinematics(q, order=2)

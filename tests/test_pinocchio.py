@@ -20,6 +20,8 @@ pin = pytest.importorskip("pinocchio")
 
 import mechanisms  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from pin_model import build_pin_model, link_frame_ids  # noqa: E402
 

@@ -25,6 +25,8 @@ import kic
 from mechanisms import (craig_three_link, fu_two_link, horn_three_dof, planar_three_link,
                         planar_two_link)
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 PI = np.pi
 G_FU = 9.8062          # Fu-Gonzalez-Lee's g
 rng_seed = 19770415

@@ -15,6 +15,8 @@ from oracles.rnea import (OracleLoads, oracle_bias, oracle_forward_dynamics, ora
                           oracle_mass_matrix, oracle_potential_energy, oracle_tool_frame,
                           rnea)
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 RTOL = 1e-10          # norm-wise relative to the torque scale (floor 1 N m)
 
 # (seed, M, kinds): M = 1..8, mixed R/P; a few all-R / all-P chains

@@ -1,0 +1,483 @@
+"""Compiled serial-chain kernels (internal; optional, needs numba).
+
+The numpy kernels of :mod:`kic.dynamics` take a batch in some 40-100 array
+passes; each pass costs about a nanosecond per element, which bounds them at
+about a microsecond per configuration of a 6-joint arm.  Compiled, the same
+recursions run one configuration at a time in registers, without those
+passes.  These kernels evaluate exactly the sums of :mod:`kic.dynamics`
+(world-frame screws, composite inertias, Freeman's P* re-associated into
+composite moments) and the tests compare them with the numpy kernels and with
+the independent oracle.  They are used when numba is installed (the ``fast``
+extra) unless :func:`kic.set_backend` says otherwise.
+
+Layout: inputs ``q, qd, ...`` are (N, M), C-contiguous float64; outputs are
+batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:                                     # optional dependency
+    import numba
+except ImportError:                      # pragma: no cover - depends on the environment
+    numba = None
+
+__all__ = []
+
+available = numba is not None
+
+
+def _jit(fn):
+    if numba is None:
+        return fn
+    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+
+
+# --------------------------------------------------------------------------
+# one configuration (helpers inlined by the compiler)
+# --------------------------------------------------------------------------
+@_jit
+def _frames(base, isR, O, q, A, t, R, p):
+    """Joint screws (A rotation part, zero for P; t moment part) and link frames."""
+    M = q.shape[0]
+    Rp = base[:3, :3]
+    pp = base[:3, 3]
+    for j in range(M):
+        if j:
+            Rp = R[j - 1]
+            pp = p[j - 1]
+        Oj = O[j]
+        for i in range(3):
+            b0 = Rp[i, 0] * Oj[0, 0] + Rp[i, 1] * Oj[1, 0] + Rp[i, 2] * Oj[2, 0]
+            b1 = Rp[i, 0] * Oj[0, 1] + Rp[i, 1] * Oj[1, 1] + Rp[i, 2] * Oj[2, 1]
+            b2 = Rp[i, 0] * Oj[0, 2] + Rp[i, 1] * Oj[1, 2] + Rp[i, 2] * Oj[2, 2]
+            p[j, i] = Rp[i, 0] * Oj[0, 3] + Rp[i, 1] * Oj[1, 3] + Rp[i, 2] * Oj[2, 3] + pp[i]
+            R[j, i, 0] = b0
+            R[j, i, 1] = b1
+            R[j, i, 2] = b2
+        qj = q[j]
+        if isR[j]:
+            c = np.cos(qj)
+            s = np.sin(qj)
+            for i in range(3):
+                b0 = R[j, i, 0]
+                b1 = R[j, i, 1]
+                R[j, i, 0] = c * b0 + s * b1
+                R[j, i, 1] = c * b1 - s * b0
+                A[j, i] = R[j, i, 2]
+            # moment of the screw: r x s
+            t[j, 0] = p[j, 1] * A[j, 2] - p[j, 2] * A[j, 1]
+            t[j, 1] = p[j, 2] * A[j, 0] - p[j, 0] * A[j, 2]
+            t[j, 2] = p[j, 0] * A[j, 1] - p[j, 1] * A[j, 0]
+        else:
+            for i in range(3):
+                p[j, i] += qj * R[j, i, 2]
+                A[j, i] = 0.0
+                t[j, i] = R[j, i, 2]
+
+
+@_jit
+def _centroids(R, p, com, c):
+    M = R.shape[0]
+    for j in range(M):
+        for i in range(3):
+            c[j, i] = R[j, i, 0] * com[j, 0] + R[j, i, 1] * com[j, 1] + R[j, i, 2] * com[j, 2] + p[j, i]
+
+
+@_jit
+def _world_inertias(R, Iloc, Iw):
+    """R I R^T per link (about the centroid, world axes)."""
+    M = R.shape[0]
+    for j in range(M):
+        for a in range(3):
+            for b in range(3):
+                x = 0.0
+                for k in range(3):
+                    x += R[j, a, k] * (Iloc[j, k, 0] * R[j, b, 0] + Iloc[j, k, 1] * R[j, b, 1]
+                                       + Iloc[j, k, 2] * R[j, b, 2])
+                Iw[j, a, b] = x
+
+
+@_jit
+def _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, use_gravity, W, out):
+    """Joint loads of one configuration (world-frame screw recursion)."""
+    M = qd.shape[0]
+    wx = wy = wz = vx = vy = vz = awx = awy = awz = 0.0
+    if use_gravity:
+        avx = -grav[0]
+        avy = -grav[1]
+        avz = -grav[2]
+    else:
+        avx = avy = avz = 0.0
+    for j in range(M):
+        swx, swy, swz = A[j, 0], A[j, 1], A[j, 2]
+        svx, svy, svz = t[j, 0], t[j, 1], t[j, 2]
+        u = qd[j]
+        ud = qdd[j]
+        wx += swx * u
+        wy += swy * u
+        wz += swz * u
+        vx += svx * u
+        vy += svy * u
+        vz += svz * u
+        # d/dt of the joint screw is (w x sw, w x sv + v x sw)
+        awx += swx * ud + (wy * swz - wz * swy) * u
+        awy += swy * ud + (wz * swx - wx * swz) * u
+        awz += swz * ud + (wx * swy - wy * swx) * u
+        avx += svx * ud + (wy * svz - wz * svy + vy * swz - vz * swy) * u
+        avy += svy * ud + (wz * svx - wx * svz + vz * swx - vx * swz) * u
+        avz += svz * ud + (wx * svy - wy * svx + vx * swy - vy * swx) * u
+        Rj = R[j]
+        cx = Rj[0, 0] * com[j, 0] + Rj[0, 1] * com[j, 1] + Rj[0, 2] * com[j, 2] + p[j, 0]
+        cy = Rj[1, 0] * com[j, 0] + Rj[1, 1] * com[j, 1] + Rj[1, 2] * com[j, 2] + p[j, 1]
+        cz = Rj[2, 0] * com[j, 0] + Rj[2, 1] * com[j, 1] + Rj[2, 2] * com[j, 2] + p[j, 2]
+        ux = vx + wy * cz - wz * cy
+        uy = vy + wz * cx - wx * cz
+        uz = vz + wx * cy - wy * cx
+        m = mass[j]
+        Fx = m * (avx + awy * cz - awz * cy + wy * uz - wz * uy)
+        Fy = m * (avy + awz * cx - awx * cz + wz * ux - wx * uz)
+        Fz = m * (avz + awx * cy - awy * cx + wx * uy - wy * ux)
+        # Euler's equation in link axes
+        wlx = Rj[0, 0] * wx + Rj[1, 0] * wy + Rj[2, 0] * wz
+        wly = Rj[0, 1] * wx + Rj[1, 1] * wy + Rj[2, 1] * wz
+        wlz = Rj[0, 2] * wx + Rj[1, 2] * wy + Rj[2, 2] * wz
+        alx = Rj[0, 0] * awx + Rj[1, 0] * awy + Rj[2, 0] * awz
+        aly = Rj[0, 1] * awx + Rj[1, 1] * awy + Rj[2, 1] * awz
+        alz = Rj[0, 2] * awx + Rj[1, 2] * awy + Rj[2, 2] * awz
+        I = Iloc[j]
+        hx = I[0, 0] * wlx + I[0, 1] * wly + I[0, 2] * wlz
+        hy = I[1, 0] * wlx + I[1, 1] * wly + I[1, 2] * wlz
+        hz = I[2, 0] * wlx + I[2, 1] * wly + I[2, 2] * wlz
+        nx = I[0, 0] * alx + I[0, 1] * aly + I[0, 2] * alz + wly * hz - wlz * hy
+        ny = I[1, 0] * alx + I[1, 1] * aly + I[1, 2] * alz + wlz * hx - wlx * hz
+        nz = I[2, 0] * alx + I[2, 1] * aly + I[2, 2] * alz + wlx * hy - wly * hx
+        W[j, 0] = Fx
+        W[j, 1] = Fy
+        W[j, 2] = Fz
+        W[j, 3] = cy * Fz - cz * Fy + Rj[0, 0] * nx + Rj[0, 1] * ny + Rj[0, 2] * nz
+        W[j, 4] = cz * Fx - cx * Fz + Rj[1, 0] * nx + Rj[1, 1] * ny + Rj[1, 2] * nz
+        W[j, 5] = cx * Fy - cy * Fx + Rj[2, 0] * nx + Rj[2, 1] * ny + Rj[2, 2] * nz
+    fx = fy = fz = nx = ny = nz = 0.0
+    for j in range(M - 1, -1, -1):
+        fx += W[j, 0]
+        fy += W[j, 1]
+        fz += W[j, 2]
+        nx += W[j, 3]
+        ny += W[j, 4]
+        nz += W[j, 5]
+        out[j] = (A[j, 0] * nx + A[j, 1] * ny + A[j, 2] * nz
+                  + t[j, 0] * fx + t[j, 1] * fy + t[j, 2] * fz)
+
+
+@_jit
+def _inertia_one(mass, c, Iw, A, t, cols, out):
+    """I* of one configuration from composite inertias about the world origin."""
+    M = mass.shape[0]
+    S0 = S1x = S1y = S1z = 0.0
+    J00 = J01 = J02 = J11 = J12 = J22 = 0.0
+    for j in range(M - 1, -1, -1):
+        m = mass[j]
+        cx, cy, cz = c[j, 0], c[j, 1], c[j, 2]
+        cc = cx * cx + cy * cy + cz * cz
+        J00 += Iw[j, 0, 0] + m * (cc - cx * cx)
+        J01 += Iw[j, 0, 1] - m * cx * cy
+        J02 += Iw[j, 0, 2] - m * cx * cz
+        J11 += Iw[j, 1, 1] + m * (cc - cy * cy)
+        J12 += Iw[j, 1, 2] - m * cy * cz
+        J22 += Iw[j, 2, 2] + m * (cc - cz * cz)
+        S0 += m
+        S1x += m * cx
+        S1y += m * cy
+        S1z += m * cz
+        ax, ay, az = A[j, 0], A[j, 1], A[j, 2]
+        tx, ty, tz = t[j, 0], t[j, 1], t[j, 2]
+        # composite momentum of a unit rate of joint j
+        cols[j, 0] = S0 * tx - (S1y * az - S1z * ay)
+        cols[j, 1] = S0 * ty - (S1z * ax - S1x * az)
+        cols[j, 2] = S0 * tz - (S1x * ay - S1y * ax)
+        cols[j, 3] = J00 * ax + J01 * ay + J02 * az + S1y * tz - S1z * ty
+        cols[j, 4] = J01 * ax + J11 * ay + J12 * az + S1z * tx - S1x * tz
+        cols[j, 5] = J02 * ax + J12 * ay + J22 * az + S1x * ty - S1y * tx
+    for n in range(M):
+        for k in range(n + 1):
+            x = (A[k, 0] * cols[n, 3] + A[k, 1] * cols[n, 4] + A[k, 2] * cols[n, 5]
+                 + t[k, 0] * cols[n, 0] + t[k, 1] * cols[n, 1] + t[k, 2] * cols[n, 2])
+            out[k, n] = x
+            out[n, k] = x
+
+
+@_jit
+def _power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, out):
+    """P* of one configuration (eq. 2-197), the sums of ``kic.dynamics._power``.
+
+    Z[k, n] = sum_{j >= max(k,n)} m_j G_c[k] x G_c[n] from the composite mass
+    moments S0, S1, S2; translational part A_min(a,b) . Z[max(a,b), n];
+    rotational parts [a<b] (A_a x A_b) . J_max(n,b) A_n and
+    (A_n x A_b) . J_max(n,a,b) A_a, with J_K the suffix sum of world inertias.
+    """
+    M = mass.shape[0]
+    s0 = 0.0
+    for j in range(M - 1, -1, -1):
+        s0 += mass[j]
+        S0[j] = s0
+        m = mass[j]
+        for a in range(3):
+            S1[j, a] = m * c[j, a] + (S1[j + 1, a] if j + 1 < M else 0.0)
+            for b in range(3):
+                S2[j, a, b] = m * c[j, a] * c[j, b] + (S2[j + 1, a, b] if j + 1 < M else 0.0)
+                J[j, a, b] = Iw[j, a, b] + (J[j + 1, a, b] if j + 1 < M else 0.0)
+    for x in range(M):
+        for y in range(M):
+            C[x, y, 0] = A[x, 1] * A[y, 2] - A[x, 2] * A[y, 1]
+            C[x, y, 1] = A[x, 2] * A[y, 0] - A[x, 0] * A[y, 2]
+            C[x, y, 2] = A[x, 0] * A[y, 1] - A[x, 1] * A[y, 0]
+    for K in range(M):
+        for x in range(K + 1):
+            for i in range(3):
+                JA[K, x, i] = J[K, i, 0] * A[x, 0] + J[K, i, 1] * A[x, 1] + J[K, i, 2] * A[x, 2]
+    for k in range(M):
+        for n in range(M):
+            K = max(k, n)
+            s1x, s1y, s1z = S1[K, 0], S1[K, 1], S1[K, 2]
+            akx, aky, akz = A[k, 0], A[k, 1], A[k, 2]
+            anx, any_, anz = A[n, 0], A[n, 1], A[n, 2]
+            tkx, tky, tkz = t[k, 0], t[k, 1], t[k, 2]
+            tnx, tny, tnz = t[n, 0], t[n, 1], t[n, 2]
+            ak_tn = akx * tnx + aky * tny + akz * tnz
+            s1_tn = s1x * tnx + s1y * tny + s1z * tnz
+            tk_s1 = tkx * s1x + tky * s1y + tkz * s1z
+            tk_an = tkx * anx + tky * any_ + tkz * anz
+            ckn0, ckn1, ckn2 = C[k, n, 0], C[k, n, 1], C[k, n, 2]
+            s0 = S0[K]
+            Z[k, n, 0] = (S2[K, 0, 0] * ckn0 + S2[K, 0, 1] * ckn1 + S2[K, 0, 2] * ckn2
+                          + s1x * ak_tn - akx * s1_tn + anx * tk_s1 - s1x * tk_an
+                          + s0 * (tky * tnz - tkz * tny))
+            Z[k, n, 1] = (S2[K, 1, 0] * ckn0 + S2[K, 1, 1] * ckn1 + S2[K, 1, 2] * ckn2
+                          + s1y * ak_tn - aky * s1_tn + any_ * tk_s1 - s1y * tk_an
+                          + s0 * (tkz * tnx - tkx * tnz))
+            Z[k, n, 2] = (S2[K, 2, 0] * ckn0 + S2[K, 2, 1] * ckn1 + S2[K, 2, 2] * ckn2
+                          + s1z * ak_tn - akz * s1_tn + anz * tk_s1 - s1z * tk_an
+                          + s0 * (tkx * tny - tky * tnx))
+    for n in range(M):
+        for a in range(M):
+            for b in range(M):
+                lo = min(a, b)
+                hi = max(a, b)
+                x = A[lo, 0] * Z[hi, n, 0] + A[lo, 1] * Z[hi, n, 1] + A[lo, 2] * Z[hi, n, 2]
+                if a < b:
+                    K = max(n, b)
+                    x += C[a, b, 0] * JA[K, n, 0] + C[a, b, 1] * JA[K, n, 1] + C[a, b, 2] * JA[K, n, 2]
+                K = max(n, hi)
+                x += C[n, b, 0] * JA[K, a, 0] + C[n, b, 1] * JA[K, a, 1] + C[n, b, 2] * JA[K, a, 2]
+                out[n, a, b] = x
+
+
+@_jit
+def _cholesky_solve(Ain, b, L, x):
+    """x = A^-1 b for a small SPD A; returns False if A is not positive definite."""
+    M = b.shape[0]
+    dmax = 0.0
+    for i in range(M):
+        dmax = max(dmax, Ain[i, i])
+    for k in range(M):
+        d = Ain[k, k]
+        for s in range(k):
+            d -= L[k, s] * L[k, s]
+        if not d > 1e-16 * dmax:        # the numpy path's 1e-8 on the diagonal of L
+            return False
+        d = np.sqrt(d)
+        L[k, k] = d
+        for i in range(k + 1, M):
+            v = Ain[i, k]
+            for s in range(k):
+                v -= L[i, s] * L[k, s]
+            L[i, k] = v / d
+    for i in range(M):
+        v = b[i]
+        for s in range(i):
+            v -= L[i, s] * x[s]
+        x[i] = v / L[i, i]
+    for i in range(M - 1, -1, -1):
+        v = x[i]
+        for s in range(i + 1, M):
+            v -= L[s, i] * x[s]
+        x[i] = v / L[i, i]
+    return True
+
+
+# --------------------------------------------------------------------------
+# batched entry points
+# --------------------------------------------------------------------------
+@_jit
+def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
+    N, M = q.shape
+    A = np.empty((M, 3))
+    t = np.empty((M, 3))
+    R = np.empty((M, 3, 3))
+    p = np.empty((M, 3))
+    W = np.empty((M, 6))
+    for n in range(N):
+        _frames(base, isR, O, q[n], A, t, R, p)
+        _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd[n], qdd[n], use_gravity, W, out[n])
+
+
+@_jit
+def _gravity(base, isR, O, mass, com, grav, q, out):
+    """+dV/dq = -sum_k (A_k . (S1_k x g) + t_k . S0_k g) by suffix sums."""
+    N, M = q.shape
+    A = np.empty((M, 3))
+    t = np.empty((M, 3))
+    R = np.empty((M, 3, 3))
+    p = np.empty((M, 3))
+    c = np.empty((M, 3))
+    gx, gy, gz = grav[0], grav[1], grav[2]
+    for n in range(N):
+        _frames(base, isR, O, q[n], A, t, R, p)
+        _centroids(R, p, com, c)
+        S0 = S1x = S1y = S1z = 0.0
+        for j in range(M - 1, -1, -1):
+            m = mass[j]
+            S0 += m
+            S1x += m * c[j, 0]
+            S1y += m * c[j, 1]
+            S1z += m * c[j, 2]
+            out[n, j] = -(A[j, 0] * (S1y * gz - S1z * gy) + A[j, 1] * (S1z * gx - S1x * gz)
+                          + A[j, 2] * (S1x * gy - S1y * gx)
+                          + S0 * (t[j, 0] * gx + t[j, 1] * gy + t[j, 2] * gz))
+
+
+@_jit
+def _inertia(base, isR, O, mass, com, Iloc, q, out):
+    N, M = q.shape
+    A = np.empty((M, 3))
+    t = np.empty((M, 3))
+    R = np.empty((M, 3, 3))
+    p = np.empty((M, 3))
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
+    cols = np.empty((M, 6))
+    for n in range(N):
+        _frames(base, isR, O, q[n], A, t, R, p)
+        _centroids(R, p, com, c)
+        _world_inertias(R, Iloc, Iw)
+        _inertia_one(mass, c, Iw, A, t, cols, out[n])
+
+
+@_jit
+def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out):
+    N, M = q.shape
+    A = np.empty((M, 3))
+    t = np.empty((M, 3))
+    R = np.empty((M, 3, 3))
+    p = np.empty((M, 3))
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
+    cols = np.empty((M, 6))
+    S0 = np.empty(M)
+    S1 = np.empty((M, 3))
+    S2 = np.empty((M, 3, 3))
+    J = np.empty((M, 3, 3))
+    Z = np.empty((M, M, 3))
+    JA = np.empty((M, M, 3))
+    C = np.empty((M, M, 3))
+    for n in range(N):
+        _frames(base, isR, O, q[n], A, t, R, p)
+        _centroids(R, p, com, c)
+        _world_inertias(R, Iloc, Iw)
+        if with_inertia:
+            _inertia_one(mass, c, Iw, A, t, cols, I_out[n])
+        _power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, P_out[n])
+
+
+@_jit
+def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
+    N, M = q.shape
+    A = np.empty((M, 3))
+    t = np.empty((M, 3))
+    R = np.empty((M, 3, 3))
+    p = np.empty((M, 3))
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
+    W = np.empty((M, 6))
+    cols = np.empty((M, 6))
+    I = np.empty((M, M))
+    L = np.empty((M, M))
+    bias = np.empty(M)
+    zero = np.zeros(M)
+    for n in range(N):
+        _frames(base, isR, O, q[n], A, t, R, p)
+        _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd[n], zero, True, W, bias)
+        _centroids(R, p, com, c)
+        _world_inertias(R, Iloc, Iw)
+        _inertia_one(mass, c, Iw, A, t, cols, I)
+        for j in range(M):
+            bias[j] = tau[n, j] - bias[j]
+        ok[n] = _cholesky_solve(I, bias, L, out[n])
+
+
+# --------------------------------------------------------------------------
+# Python wrappers
+# --------------------------------------------------------------------------
+class ChainData:
+    """A chain's constants as contiguous float arrays, built once per chain."""
+
+    __slots__ = ("base", "isR", "O", "mass", "com", "inertia", "gravity")
+
+    def __init__(self, chain) -> None:
+        self.base = np.ascontiguousarray(chain.base[:3], dtype=float)
+        self.isR = np.ascontiguousarray(chain.is_revolute, dtype=np.bool_)
+        self.O = np.ascontiguousarray(chain._origin_z[:, :3], dtype=float)
+        self.mass = np.ascontiguousarray(chain.masses, dtype=float)
+        self.com = np.ascontiguousarray(chain._com, dtype=float)
+        self.inertia = np.ascontiguousarray(chain._inertia, dtype=float)
+        self.gravity = np.ascontiguousarray(chain.gravity, dtype=float)
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=float)
+
+
+def inverse_dynamics(d: ChainData, q, qd, qdd, gravity: bool = True) -> np.ndarray:
+    """Joint loads (N, M) of configurations q, qd, qdd (N, M)."""
+    q = _rows(q)
+    out = np.empty(q.shape)
+    _rnea(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(qdd),
+          gravity, out)
+    return out
+
+
+def gravity_load(d: ChainData, q) -> np.ndarray:
+    q = _rows(q)
+    out = np.empty(q.shape)
+    _gravity(d.base, d.isR, d.O, d.mass, d.com, d.gravity, q, out)
+    return out
+
+
+def inertia(d: ChainData, q) -> np.ndarray:
+    """I* (N, M, M)."""
+    q = _rows(q)
+    N, M = q.shape
+    out = np.empty((N, M, M))
+    _inertia(d.base, d.isR, d.O, d.mass, d.com, d.inertia, q, out)
+    return out
+
+
+def inertia_power(d: ChainData, q, with_inertia: bool = True):
+    """(I* (N, M, M) or None, P* (N, M, M, M)) in one pass over the batch."""
+    q = _rows(q)
+    N, M = q.shape
+    I = np.empty((N, M, M) if with_inertia else (1, M, M))
+    P = np.empty((N, M, M, M))
+    _inertia_power(d.base, d.isR, d.O, d.mass, d.com, d.inertia, q, with_inertia, I, P)
+    return (I if with_inertia else None), P
+
+
+def forward_dynamics(d: ChainData, q, qd, tau):
+    """(q'' (N, M), ok (N,)): ok is False where I* is not positive definite."""
+    q = _rows(q)
+    out = np.empty(q.shape)
+    ok = np.empty(q.shape[0], dtype=np.bool_)
+    _forward(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(tau),
+             out, ok)
+    return out, ok

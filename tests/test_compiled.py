@@ -1,0 +1,133 @@
+"""The backend switch and the compiled kernels against the numpy kernels.
+
+The compiled kernels also run the oracle, literal-formula, seed, finite-difference
+and Pinocchio tests (those modules use the ``each_backend`` fixture); here they
+are compared with the numpy kernels directly, on batches with leading axes, and
+the switch itself is checked.
+"""
+import numpy as np
+import pytest
+
+import kic
+from kic import _compiled, backend
+from helpers import random_chain
+
+needs_numba = pytest.mark.skipif(not _compiled.available, reason="numba not installed")
+
+
+def shifted(x):
+    """A rigid placement translated by x along the previous frame's x axis."""
+    T = np.eye(4)
+    T[0, 3] = x
+    return T
+
+
+def both(fn):
+    """fn() under the numpy and the compiled backend."""
+    out = []
+    for name in ("numpy", "numba"):
+        previous = kic.set_backend(name)
+        try:
+            out.append(fn())
+        finally:
+            kic.set_backend(previous)
+    return out
+
+
+def rel(a, b):
+    return np.abs(a - b).max() / max(np.abs(b).max(), 1.0)
+
+
+@needs_numba
+@pytest.mark.parametrize("seed, M", [(0, 1), (1, 2), (2, 4), (3, 6), (4, 7), (5, 9)])
+def test_compiled_equals_numpy_on_random_batches(seed, M):
+    rng = np.random.default_rng(700 + seed)
+    chain = random_chain(rng, M)
+    shape = (2, 3, M)                     # leading batch axes
+    q, qd, qdd = (rng.uniform(-3, 3, shape) for _ in range(3))
+    tau = rng.normal(size=shape)
+
+    def run():
+        dyn = chain.dynamics(q)
+        return (dyn.I_star, dyn.P_star, dyn.gravity_load, chain.inverse_dynamics(q, qd, qdd),
+                chain.forward_dynamics(q, qd, tau), chain.gravity_load(q))
+
+    ref, fast = both(run)
+    for name, a, b in zip(("I*", "P*", "gravity", "ID", "FD", "gravity_load"), fast, ref):
+        assert a.shape == b.shape, name
+        assert rel(a, b) < 1e-12, (name, rel(a, b))
+
+
+@needs_numba
+def test_compiled_P_star_with_or_without_I_star_first():
+    rng = np.random.default_rng(5)
+    chain = random_chain(rng, 5)
+    q = rng.uniform(-3, 3, (4, 5))
+    previous = kic.set_backend("numba")
+    try:
+        a = chain.dynamics(q)
+        I_first, P_after = a.I_star, a.P_star
+        b = chain.dynamics(q)
+        P_first, I_after = b.P_star, b.I_star
+    finally:
+        kic.set_backend(previous)
+    np.testing.assert_array_equal(I_first, I_after)
+    np.testing.assert_array_equal(P_after, P_first)
+    assert I_after.shape == (4, 5, 5) and P_first.shape == (4, 5, 5, 5)
+
+
+@needs_numba
+def test_compiled_single_configuration_shapes_and_values():
+    rng = np.random.default_rng(9)
+    chain = random_chain(rng, 6)
+    q, qd, qdd = (rng.uniform(-2, 2, 6) for _ in range(3))
+    ref, fast = both(lambda: (chain.inverse_dynamics(q, qd, qdd), chain.dynamics(q).I_star,
+                              chain.gravity_load(q),
+                              chain.forward_dynamics(q, qd, np.ones(6))))
+    for a, b in zip(fast, ref):
+        assert a.shape == b.shape
+        assert rel(a, b) < 1e-12
+
+
+@needs_numba
+def test_compiled_forward_dynamics_reports_singular_inertia():
+    chain = kic.SerialChain([kic.Joint("R"), kic.Joint("R", origin=shifted(1.0))],
+                            [kic.Link(1.0, com=(0.5, 0, 0)), kic.Link(0.0)], gravity=(0, 0, 0))
+    previous = kic.set_backend("numba")
+    try:
+        with pytest.raises(kic.SingularityError, match="effective inertia"):
+            chain.forward_dynamics(np.zeros((3, 2)), np.zeros((3, 2)), np.ones((3, 2)))
+        with pytest.raises(kic.ModelError, match="NaN"):
+            chain.inverse_dynamics([np.nan, 0.0], [0.0, 0.0], [0.0, 0.0])
+    finally:
+        kic.set_backend(previous)
+
+
+def test_set_backend_validates_and_restores(monkeypatch):
+    previous = kic.set_backend("numpy")
+    try:
+        assert kic.get_backend() == "numpy"
+        with pytest.raises(ValueError, match="unknown kic backend 'cuda'"):
+            kic.set_backend("cuda")
+        assert kic.get_backend() == "numpy"
+        monkeypatch.setattr(_compiled, "available", False)
+        with pytest.raises(ImportError, match="kic\\[fast\\]"):
+            kic.set_backend("numba")
+        kic.set_backend("auto")
+        assert kic.get_backend() == "numpy"          # auto without numba
+    finally:
+        monkeypatch.undo()
+        kic.set_backend(previous)
+    assert kic.get_backend() == ("numba" if _compiled.available else "numpy") \
+        or previous != "auto"
+
+
+def test_environment_variable_sets_the_first_choice(monkeypatch):
+    monkeypatch.setattr(backend, "_choice", None)
+    monkeypatch.setenv("KIC_BACKEND", "numpy")
+    assert kic.get_backend() == "numpy"
+    monkeypatch.setattr(backend, "_choice", None)
+    monkeypatch.setenv("KIC_BACKEND", "fortran")
+    with pytest.raises(ValueError, match="KIC_BACKEND"):
+        kic.get_backend()
+    monkeypatch.setattr(backend, "_choice", None)
