@@ -86,16 +86,20 @@ def _centroids(R, p, com, c):
 
 @_jit
 def _world_inertias(R, Iloc, Iw):
-    """R I R^T per link (about the centroid, world axes)."""
+    """R I R^T per link (about the centroid, world axes; I symmetric)."""
     M = R.shape[0]
     for j in range(M):
+        I = Iloc[j]
+        Rj = R[j]
         for a in range(3):
-            for b in range(3):
-                x = 0.0
-                for k in range(3):
-                    x += R[j, a, k] * (Iloc[j, k, 0] * R[j, b, 0] + Iloc[j, k, 1] * R[j, b, 1]
-                                       + Iloc[j, k, 2] * R[j, b, 2])
-                Iw[j, a, b] = x
+            # row a of R I
+            x0 = Rj[a, 0] * I[0, 0] + Rj[a, 1] * I[1, 0] + Rj[a, 2] * I[2, 0]
+            x1 = Rj[a, 0] * I[0, 1] + Rj[a, 1] * I[1, 1] + Rj[a, 2] * I[2, 1]
+            x2 = Rj[a, 0] * I[0, 2] + Rj[a, 1] * I[1, 2] + Rj[a, 2] * I[2, 2]
+            for b in range(a, 3):
+                v = x0 * Rj[b, 0] + x1 * Rj[b, 1] + x2 * Rj[b, 2]
+                Iw[j, a, b] = v
+                Iw[j, b, a] = v
 
 
 @_jit
