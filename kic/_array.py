@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backend import use_compiled
+from ._compiled import cross_into, inverse
 from .errors import ModelError
 
 __all__ = []
@@ -90,6 +92,8 @@ def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
     stacked expression on batched arrays in numpy 2.
     """
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    if use_compiled() and cross_into(a, b, out, axis):
+        return out
     if axis == 0:
         a0, a1, a2, b0, b1, b2 = a[0], a[1], a[2], b[0], b[1], b[2]
         o0, o1, o2 = out[0], out[1], out[2]
@@ -184,9 +188,12 @@ def small_inverse(A: np.ndarray) -> np.ndarray:
 
     LAPACK's per-matrix call costs about a microsecond however small the matrix;
     the adjugate of a 3x3 is a few dozen batched products.  Singular matrices give
-    inf/nan, which the callers' condition checks catch.
+    inf/nan, which the callers' condition checks catch.  Under the compiled backend,
+    Gauss-Jordan elimination with partial pivoting, one matrix at a time.
     """
     m = A.shape[-1]
+    if use_compiled():
+        return inverse(A)
     if m > 3:
         return np.linalg.inv(A)
     with np.errstate(divide="ignore", invalid="ignore"):

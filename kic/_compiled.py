@@ -421,6 +421,92 @@ def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
 
 
 # --------------------------------------------------------------------------
+# array primitives
+# --------------------------------------------------------------------------
+def _cross4(a, b, out):
+    """out[p, :, q, r] = a[p, :, q, r] x b[p, :, q, r] (any strides)."""
+    P, _, Q, S = out.shape
+    for i in range(P):
+        for k in range(Q):
+            for m in range(S):
+                a0, a1, a2 = a[i, 0, k, m], a[i, 1, k, m], a[i, 2, k, m]
+                b0, b1, b2 = b[i, 0, k, m], b[i, 1, k, m], b[i, 2, k, m]
+                out[i, 0, k, m] = a1 * b2 - a2 * b1
+                out[i, 1, k, m] = a2 * b0 - a0 * b2
+                out[i, 2, k, m] = a0 * b1 - a1 * b0
+
+
+if numba is not None:
+    # one signature for every layout: compiled once, no per-layout variants
+    _cross4 = numba.njit("void(f8[:, :, :, :], f8[:, :, :, :], f8[:, :, :, :])",
+                         cache=True, nogil=True)(_cross4)
+
+
+def cross_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, axis: int) -> bool:
+    """``out = a x b`` along ``axis`` for same-shaped float arrays of 2 or 3 dims.
+
+    Returns False (nothing written) for other cases, which numpy handles.
+    """
+    if (a.shape != b.shape or a.ndim not in (2, 3) or a.dtype != np.float64
+            or b.dtype != np.float64):
+        return False
+    if axis == 0:
+        a4, b4, o4 = (x[None, :, :, None] if x.ndim == 2 else x[None] for x in (a, b, out))
+    else:
+        a4, b4, o4 = (x[:, :, None, None] if x.ndim == 2 else x[..., None] for x in (a, b, out))
+    _cross4(a4, b4, o4)
+    return True
+
+
+@_jit
+def _inverse(A, out):
+    """Inverses of (K, m, m) matrices by Gauss-Jordan elimination with partial
+    pivoting; a matrix with an exactly zero pivot gives NaN (callers check)."""
+    K, m, _ = A.shape
+    W = np.empty((m, 2 * m))
+    for k in range(K):
+        for i in range(m):
+            for j in range(m):
+                W[i, j] = A[k, i, j]
+                W[i, m + j] = 1.0 if i == j else 0.0
+        singular = False
+        for c in range(m):
+            piv = c
+            best = abs(W[c, c])
+            for i in range(c + 1, m):
+                v = abs(W[i, c])
+                if v > best:
+                    best = v
+                    piv = i
+            if best == 0.0 or not np.isfinite(best):
+                singular = True
+                break
+            if piv != c:
+                for j in range(2 * m):
+                    W[c, j], W[piv, j] = W[piv, j], W[c, j]
+            inv = 1.0 / W[c, c]
+            for j in range(2 * m):
+                W[c, j] *= inv
+            for i in range(m):
+                if i != c:
+                    f = W[i, c]
+                    if f != 0.0:
+                        for j in range(c, 2 * m):
+                            W[i, j] -= f * W[c, j]
+        for i in range(m):
+            for j in range(m):
+                out[k, i, j] = np.nan if singular else W[i, m + j]
+
+
+def inverse(A: np.ndarray) -> np.ndarray:
+    """Inverses of stacked (..., m, m) float matrices; NaN where singular."""
+    A3 = np.ascontiguousarray(A, dtype=float).reshape((-1,) + A.shape[-2:])
+    out = np.empty(A3.shape)
+    _inverse(A3, out)
+    return out.reshape(A.shape)
+
+
+# --------------------------------------------------------------------------
 # Python wrappers
 # --------------------------------------------------------------------------
 class ChainData:

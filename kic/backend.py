@@ -22,6 +22,7 @@ __all__ = ["set_backend", "get_backend"]
 
 _CHOICES = ("auto", "numpy", "numba")
 _choice: str | None = None          # None: not read from the environment yet
+_use: bool | None = None            # cached: compiled kernels in force
 
 
 def _check(name) -> str:
@@ -73,24 +74,31 @@ def set_backend(name: str) -> str:
     'numpy'
     >>> _ = kic.set_backend(previous)
     """
-    global _choice
+    global _choice, _use
     previous = _current()
     _choice = _check(name)
+    _use = None
     return previous
 
 
 def get_backend() -> str:
     """The kernels in use: ``"numba"`` (compiled) or ``"numpy"``."""
-    from . import _compiled
-    name = _current()
-    if name == "auto":
-        return "numba" if _compiled.available else "numpy"
-    return name
+    return "numba" if use_compiled() else "numpy"
+
+
+def use_compiled() -> bool:
+    """True when the compiled kernels are to be used (internal, called often)."""
+    global _use
+    if _use is None:
+        from . import _compiled
+        name = _current()
+        _use = _compiled.available and name in ("auto", "numba")
+    return _use
 
 
 def compiled_data(chain):
     """The chain's constants for the compiled kernels, or None under numpy."""
-    if get_backend() != "numba":
+    if not use_compiled():
         return None
     data = chain.__dict__.get("_compiled_data")
     if data is None:

@@ -12,6 +12,8 @@ import kic
 import mechanisms
 from kic.transfer import Transfer
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 H_STEP = 1e-5     # finite-difference step; the closure converges to ~1e-15
 
 

@@ -32,6 +32,8 @@ import mechanisms
 from helpers import assert_rel_recorded, rel_err
 from oracles import lagrange as L
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 RTOL = 1e-9          # kic vs oracle (issue 3)
 FLOOR = 1e-6         # norm floor of the relative error (loads are O(1..100))
 SEEDS = (0, 1, 2)

@@ -28,6 +28,8 @@ from helpers import assert_rel_recorded, rel_err
 from oracles import lagrange as L
 from oracles import lagrange_more as LM
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 RTOL = 1e-9
 FLOOR = 1e-6
 SEEDS = (0, 1, 2)

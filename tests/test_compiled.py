@@ -22,16 +22,18 @@ def shifted(x):
     return T
 
 
+def under(name, fn):
+    """fn() under backend ``name``."""
+    previous = kic.set_backend(name)
+    try:
+        return fn()
+    finally:
+        kic.set_backend(previous)
+
+
 def both(fn):
     """fn() under the numpy and the compiled backend."""
-    out = []
-    for name in ("numpy", "numba"):
-        previous = kic.set_backend(name)
-        try:
-            out.append(fn())
-        finally:
-            kic.set_backend(previous)
-    return out
+    return [under(name, fn) for name in ("numpy", "numba")]
 
 
 def rel(a, b):
@@ -124,10 +126,35 @@ def test_set_backend_validates_and_restores(monkeypatch):
 
 def test_environment_variable_sets_the_first_choice(monkeypatch):
     monkeypatch.setattr(backend, "_choice", None)
+    monkeypatch.setattr(backend, "_use", None)
     monkeypatch.setenv("KIC_BACKEND", "numpy")
     assert kic.get_backend() == "numpy"
     monkeypatch.setattr(backend, "_choice", None)
+    monkeypatch.setattr(backend, "_use", None)
     monkeypatch.setenv("KIC_BACKEND", "fortran")
     with pytest.raises(ValueError, match="KIC_BACKEND"):
         kic.get_backend()
     monkeypatch.setattr(backend, "_choice", None)
+    monkeypatch.setattr(backend, "_use", None)
+
+
+@needs_numba
+def test_compiled_primitives_equal_numpy():
+    """The compiled cross product (any strides) and small-matrix inverse."""
+    from kic._array import cross, small_inverse
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(3, 5, 7)), rng.normal(size=(3, 5, 7))
+    views = [(a, b, 0), (a[:, :4:2], b[:, 1::2], 0), (a.transpose(1, 0, 2), b.transpose(1, 0, 2), 1),
+             (a[:, 0], b[:, 0], 0), (a[:, :, 0].T, b[:, :, 0].T, 1)]
+    for x, y, axis in views:
+        fast = under("numba", lambda: cross(x, y, axis))
+        np.testing.assert_allclose(fast, np.cross(x, y, axis=axis), rtol=0, atol=1e-14)
+    for m in (1, 2, 3, 4, 6, 9):
+        A = rng.normal(size=(4, 2, m, m)) + 3 * np.eye(m)
+        ref, fast = both(lambda: small_inverse(A))
+        np.testing.assert_allclose(fast, np.linalg.inv(A), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(ref, np.linalg.inv(A), rtol=1e-12, atol=1e-12)
+    S = np.ones((2, 4, 4))                              # rank one: no inverse
+    S[1] = np.eye(4)
+    assert np.isnan(under("numba", lambda: small_inverse(S))[0]).all()
+    np.testing.assert_array_equal(under("numba", lambda: small_inverse(S))[1], np.eye(4))

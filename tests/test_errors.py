@@ -6,6 +6,8 @@ import pytest
 import kic
 import mechanisms
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 
 def rigid(x=0.0):
     T = np.eye(4)

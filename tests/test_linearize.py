@@ -25,6 +25,8 @@ import kic
 import mechanisms
 from helpers import random_chain, random_loads, rel_err
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 RTOL_FD = 1e-6          # finite differences against the analytic linearization
 
 

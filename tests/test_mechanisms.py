@@ -37,6 +37,8 @@ from mechanisms import (PANDA_POSES, PUMA560_POSES, craig_three_link, fu_two_lin
 from oracles.rnea import (oracle_bias, oracle_frames, oracle_gravity, oracle_mass_matrix,
                           oracle_tool_frame, rnea)
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 PI = np.pi
 
 # builder, expected joint kinds, sampler of valid configurations

@@ -4,6 +4,8 @@ import pytest
 
 import kic
 
+pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
+
 
 def circle(theta, r=2.0):
     """phi = (x, y) on a circle of radius r as functions of the angle q = theta."""
