@@ -420,6 +420,82 @@ def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
         ok[n] = _cholesky_solve(I, bias, L, out[n])
 
 
+@_jit
+def _pose(base, isR, O, qT, Fc, sR, sv):
+    """Link frames by columns, batch last (the layout of ``kinematics._Pose``):
+    Fc[j, k, i, n] = T_j[i, k]; sR, sv (3, M, N) the joint screws."""
+    M, N = qT.shape
+    for n in range(N):
+        r00, r10, r20 = base[0, 0], base[1, 0], base[2, 0]
+        r01, r11, r21 = base[0, 1], base[1, 1], base[2, 1]
+        r02, r12, r22 = base[0, 2], base[1, 2], base[2, 2]
+        px, py, pz = base[0, 3], base[1, 3], base[2, 3]
+        for j in range(M):
+            Oj = O[j]
+            # columns of R_prev @ O_j, and the new origin
+            b0x = r00 * Oj[0, 0] + r01 * Oj[1, 0] + r02 * Oj[2, 0]
+            b0y = r10 * Oj[0, 0] + r11 * Oj[1, 0] + r12 * Oj[2, 0]
+            b0z = r20 * Oj[0, 0] + r21 * Oj[1, 0] + r22 * Oj[2, 0]
+            b1x = r00 * Oj[0, 1] + r01 * Oj[1, 1] + r02 * Oj[2, 1]
+            b1y = r10 * Oj[0, 1] + r11 * Oj[1, 1] + r12 * Oj[2, 1]
+            b1z = r20 * Oj[0, 1] + r21 * Oj[1, 1] + r22 * Oj[2, 1]
+            b2x = r00 * Oj[0, 2] + r01 * Oj[1, 2] + r02 * Oj[2, 2]
+            b2y = r10 * Oj[0, 2] + r11 * Oj[1, 2] + r12 * Oj[2, 2]
+            b2z = r20 * Oj[0, 2] + r21 * Oj[1, 2] + r22 * Oj[2, 2]
+            ox = r00 * Oj[0, 3] + r01 * Oj[1, 3] + r02 * Oj[2, 3] + px
+            oy = r10 * Oj[0, 3] + r11 * Oj[1, 3] + r12 * Oj[2, 3] + py
+            oz = r20 * Oj[0, 3] + r21 * Oj[1, 3] + r22 * Oj[2, 3] + pz
+            qj = qT[j, n]
+            if isR[j]:
+                c = np.cos(qj)
+                s = np.sin(qj)
+                r00, r10, r20 = c * b0x + s * b1x, c * b0y + s * b1y, c * b0z + s * b1z
+                r01, r11, r21 = c * b1x - s * b0x, c * b1y - s * b0y, c * b1z - s * b0z
+                sR[0, j, n] = b2x
+                sR[1, j, n] = b2y
+                sR[2, j, n] = b2z
+                sv[0, j, n] = oy * b2z - oz * b2y       # r x s
+                sv[1, j, n] = oz * b2x - ox * b2z
+                sv[2, j, n] = ox * b2y - oy * b2x
+            else:
+                r00, r10, r20 = b0x, b0y, b0z
+                r01, r11, r21 = b1x, b1y, b1z
+                ox += qj * b2x
+                oy += qj * b2y
+                oz += qj * b2z
+                sR[0, j, n] = 0.0
+                sR[1, j, n] = 0.0
+                sR[2, j, n] = 0.0
+                sv[0, j, n] = b2x
+                sv[1, j, n] = b2y
+                sv[2, j, n] = b2z
+            r02, r12, r22 = b2x, b2y, b2z
+            px, py, pz = ox, oy, oz
+            Fc[j, 0, 0, n] = r00
+            Fc[j, 0, 1, n] = r10
+            Fc[j, 0, 2, n] = r20
+            Fc[j, 1, 0, n] = r01
+            Fc[j, 1, 1, n] = r11
+            Fc[j, 1, 2, n] = r21
+            Fc[j, 2, 0, n] = r02
+            Fc[j, 2, 1, n] = r12
+            Fc[j, 2, 2, n] = r22
+            Fc[j, 3, 0, n] = px
+            Fc[j, 3, 1, n] = py
+            Fc[j, 3, 2, n] = pz
+
+
+def pose(d: "ChainData", qT: np.ndarray):
+    """(Fc (M, 4, 3, N), sR (3, M, N), sv (3, M, N)) of configurations qT (M, N)."""
+    qT = np.ascontiguousarray(qT, dtype=float)
+    M, N = qT.shape
+    Fc = np.empty((M, 4, 3, N))
+    sR = np.empty((3, M, N))
+    sv = np.empty((3, M, N))
+    _pose(d.base, d.isR, d.O, qT, Fc, sR, sv)
+    return Fc, sR, sv
+
+
 # --------------------------------------------------------------------------
 # array primitives
 # --------------------------------------------------------------------------

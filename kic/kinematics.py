@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
+from .backend import compiled_data
 from ._array import as_batch, cross, from_batch, match_batch
 from .errors import ModelError
 
@@ -54,6 +56,13 @@ class _Pose:
         # (k = 0..2 rotation columns, k = 3 origin), so that the product with a
         # joint's constant origin is one BLAS call and the joint rotation
         # mixes two contiguous columns.
+        # compiled frames only for small batches: with the batch last, a large
+        # batch's strided writes cost the compiled loop more than numpy's passes
+        kc = compiled_data(chain) if N <= 256 else None
+        if kc is not None:
+            Fc, self.sR, self.sv = _compiled.pose(kc, qT)
+            self._views(Fc)
+            return
         if N == 1:
             self._single(chain, qT)
             return
@@ -78,6 +87,9 @@ class _Pose:
                 sv[:, j] = Fj[2]
             T = Fj
         self.sR, self.sv = sR, sv
+        self._views(Fc)
+
+    def _views(self, Fc) -> None:
         # the joint axis is the unchanged third column; the link origin lies on it
         self.R = Fc[:, :3].transpose(2, 1, 0, 3)        # (3, 3, M, N) view
         self.p = Fc[:, 3].transpose(1, 0, 2)
@@ -93,10 +105,7 @@ class _Pose:
         Fc = np.empty((M, 4, 3, 1))
         Fc[:, :3, :, 0] = T[:, :9].reshape(M, 3, 3).transpose(0, 2, 1)
         Fc[:, 3, :, 0] = T[:, 9:]
-        self.R = Fc[:, :3].transpose(2, 1, 0, 3)
-        self.p = Fc[:, 3].transpose(1, 0, 2)
-        self.s = Fc[:, 2].transpose(1, 0, 2)
-        self.r = self.p
+        self._views(Fc)
         self.sR = np.array([sw for sw, _, _ in frames]).T[:, :, None]
         self.sv = np.array([sv for _, sv, _ in frames]).T[:, :, None]
 
