@@ -8,29 +8,57 @@ passes.  These kernels evaluate exactly the sums of :mod:`kic.dynamics`
 (world-frame screws, composite inertias, Freeman's P* re-associated into
 composite moments) and the tests compare them with the numpy kernels and with
 the independent oracle.  They are used when numba is installed (the ``fast``
-extra) unless :func:`kic.set_backend` says otherwise.
+extra) unless :func:`kic.set_backend` says otherwise.  A few array primitives
+of the numpy kernels (cross product, small-matrix inverse, link frames of a
+small batch) have compiled versions here too.
 
 Layout: inputs ``q, qd, ...`` are (N, M), C-contiguous float64; outputs are
 batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
 """
 from __future__ import annotations
 
-import numpy as np
+import importlib.util
 
-try:                                     # optional dependency
-    import numba
-except ImportError:                      # pragma: no cover - depends on the environment
-    numba = None
+import numpy as np
 
 __all__ = []
 
-available = numba is not None
+available = importlib.util.find_spec("numba") is not None
+"""numba is installed (imported, and the kernels compiled, on first use)."""
+
+_JITTED: list[str] = []      # names of the functions compiled by :func:`load`
+_loaded = False
 
 
 def _jit(fn):
-    if numba is None:
-        return fn
-    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+    """Mark ``fn`` for compilation; numba is imported only when a kernel is needed,
+    so ``import kic`` does not pay for it."""
+    _JITTED.append(fn.__name__)
+    return fn
+
+
+def load() -> bool:
+    """Import numba and wrap the kernels (they compile at their first call, or load
+    from numba's cache).  False, with a warning, if numba cannot be imported."""
+    global _loaded, available
+    if _loaded:
+        return True
+    try:
+        import numba
+    except ImportError as exc:           # e.g. a numba built for another numpy
+        import warnings
+        warnings.warn(f"numba is installed but cannot be imported ({exc}); kic uses "
+                      "its numpy kernels", RuntimeWarning, stacklevel=3)
+        available = False
+        return False
+    g = globals()
+    for name in _JITTED:
+        g[name] = numba.njit(cache=True, nogil=True, error_model="numpy")(g[name])
+    # one signature for every memory layout: compiled once, no per-layout variants
+    g["_cross4"] = numba.njit("void(f8[:, :, :, :], f8[:, :, :, :], f8[:, :, :, :])",
+                              cache=True, nogil=True)(g["_cross4"])
+    _loaded = True
+    return True
 
 
 # --------------------------------------------------------------------------
@@ -510,12 +538,6 @@ def _cross4(a, b, out):
                 out[i, 0, k, m] = a1 * b2 - a2 * b1
                 out[i, 1, k, m] = a2 * b0 - a0 * b2
                 out[i, 2, k, m] = a0 * b1 - a1 * b0
-
-
-if numba is not None:
-    # one signature for every layout: compiled once, no per-layout variants
-    _cross4 = numba.njit("void(f8[:, :, :, :], f8[:, :, :, :], f8[:, :, :, :])",
-                         cache=True, nogil=True)(_cross4)
 
 
 def cross_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, axis: int) -> bool:

@@ -30,7 +30,7 @@ def _check(name) -> str:
         raise ValueError(f"unknown kic backend {name!r}: use one of {', '.join(_CHOICES)}")
     if name == "numba":
         from . import _compiled
-        if not _compiled.available:
+        if not (_compiled.available and _compiled.load()):
             raise ImportError("the 'numba' backend needs numba: pip install 'kic[fast]'")
     return name
 
@@ -92,7 +92,7 @@ def use_compiled() -> bool:
     if _use is None:
         from . import _compiled
         name = _current()
-        _use = _compiled.available and name in ("auto", "numba")
+        _use = name in ("auto", "numba") and _compiled.available and _compiled.load()
     return _use
 
 
