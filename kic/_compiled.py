@@ -515,7 +515,7 @@ def _pose(base, isR, O, qT, Fc, sR, sv):
 
 def pose(d: "ChainData", qT: np.ndarray):
     """(Fc (M, 4, 3, N), sR (3, M, N), sv (3, M, N)) of configurations qT (M, N)."""
-    qT = np.ascontiguousarray(qT, dtype=float)
+    qT = _rows(qT)
     M, N = qT.shape
     Fc = np.empty((M, 4, 3, N))
     sR = np.empty((3, M, N))
@@ -546,8 +546,8 @@ def cross_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, axis: int) -> bool
     Returns False (nothing written) for other cases, which numpy handles.
     """
     if (a.shape != b.shape or a.ndim not in (2, 3) or a.dtype != np.float64
-            or b.dtype != np.float64):
-        return False
+            or b.dtype != np.float64 or not (a.flags.writeable and b.flags.writeable)):
+        return False                     # the compiled signature takes writeable float64
     if axis == 0:
         a4, b4, o4 = (x[None, :, :, None] if x.ndim == 2 else x[None] for x in (a, b, out))
     else:
@@ -598,7 +598,7 @@ def _inverse(A, out):
 
 def inverse(A: np.ndarray) -> np.ndarray:
     """Inverses of stacked (..., m, m) float matrices; NaN where singular."""
-    A3 = np.ascontiguousarray(A, dtype=float).reshape((-1,) + A.shape[-2:])
+    A3 = _rows(A).reshape((-1,) + A.shape[-2:])
     out = np.empty(A3.shape)
     _inverse(A3, out)
     return out.reshape(A.shape)
@@ -623,7 +623,10 @@ class ChainData:
 
 
 def _rows(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x, dtype=float)
+    """C-contiguous, writeable float64: the one array type the kernels are compiled
+    for (a read-only or strided input would compile another specialization)."""
+    a = np.ascontiguousarray(x, dtype=float)
+    return a if a.flags.writeable else a.copy()
 
 
 def inverse_dynamics(d: ChainData, q, qd, qdd, gravity: bool = True) -> np.ndarray:

@@ -119,9 +119,9 @@ def test_set_backend_validates_and_restores(monkeypatch):
         assert kic.get_backend() == "numpy"          # auto without numba
     finally:
         monkeypatch.undo()
-        kic.set_backend(previous)
-    assert kic.get_backend() == ("numba" if _compiled.available else "numpy") \
-        or previous != "auto"
+        assert kic.set_backend(previous) == "auto"
+    if previous == "auto":
+        assert kic.get_backend() == ("numba" if _compiled.available else "numpy")
 
 
 def test_environment_variable_sets_the_first_choice(monkeypatch):
@@ -158,3 +158,56 @@ def test_compiled_primitives_equal_numpy():
     S[1] = np.eye(4)
     assert np.isnan(under("numba", lambda: small_inverse(S))[0]).all()
     np.testing.assert_array_equal(under("numba", lambda: small_inverse(S))[1], np.eye(4))
+
+
+def test_unimportable_numba_falls_back_to_numpy(monkeypatch):
+    """numba present but broken (say, built for another numpy): a warning, then numpy."""
+    import sys
+    previous = kic.set_backend("auto")
+    try:
+        monkeypatch.setattr(_compiled, "available", True)
+        monkeypatch.setattr(_compiled, "_loaded", False)
+        monkeypatch.setitem(sys.modules, "numba", None)      # makes `import numba` fail
+        monkeypatch.setattr(backend, "_use", None)
+        with pytest.warns(RuntimeWarning, match="cannot be imported"):
+            assert kic.get_backend() == "numpy"
+        assert _compiled.available is False
+        with pytest.raises(ImportError, match="kic\\[fast\\]"):
+            kic.set_backend("numba")
+    finally:
+        monkeypatch.undo()
+        kic.set_backend(previous)
+
+
+@needs_numba
+def test_read_only_and_strided_inputs_reuse_the_compiled_kernels():
+    """Inputs of any layout (broadcast, read-only, strided) give the same results and
+    compile nothing new: one specialization per kernel."""
+    rng = np.random.default_rng(11)
+    chain = random_chain(rng, 4)
+    q = rng.uniform(-2, 2, (6, 4))
+    qd = rng.normal(size=(6, 4))
+    kernels = ("_rnea", "_inertia", "_inertia_power", "_gravity", "_forward", "_pose")
+
+    def run(q_, qd_):
+        dyn = chain.dynamics(q_)
+        return (chain.inverse_dynamics(q_, qd_, qd_), dyn.I_star, dyn.P_star,
+                chain.gravity_load(q_), chain.forward_dynamics(q_, qd_, qd_),
+                chain.kinematics(q_, 2).point(3, [0.1, 0.2, 0.3]).H)
+
+    previous = kic.set_backend("numba")
+    try:
+        ref = run(q, qd)
+        counts = {k: len(getattr(_compiled, k).signatures) for k in kernels}
+        frozen, frozen_d = q.copy(), qd.copy()                   # read-only, contiguous
+        frozen.flags.writeable = frozen_d.flags.writeable = False
+        cases = ((frozen, frozen_d), (frozen[1], frozen_d[1]),
+                 (np.broadcast_to(q[2], (6, 4)), np.broadcast_to(qd[2], (6, 4))),  # stride 0
+                 (np.asfortranarray(q), np.asfortranarray(qd)))                    # strided
+        for q_, qd_ in cases:
+            for a, b in zip(run(q_, qd_), run(np.array(q_), np.array(qd_))):
+                np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+        assert rel(run(q[2], qd[2])[0], ref[0][2]) < 1e-13
+        assert {k: len(getattr(_compiled, k).signatures) for k in kernels} == counts
+    finally:
+        kic.set_backend(previous)
