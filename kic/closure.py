@@ -993,11 +993,12 @@ class ClosedModel:
         qf, batch = self._phi_batch(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd = match_batch(qdd, self.dof, batch, "qdd").T
-        T, _ = self._required(qf, qd, qdd, loads)
+        T, _ = self._required(qf, qd, qdd, loads, batch=batch)
         return T.reshape(batch + (self.dof,))
 
-    def _required(self, qf, qd, qdd, loads, actuators=None):
-        """T_q (n, M) by blocks of configurations, and G^phi_q of ``actuators``."""
+    def _required(self, qf, qd, qdd, loads, actuators=None, batch=()):
+        """T_q (n, M) by blocks of configurations, and G^phi_q of ``actuators``;
+        ``batch`` the caller's batch shape, for the index a SingularityError reports."""
         from ._array import blocks
         n = qf.shape[0]
         batched_loads = loads is not None and any(
@@ -1007,9 +1008,13 @@ class ClosedModel:
         T = np.empty((n, self.dof))
         Ga = None if actuators is None else np.empty((n, len(actuators), self.dof))
         for sl in parts:
-            phi, kins = self._assemble(qf[sl])
-            tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
-                                                        velocity=(qd[sl], qdd[sl]))
+            start, stop, _ = sl.indices(n)
+            try:
+                phi, kins = self._assemble(qf[sl])
+                tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
+                                                            velocity=(qd[sl], qdd[sl]))
+            except SingularityError as exc:
+                raise exc.in_batch(start, stop - start, batch) from None
             T[sl] = tr.load(self._joint_loads(phi, phid, phidd, loads, kins, motion))
             if actuators is not None:
                 Ga[sl] = tr.G[:, actuators]
@@ -1117,11 +1122,15 @@ class ClosedModel:
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd = match_batch(qdd, self.dof, batch, "qdd").T
         idx = self._joint_indices(actuators)
-        T, G = self._required(qf, qd, qdd, loads, idx)
+        T, G = self._required(qf, qd, qdd, loads, idx, batch=batch)
         if G.shape[-2] == G.shape[-1]:
             # checked like the closures: near a singularity of the actuation the
             # loads grow without bound and a SingularityError says so
-            Gi = self._inverse(np.swapaxes(G, -1, -2), [], idx, what="actuator Jacobian G^a_q")
+            try:
+                Gi = self._inverse(np.swapaxes(G, -1, -2), [], idx,
+                                   what="actuator Jacobian G^a_q")
+            except SingularityError as exc:
+                raise exc.in_batch(0, G.shape[0], batch) from None
             tau = (Gi @ T[..., None])[..., 0]
         else:
             tau = load_distribution(G, T, weights)
@@ -1132,13 +1141,16 @@ class ClosedModel:
         qf, batch = self._phi_batch(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         tau = match_batch(tau, self.dof, batch, "tau").T
-        phi, kins = self._assemble(qf)
-        tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
-                                                    velocity=(qd, np.zeros_like(qd)))
-        bias = tr.load(self._joint_loads(phi, phid, phidd, loads, kins, motion))
-        I = self._inertia(phi, tr)
-        return spd_solve(I, tau - bias, "effective inertia I* in "
-                         f"{self.coordinate_names}").reshape(batch + (self.dof,))
+        try:
+            phi, kins = self._assemble(qf)
+            tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
+                                                        velocity=(qd, np.zeros_like(qd)))
+            bias = tr.load(self._joint_loads(phi, phid, phidd, loads, kins, motion))
+            I = self._inertia(phi, tr)
+            qdd = spd_solve(I, tau - bias, f"effective inertia I* in {self.coordinate_names}")
+        except SingularityError as exc:
+            raise exc.in_batch(0, qf.shape[0], batch) from None
+        return qdd.reshape(batch + (self.dof,))
 
     def _inertia(self, phi, tr) -> np.ndarray:
         I = 0.0
@@ -1257,7 +1269,10 @@ class ClosedDynamics(DynamicModel):
         qf, batch = model._phi_batch(q)
         super().__init__(qf.reshape(batch + (model.dof,)), batch)
         self.model = model
-        self._phi, _ = model._assemble(qf)
+        try:
+            self._phi, _ = model._assemble(qf)
+        except SingularityError as exc:
+            raise exc.in_batch(0, qf.shape[0], batch) from None
         self._parts = [(sl, {}) for sl in blocks(qf.shape[0])]
 
     def _part(self, k, order=2):
@@ -1266,7 +1281,10 @@ class ClosedDynamics(DynamicModel):
         if order not in data and not (order == 1 and 2 in data):
             m = self.model
             phi = self._phi[sl]
-            tr, _ = m._transfer(phi, order)
+            try:
+                tr, _ = m._transfer(phi, order)
+            except SingularityError as exc:
+                raise exc.in_batch(sl.start, sl.stop - sl.start, self._batch) from None
             models = {ci: c.dynamics(phi[:, m._chain_idx[ci]])
                       for ci, c in enumerate(m._chains) if c.total_mass > 0}
             if len(self._parts) > 1:

@@ -146,7 +146,6 @@ def main(argv=None) -> int:
           f"{ss.nominal.voltage.min():.2f} .. {ss.nominal.voltage.max():.2f} V; "
           f"the mechanical rows of A(t) change by {var['relative_change_mechanical']:.0%} "
           f"along the move (rate {var['rate_mechanical']:.2g} 1/s)")
-    import kic
     hint = "" if kic.get_backend() == "numba" else " (pip install -e '.[fast]' compiles them)"
     print(f"\n(done in {time.perf_counter() - start:.2f} s with the {kic.get_backend()} "
           f"serial-chain kernels{hint}; see docs/tutorial.md for more)")

@@ -5,7 +5,10 @@ anything the library reports about a model or a configuration.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
+
+import numpy as np
 
 __all__ = ["KicError", "ModelError", "SingularityError", "ClosureError"]
 
@@ -47,6 +50,17 @@ class SingularityError(KicError, ArithmeticError):
         self.condition = condition
         self.where = where
         self.index = index
+
+    def in_batch(self, start: int, size: int, batch: tuple) -> "SingularityError":
+        """The same error raised for the block of configurations ``start`` to
+        ``start + size`` of a batch of shape ``batch``, indexed in that batch."""
+        local = self.index[0] if self.index else 0
+        if not batch or (self.index is None and size != 1):
+            return self
+        index = tuple(int(i) for i in np.unravel_index(start + local, batch))
+        message = re.sub(r" at batch index \([^)]*\)| at batch index \d+", "", str(self))
+        return SingularityError(f"{message} at batch index {index}", sigma_min=self.sigma_min,
+                                condition=self.condition, where=self.where, index=index)
 
 
 class ClosureError(KicError, ArithmeticError):

@@ -358,6 +358,30 @@ def test_singular_configuration_is_reported():
     assert np.all(np.diff(c) > 0) and 5 < c[1] / c[0] < 20
 
 
+def test_singular_configuration_is_located_in_a_large_batch():
+    """A singular pose deep in a multi-dimensional batch (processed internally in
+    blocks) is reported with its own index in the caller's batch."""
+    from scipy.optimize import brentq
+    fb = mechanisms.five_bar(base=0.4)
+    th1 = np.pi / 2 + 0.4
+    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
+    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
+    singular = np.array([th1, brentq(gap, -1.0, 1.0, xtol=1e-15)])
+    Q = np.tile(singular + [0.0, 0.3], (30, 100, 1))
+    Q[25, 7] = singular                       # flat index 2507: the third block of 1024
+    Z = np.zeros_like(Q)
+    calls = {"inverse dynamics": lambda: fb.inverse_dynamics(Q, Z, Z),
+             "actuator loads": lambda: fb.actuator_loads(Q, Z, Z, fb.actuators),
+             "I*": lambda: fb.dynamics(Q).I_star,
+             "forward dynamics": lambda: fb.forward_dynamics(Q, Z, Z)}
+    for name, call in calls.items():
+        with pytest.raises(kic.SingularityError) as err:
+            call()
+        assert err.value.index == (25, 7), name
+        assert str(err.value).endswith("at batch index (25, 7)"), name
+        assert "batch index 4" not in str(err.value)     # no block-local index left
+
+
 def test_stewart_angles_are_radians():
     with pytest.raises(kic.ModelError, match=r"np.radians\(15"):
         mechanisms.stewart_platform(base_half_angle=15)

@@ -149,5 +149,9 @@ def test_singular_inertia_is_a_singularity_error():
     with pytest.raises(kic.SingularityError) as err:
         chain.forward_dynamics(np.zeros((3, 2)), np.zeros((3, 2)), np.ones((3, 2)))
     assert err.value.condition > 1e8 and "effective inertia" in str(err.value)
+    assert err.value.index == (0,)
+    with pytest.raises(kic.SingularityError) as err:          # index in the batch's shape
+        chain.forward_dynamics(np.zeros((2, 3, 2)), np.zeros((2, 3, 2)), np.ones((2, 3, 2)))
+    assert len(err.value.index) == 2
     with pytest.raises(kic.SingularityError):
         chain.forward_dynamics([0.0, 0.0], [0.0, 0.0], [1.0, 1.0])
