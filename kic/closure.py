@@ -838,7 +838,8 @@ class ClosedModel:
         raise ClosureError(
             f"loop {self._loops[i].name!r} cannot be closed at these coordinates{where}: "
             f"residual {norms[i]:.3e} after {_MAX_ITER} Newton steps (outside the workspace "
-            "or across a singularity)", loop=self._loops[i].name, residual=norms[i])
+            "or across a singularity)", loop=self._loops[i].name, residual=norms[i],
+            index=None if index is None else (index,))
 
     def _block_matrices(self, rows, loops, deps, offsets, n, need_q=True):
         """A = dc/dphi_dep (n, R, nd) and Bq = dc/dq (n, R, M) of one block."""
@@ -1013,7 +1014,7 @@ class ClosedModel:
                 phi, kins = self._assemble(qf[sl])
                 tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
                                                             velocity=(qd[sl], qdd[sl]))
-            except SingularityError as exc:
+            except (SingularityError, ClosureError) as exc:
                 raise exc.in_batch(start, stop - start, batch) from None
             T[sl] = tr.load(self._joint_loads(phi, phid, phidd, loads, kins, motion))
             if actuators is not None:
@@ -1129,7 +1130,7 @@ class ClosedModel:
             try:
                 Gi = self._inverse(np.swapaxes(G, -1, -2), [], idx,
                                    what="actuator Jacobian G^a_q")
-            except SingularityError as exc:
+            except (SingularityError, ClosureError) as exc:
                 raise exc.in_batch(0, G.shape[0], batch) from None
             tau = (Gi @ T[..., None])[..., 0]
         else:
@@ -1148,7 +1149,7 @@ class ClosedModel:
             bias = tr.load(self._joint_loads(phi, phid, phidd, loads, kins, motion))
             I = self._inertia(phi, tr)
             qdd = spd_solve(I, tau - bias, f"effective inertia I* in {self.coordinate_names}")
-        except SingularityError as exc:
+        except (SingularityError, ClosureError) as exc:
             raise exc.in_batch(0, qf.shape[0], batch) from None
         return qdd.reshape(batch + (self.dof,))
 
@@ -1271,7 +1272,7 @@ class ClosedDynamics(DynamicModel):
         self.model = model
         try:
             self._phi, _ = model._assemble(qf)
-        except SingularityError as exc:
+        except (SingularityError, ClosureError) as exc:
             raise exc.in_batch(0, qf.shape[0], batch) from None
         self._parts = [(sl, {}) for sl in blocks(qf.shape[0])]
 
@@ -1283,7 +1284,7 @@ class ClosedDynamics(DynamicModel):
             phi = self._phi[sl]
             try:
                 tr, _ = m._transfer(phi, order)
-            except SingularityError as exc:
+            except (SingularityError, ClosureError) as exc:
                 raise exc.in_batch(sl.start, sl.stop - sl.start, self._batch) from None
             models = {ci: c.dynamics(phi[:, m._chain_idx[ci]])
                       for ci, c in enumerate(m._chains) if c.total_mass > 0}

@@ -5,6 +5,7 @@ anything the library reports about a model or a configuration.
 """
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -14,7 +15,29 @@ __all__ = ["KicError", "ModelError", "SingularityError", "ClosureError"]
 
 
 class KicError(Exception):
-    """Base class of the errors raised by kic."""
+    """Base class of the errors raised by kic.
+
+    ``index``, where set, is the index of the offending configuration in the
+    batch the caller passed (a tuple in the batch's shape).
+    """
+
+    index: tuple | None = None
+
+    def in_batch(self, start: int, size: int, batch: tuple) -> "KicError":
+        """The same error, raised for the block of configurations ``start`` to
+        ``start + size`` (flat) of a batch of shape ``batch``, indexed in that batch."""
+        if not batch or (self.index is None and size != 1):
+            return self
+        local = self.index[0] if self.index else 0
+        index = tuple(int(i) for i in np.unravel_index(start + local, batch))
+        message, found = _INDEX.subn(f"batch index {index}", str(self))
+        new = copy.copy(self)
+        new.args = (message if found else f"{message} at batch index {index}",)
+        new.index = index
+        return new
+
+
+_INDEX = re.compile(r"batch index (\([^)]*\)|\d+)")
 
 
 class ModelError(KicError, ValueError):
@@ -51,17 +74,6 @@ class SingularityError(KicError, ArithmeticError):
         self.where = where
         self.index = index
 
-    def in_batch(self, start: int, size: int, batch: tuple) -> "SingularityError":
-        """The same error raised for the block of configurations ``start`` to
-        ``start + size`` of a batch of shape ``batch``, indexed in that batch."""
-        local = self.index[0] if self.index else 0
-        if not batch or (self.index is None and size != 1):
-            return self
-        index = tuple(int(i) for i in np.unravel_index(start + local, batch))
-        message = re.sub(r" at batch index \([^)]*\)| at batch index \d+", "", str(self))
-        return SingularityError(f"{message} at batch index {index}", sigma_min=self.sigma_min,
-                                condition=self.condition, where=self.where, index=index)
-
 
 class ClosureError(KicError, ArithmeticError):
     """A closed loop could not be assembled at the requested coordinates.
@@ -72,10 +84,13 @@ class ClosureError(KicError, ArithmeticError):
         The loop (its cut joint or name) that failed to close.
     residual : float
         Norm of the closure residual when the solver gave up (m or rad).
+    index : tuple or None
+        Index of the offending configuration in the batch, when batched.
     """
 
     def __init__(self, message: str, *, loop: Any = None,
-                 residual: float = float("nan")) -> None:
+                 residual: float = float("nan"), index: tuple | None = None) -> None:
         super().__init__(message)
         self.loop = loop
         self.residual = residual
+        self.index = index

@@ -41,7 +41,8 @@ def _circle_meet(A, B, ra, rb, left=True, what="loop"):
         raise ClosureError(f"the {what} cannot be assembled: the two sides are {Lb:.4g} m "
                            f"apart but the links reach from {abs(ra - rb):.4g} to "
                            f"{ra + rb:.4g} m", loop=what,
-                           residual=float(max(Lb - ra - rb, abs(ra - rb) - Lb, 0)))
+                           residual=float(max(Lb - ra - rb, abs(ra - rb) - Lb, 0)),
+                           index=tuple(int(i) for i in bad) if np.ndim(out) else None)
     a = (ra ** 2 - rb ** 2 + L ** 2) / (2 * L)
     h = np.sqrt(np.maximum(ra ** 2 - a ** 2, 0.0))
     u = d / L[..., None]
@@ -497,9 +498,12 @@ def _two_link_ik(P, l1, l2, up=True, what="arm"):
     r2 = (P ** 2).sum(-1)
     c2 = (r2 - l1 ** 2 - l2 ** 2) / (2 * l1 * l2)
     if np.any(np.abs(c2) > 1):
-        raise ClosureError(f"the {what} cannot reach {P.reshape(-1, 2)[np.argmax(np.abs(c2))]}"
+        worst = int(np.argmax(np.abs(c2)))
+        raise ClosureError(f"the {what} cannot reach {P.reshape(-1, 2)[worst]}"
                            f" (reach {abs(l1 - l2):.4g} to {l1 + l2:.4g} m)", loop=what,
-                           residual=float(np.max(np.abs(c2)) - 1))
+                           residual=float(np.max(np.abs(c2)) - 1),
+                           index=tuple(int(i) for i in np.unravel_index(worst, np.shape(c2)))
+                           if np.ndim(c2) else None)
     t2 = np.arccos(np.clip(c2, -1, 1)) * (1 if up else -1)
     t1 = np.arctan2(P[..., 1], P[..., 0]) - np.arctan2(l2 * np.sin(t2), l1 + l2 * np.cos(t2))
     return t1, t2

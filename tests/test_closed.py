@@ -380,6 +380,11 @@ def test_singular_configuration_is_located_in_a_large_batch():
         assert err.value.index == (25, 7), name
         assert str(err.value).endswith("at batch index (25, 7)"), name
         assert "batch index 4" not in str(err.value)     # no block-local index left
+    Q[25, 7] = [np.pi, 0.0]                   # cranks apart: the couplers cannot meet
+    with pytest.raises(kic.ClosureError) as err:
+        fb.inverse_dynamics(Q, Z, Z)
+    assert err.value.index == (25, 7) and str(err.value).endswith("at batch index (25, 7)")
+    assert err.value.residual > 0
 
 
 def test_stewart_angles_are_radians():
