@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 
 import networkx as nx
 import numpy as np
@@ -759,7 +760,8 @@ class ClosedModel:
             The dependent-joint Jacobian is singular on the way.
         """
         qf, batch = self._phi_batch(q)
-        return self._assemble(qf, guess)[0].reshape(batch + (self.N,))
+        with _located(batch, qf.shape[0]):
+            return self._assemble(qf, guess)[0].reshape(batch + (self.N,))
 
     def _assemble(self, qf: np.ndarray, guess=None):
         """phi (n, N) at coordinates qf (n, M), and the chain kinematics at it."""
@@ -900,7 +902,8 @@ class ClosedModel:
         ((2,), True)
         """
         qf, batch = self._phi_batch(q)
-        phi, _ = self._assemble(qf)
+        with _located(batch, qf.shape[0]):
+            phi, _ = self._assemble(qf)
         rows, _ = self._rows(phi, 1, residual=False)
         cond = np.ones(qf.shape[0])
         for loops, deps, offsets in self._blocks:
@@ -977,9 +980,10 @@ class ClosedModel:
         """phi' (and phi'' when ``qdd`` is given) of every joint (..., N)."""
         qf, batch = self._phi_batch(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
-        phi, kins = self._assemble(qf)
         qdd_ = np.zeros_like(qd) if qdd is None else match_batch(qdd, self.dof, batch, "qdd").T
-        _, _, phid, phidd, _ = self._transfer(phi, 1, kins, velocity=(qd, qdd_))
+        with _located(batch, qf.shape[0]):
+            phi, kins = self._assemble(qf)
+            _, _, phid, phidd, _ = self._transfer(phi, 1, kins, velocity=(qd, qdd_))
         if qdd is None:
             return phid.reshape(batch + (self.N,))
         return phid.reshape(batch + (self.N,)), phidd.reshape(batch + (self.N,))
@@ -1010,12 +1014,10 @@ class ClosedModel:
         Ga = None if actuators is None else np.empty((n, len(actuators), self.dof))
         for sl in parts:
             start, stop, _ = sl.indices(n)
-            try:
+            with _located(batch, stop - start, start):
                 phi, kins = self._assemble(qf[sl])
                 tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
                                                             velocity=(qd[sl], qdd[sl]))
-            except (SingularityError, ClosureError) as exc:
-                raise exc.in_batch(start, stop - start, batch) from None
             T[sl] = tr.load(self._joint_loads(phi, phid, phidd, loads, kins, motion))
             if actuators is not None:
                 Ga[sl] = tr.G[:, actuators]
@@ -1095,8 +1097,9 @@ class ClosedModel:
         """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate."""
         qf, batch = self._phi_batch(q)
         idx = self._joint_indices(actuators)
-        phi, kins = self._assemble(qf)
-        tr, _ = self._transfer(phi, 1, kins)
+        with _located(batch, qf.shape[0]):
+            phi, kins = self._assemble(qf)
+            tr, _ = self._transfer(phi, 1, kins)
         return tr.G[:, idx].reshape(batch + (len(idx), self.dof))
 
     def _joint_indices(self, names: Sequence[str]) -> np.ndarray:
@@ -1127,11 +1130,9 @@ class ClosedModel:
         if G.shape[-2] == G.shape[-1]:
             # checked like the closures: near a singularity of the actuation the
             # loads grow without bound and a SingularityError says so
-            try:
+            with _located(batch, G.shape[0]):
                 Gi = self._inverse(np.swapaxes(G, -1, -2), [], idx,
                                    what="actuator Jacobian G^a_q")
-            except (SingularityError, ClosureError) as exc:
-                raise exc.in_batch(0, G.shape[0], batch) from None
             tau = (Gi @ T[..., None])[..., 0]
         else:
             tau = load_distribution(G, T, weights)
@@ -1142,15 +1143,13 @@ class ClosedModel:
         qf, batch = self._phi_batch(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         tau = match_batch(tau, self.dof, batch, "tau").T
-        try:
+        with _located(batch, qf.shape[0]):
             phi, kins = self._assemble(qf)
             tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
                                                         velocity=(qd, np.zeros_like(qd)))
             bias = tr.load(self._joint_loads(phi, phid, phidd, loads, kins, motion))
             I = self._inertia(phi, tr)
             qdd = spd_solve(I, tau - bias, f"effective inertia I* in {self.coordinate_names}")
-        except (SingularityError, ClosureError) as exc:
-            raise exc.in_batch(0, qf.shape[0], batch) from None
         return qdd.reshape(batch + (self.dof,))
 
     def _inertia(self, phi, tr) -> np.ndarray:
@@ -1165,6 +1164,16 @@ class ClosedModel:
     def __repr__(self) -> str:
         return (f"<ClosedModel {self.name or ''} in {self.coordinate_names}: "
                 f"{self.N} joints, {len(self._loops)} loops>")
+
+
+@contextmanager
+def _located(batch: tuple, size: int, start: int = 0):
+    """Re-raise a SingularityError or ClosureError of configurations ``start`` to
+    ``start + size`` (flat) with its index in the caller's ``batch`` shape."""
+    try:
+        yield
+    except (SingularityError, ClosureError) as exc:
+        raise exc.in_batch(start, size, batch) from None
 
 
 def _check_block(A: np.ndarray, model: ClosedModel, loops, deps, what=None) -> None:
@@ -1211,10 +1220,11 @@ class ClosedKinematics:
         self.order = order
         qf, self._batch = model._phi_batch(q)
         self.q = qf.reshape(self._batch + (model.dof,))
-        phi, kins = model._assemble(qf)
+        with _located(self._batch, qf.shape[0]):
+            phi, kins = model._assemble(qf)
+            self._tr, self._kins = model._transfer(phi, order, kins)
         self._phi = phi
         self.phi = phi.reshape(self._batch + (model.N,))
-        self._tr, self._kins = model._transfer(phi, order, kins)
         for kin in self._kins.values():
             kin.order = order
 
@@ -1270,10 +1280,8 @@ class ClosedDynamics(DynamicModel):
         qf, batch = model._phi_batch(q)
         super().__init__(qf.reshape(batch + (model.dof,)), batch)
         self.model = model
-        try:
+        with _located(batch, qf.shape[0]):
             self._phi, _ = model._assemble(qf)
-        except (SingularityError, ClosureError) as exc:
-            raise exc.in_batch(0, qf.shape[0], batch) from None
         self._parts = [(sl, {}) for sl in blocks(qf.shape[0])]
 
     def _part(self, k, order=2):
@@ -1282,10 +1290,8 @@ class ClosedDynamics(DynamicModel):
         if order not in data and not (order == 1 and 2 in data):
             m = self.model
             phi = self._phi[sl]
-            try:
+            with _located(self._batch, sl.stop - sl.start, sl.start):
                 tr, _ = m._transfer(phi, order)
-            except (SingularityError, ClosureError) as exc:
-                raise exc.in_batch(sl.start, sl.stop - sl.start, self._batch) from None
             models = {ci: c.dynamics(phi[:, m._chain_idx[ci]])
                       for ci, c in enumerate(m._chains) if c.total_mass > 0}
             if len(self._parts) > 1:

@@ -380,6 +380,11 @@ def test_singular_configuration_is_located_in_a_large_batch():
         assert err.value.index == (25, 7), name
         assert str(err.value).endswith("at batch index (25, 7)"), name
         assert "batch index 4" not in str(err.value)     # no block-local index left
+    assert fb.assemble(Q).shape == (30, 100, 5)         # the position closes there
+    assert fb.condition(Q)[25, 7] > fb.max_condition    # reported, not raised
+    with pytest.raises(kic.SingularityError) as err:     # rates are not defined there
+        fb.kinematics(Q)
+    assert err.value.index == (25, 7)
     Q[25, 7] = [np.pi, 0.0]                   # cranks apart: the couplers cannot meet
     with pytest.raises(kic.ClosureError) as err:
         fb.inverse_dynamics(Q, Z, Z)
