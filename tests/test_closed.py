@@ -165,8 +165,9 @@ def test_batched_assembly_continues_along_a_trajectory():
     one = np.array([m.assemble(x) for x in q])          # one call per sample, warm started
     assert np.allclose(np.cos(phi), np.cos(one)) and np.allclose(np.sin(phi), np.sin(one))
     assert np.allclose(np.cos(phi[0]), np.cos(phi[-1]))  # back on the same branch
-    with pytest.raises(kic.ClosureError, match="batch index 2"):
+    with pytest.raises(kic.ClosureError, match=r"batch index \(2,\)") as err:
         m.assemble(np.array([[1.0], [1.2], [np.pi / 2 + 2.0]]))
+    assert err.value.index == (2,)
 
 
 def test_transfers_compose():
