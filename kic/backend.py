@@ -5,9 +5,10 @@ kic's batched kernels are written in numpy and need nothing else.  When
 compiled versions of the serial-chain kernels -- inverse dynamics, I*, P*,
 the gravity load and forward dynamics, at one configuration or a batch -- are
 used instead: they evaluate the same sums (the tests hold both to the same
-independent references) 2-4x faster, and about 20x faster for a single
-configuration.  Everything else (kinematics, loads, closed mechanisms,
-linearization) runs in numpy either way.
+independent references) 1.5-3x faster on batches and 3-16x faster for a single
+configuration (docs/performance.md).  Kinematics, loads, closed mechanisms and
+linearization keep their numpy kernels, with compiled cross products, small
+inverses and link frames underneath.
 
 The choice is ``"auto"`` (compiled if numba imports, the default), ``"numpy"``
 or ``"numba"``; the environment variable ``KIC_BACKEND`` sets the initial
