@@ -19,6 +19,10 @@ The data flow one way, and so do the modules:
   :class:`DCMotor`, :class:`ActuatedSystem`, :class:`Trajectory`,
   :class:`StateSpaceSequence` (export to python-control, scipy, MATLAB).
 
+Speed: every per-configuration call takes a batch ``q`` of shape ``(..., M)``;
+:func:`set_backend` / :func:`get_backend` choose between the numpy kernels and
+compiled ones (numba, the optional ``fast`` extra) for the serial-chain dynamics.
+
 Errors, in one place (:mod:`kic.errors`): :class:`ModelError` (bad input,
 a ``ValueError``), :class:`SingularityError` (with the smallest singular
 value, the condition number and where), :class:`ClosureError` (a loop that
