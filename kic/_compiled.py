@@ -548,11 +548,12 @@ def cross_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, axis: int) -> bool
     if (a.shape != b.shape or a.ndim not in (2, 3) or a.dtype != np.float64
             or b.dtype != np.float64 or not (a.flags.writeable and b.flags.writeable)):
         return False                     # the compiled signature takes writeable float64
+    # as (P, 3, Q, S) views
     if axis == 0:
-        a4, b4, o4 = (x[None, :, :, None] if x.ndim == 2 else x[None] for x in (a, b, out))
+        ix = (None, slice(None), slice(None), None) if a.ndim == 2 else (None,)
     else:
-        a4, b4, o4 = (x[:, :, None, None] if x.ndim == 2 else x[..., None] for x in (a, b, out))
-    _cross4(a4, b4, o4)
+        ix = (slice(None), slice(None), None, None) if a.ndim == 2 else (Ellipsis, None)
+    _cross4(a[ix], b[ix], out[ix])
     return True
 
 

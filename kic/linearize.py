@@ -108,11 +108,6 @@ def linear_dynamics(model, q, qd, qdd, loads=None) -> LinearDynamics:
     return LinearDynamics(shape(I, (M, M)), shape(C, (M, M)), shape(K, (M, M)), shape(T, (M,)))
 
 
-def _skew_apply(g, A):
-    """[g x] A for g (n, 3) and A (n, 3, 3)."""
-    return np.stack([cross(g.T, A[:, :, k].T).T for k in range(3)], axis=-1)
-
-
 def _chain_linear(chain, q, qd, qdd, loads):
     """I, C, K, T of a serial chain (batch first)."""
     n, M = q.shape
@@ -150,14 +145,13 @@ def _chain_linear(chain, q, qd, qdd, loads):
         K += np.einsum("bpnm,bp->bmn", Hc, force)
         K += m * np.einsum("bpm,bpn->bmn", Gc, dac)
         K += np.einsum("bpnm,bp->bmn", Hr, Ldot)
-        # dI/dq_n = [g_n x] I - I [g_n x], for every n: (b, n, 3, 3)
-        S = [_skew_apply(Gr[:, :, k], Iw) for k in range(M)]      # [g_k x] I
-        dI = np.stack([Sk + np.swapaxes(Sk, -1, -2) for Sk in S], axis=1)
+        # dI/dq_n = [g_n x] I - I [g_n x] = S_n + S_n^T with S_n = [g_n x] I, every n at
+        # once: S[b, p, n, q] = (g_n x I[:, q])_p
+        S = cross(Gr[:, :, :, None], Iw[:, :, None, :], axis=1)
+        dI = S.transpose(0, 2, 1, 3) + S.transpose(0, 2, 3, 1)          # (b, n, 3, 3)
+        dL = np.einsum("bnpq,bq->bpn", dI, w) + np.einsum("bpq,bqn->bpn", Iw, dw)
         term = (np.einsum("bnpq,bq->bpn", dI, alpha) + np.einsum("bpq,bqn->bpn", Iw, dalpha)
-                + np.stack([cross(dw[:, :, k].T, Iw_w.T).T for k in range(M)], axis=-1)
-                + np.stack([cross(w.T, (np.einsum("bpq,bq->bp", dI[:, k], w)
-                                        + np.einsum("bpq,bq->bp", Iw, dw[:, :, k])).T).T
-                            for k in range(M)], axis=-1))
+                + cross(dw, Iw_w[:, :, None], axis=1) + cross(w[:, :, None], dL, axis=1))
         K += np.einsum("bpm,bpn->bmn", Gr, term)
     if loads:
         K, C = _load_terms(chain, kin, loads, K, C, n, M)
