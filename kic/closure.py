@@ -32,8 +32,9 @@ from contextlib import contextmanager
 import networkx as nx
 import numpy as np
 
-from . import _scalar
+from . import _compiled, _scalar
 from ._array import finite_array, from_batch, homogeneous, match_batch, small_inverse, spd_solve
+from .backend import compiled_data
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError
 from .kinematics import Influence
@@ -1033,9 +1034,14 @@ class ClosedModel:
                 continue
             idx = self._chain_idx[ci]
             if cl is None and phi.shape[0] == 1:            # lean single configuration
-                T[0, idx] += _scalar.inverse_dynamics(chain._scalar, phi[0, idx].tolist(),
-                                                      phid[0, idx].tolist(),
-                                                      phidd[0, idx].tolist())
+                kc = compiled_data(chain)
+                if kc is not None:
+                    T[:, idx] += _compiled.inverse_dynamics(kc, phi[:, idx], phid[:, idx],
+                                                            phidd[:, idx])
+                else:
+                    T[0, idx] += _scalar.inverse_dynamics(chain._scalar, phi[0, idx].tolist(),
+                                                          phid[0, idx].tolist(),
+                                                          phidd[0, idx].tolist())
             elif kins is not None and cl is None and ci in kins:
                 T[:, idx] += _inverse_dynamics(chain, kins[ci]._pose, phid[:, idx].T,
                                                phidd[:, idx].T,
