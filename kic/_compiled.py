@@ -451,15 +451,25 @@ def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
 @_jit
 def _pose(base, isR, O, qT, Fc, sR, sv):
     """Link frames by columns, batch last (the layout of ``kinematics._Pose``):
-    Fc[j, k, i, n] = T_j[i, k]; sR, sv (3, M, N) the joint screws."""
+    Fc[j, k, i, n] = T_j[i, k]; sR, sv (3, M, N) the joint screws.
+
+    Joint by joint over the whole batch, so that every array is walked in
+    order; rows a power-of-two apart would alias in the cache (hence
+    ``_array.BLOCK`` = 1000)."""
     M, N = qT.shape
-    for n in range(N):
-        r00, r10, r20 = base[0, 0], base[1, 0], base[2, 0]
-        r01, r11, r21 = base[0, 1], base[1, 1], base[2, 1]
-        r02, r12, r22 = base[0, 2], base[1, 2], base[2, 2]
-        px, py, pz = base[0, 3], base[1, 3], base[2, 3]
-        for j in range(M):
-            Oj = O[j]
+    for j in range(M):
+        Oj = O[j]
+        for n in range(N):
+            if j == 0:
+                r00, r10, r20 = base[0, 0], base[1, 0], base[2, 0]
+                r01, r11, r21 = base[0, 1], base[1, 1], base[2, 1]
+                r02, r12, r22 = base[0, 2], base[1, 2], base[2, 2]
+                px, py, pz = base[0, 3], base[1, 3], base[2, 3]
+            else:
+                r00, r10, r20 = Fc[j - 1, 0, 0, n], Fc[j - 1, 0, 1, n], Fc[j - 1, 0, 2, n]
+                r01, r11, r21 = Fc[j - 1, 1, 0, n], Fc[j - 1, 1, 1, n], Fc[j - 1, 1, 2, n]
+                r02, r12, r22 = Fc[j - 1, 2, 0, n], Fc[j - 1, 2, 1, n], Fc[j - 1, 2, 2, n]
+                px, py, pz = Fc[j - 1, 3, 0, n], Fc[j - 1, 3, 1, n], Fc[j - 1, 3, 2, n]
             # columns of R_prev @ O_j, and the new origin
             b0x = r00 * Oj[0, 0] + r01 * Oj[1, 0] + r02 * Oj[2, 0]
             b0y = r10 * Oj[0, 0] + r11 * Oj[1, 0] + r12 * Oj[2, 0]
@@ -477,8 +487,12 @@ def _pose(base, isR, O, qT, Fc, sR, sv):
             if isR[j]:
                 c = np.cos(qj)
                 s = np.sin(qj)
-                r00, r10, r20 = c * b0x + s * b1x, c * b0y + s * b1y, c * b0z + s * b1z
-                r01, r11, r21 = c * b1x - s * b0x, c * b1y - s * b0y, c * b1z - s * b0z
+                Fc[j, 0, 0, n] = c * b0x + s * b1x
+                Fc[j, 0, 1, n] = c * b0y + s * b1y
+                Fc[j, 0, 2, n] = c * b0z + s * b1z
+                Fc[j, 1, 0, n] = c * b1x - s * b0x
+                Fc[j, 1, 1, n] = c * b1y - s * b0y
+                Fc[j, 1, 2, n] = c * b1z - s * b0z
                 sR[0, j, n] = b2x
                 sR[1, j, n] = b2y
                 sR[2, j, n] = b2z
@@ -486,8 +500,12 @@ def _pose(base, isR, O, qT, Fc, sR, sv):
                 sv[1, j, n] = oz * b2x - ox * b2z
                 sv[2, j, n] = ox * b2y - oy * b2x
             else:
-                r00, r10, r20 = b0x, b0y, b0z
-                r01, r11, r21 = b1x, b1y, b1z
+                Fc[j, 0, 0, n] = b0x
+                Fc[j, 0, 1, n] = b0y
+                Fc[j, 0, 2, n] = b0z
+                Fc[j, 1, 0, n] = b1x
+                Fc[j, 1, 1, n] = b1y
+                Fc[j, 1, 2, n] = b1z
                 ox += qj * b2x
                 oy += qj * b2y
                 oz += qj * b2z
@@ -497,20 +515,12 @@ def _pose(base, isR, O, qT, Fc, sR, sv):
                 sv[0, j, n] = b2x
                 sv[1, j, n] = b2y
                 sv[2, j, n] = b2z
-            r02, r12, r22 = b2x, b2y, b2z
-            px, py, pz = ox, oy, oz
-            Fc[j, 0, 0, n] = r00
-            Fc[j, 0, 1, n] = r10
-            Fc[j, 0, 2, n] = r20
-            Fc[j, 1, 0, n] = r01
-            Fc[j, 1, 1, n] = r11
-            Fc[j, 1, 2, n] = r21
-            Fc[j, 2, 0, n] = r02
-            Fc[j, 2, 1, n] = r12
-            Fc[j, 2, 2, n] = r22
-            Fc[j, 3, 0, n] = px
-            Fc[j, 3, 1, n] = py
-            Fc[j, 3, 2, n] = pz
+            Fc[j, 2, 0, n] = b2x
+            Fc[j, 2, 1, n] = b2y
+            Fc[j, 2, 2, n] = b2z
+            Fc[j, 3, 0, n] = ox
+            Fc[j, 3, 1, n] = oy
+            Fc[j, 3, 2, n] = oz
 
 
 def pose(d: "ChainData", qT: np.ndarray):
@@ -558,12 +568,19 @@ def cross_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, axis: int) -> bool
 
 
 @_jit
-def _inverse(A, out):
+def _inverse(A, out, cond):
     """Inverses of (K, m, m) matrices by Gauss-Jordan elimination with partial
-    pivoting; a matrix with an exactly zero pivot gives NaN (callers check)."""
+    pivoting, and the 1-norm condition numbers ||A||_1 ||A^-1||_1; a matrix with
+    an exactly zero pivot gives NaN and an infinite condition (callers check)."""
     K, m, _ = A.shape
     W = np.empty((m, 2 * m))
     for k in range(K):
+        norm = 0.0
+        for j in range(m):
+            col = 0.0
+            for i in range(m):
+                col += abs(A[k, i, j])
+            norm = max(norm, col)
         for i in range(m):
             for j in range(m):
                 W[i, j] = A[k, i, j]
@@ -592,17 +609,29 @@ def _inverse(A, out):
                     if f != 0.0:
                         for j in range(c, 2 * m):
                             W[i, j] -= f * W[c, j]
-        for i in range(m):
-            for j in range(m):
-                out[k, i, j] = np.nan if singular else W[i, m + j]
+        norm_inv = 0.0
+        for j in range(m):
+            col = 0.0
+            for i in range(m):
+                v = np.nan if singular else W[i, m + j]
+                out[k, i, j] = v
+                col += abs(v)
+            norm_inv = max(norm_inv, col)
+        cond[k] = np.inf if singular else norm * norm_inv
 
 
 def inverse(A: np.ndarray) -> np.ndarray:
     """Inverses of stacked (..., m, m) float matrices; NaN where singular."""
+    return inverse_with_condition(A)[0]
+
+
+def inverse_with_condition(A: np.ndarray):
+    """(inverses (..., m, m), 1-norm condition numbers (...)) in one pass."""
     A3 = _rows(A).reshape((-1,) + A.shape[-2:])
     out = np.empty(A3.shape)
-    _inverse(A3, out)
-    return out.reshape(A.shape)
+    cond = np.empty(A3.shape[0])
+    _inverse(A3, out, cond)
+    return out.reshape(A.shape), cond.reshape(A.shape[:-2])
 
 
 # --------------------------------------------------------------------------

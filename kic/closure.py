@@ -33,7 +33,8 @@ import networkx as nx
 import numpy as np
 
 from . import _compiled, _scalar
-from ._array import finite_array, from_batch, homogeneous, match_batch, small_inverse, spd_solve
+from ._array import (finite_array, from_batch, homogeneous, inverse_with_condition, match_batch,
+                     spd_solve)
 from .backend import compiled_data
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError
@@ -865,10 +866,7 @@ class ClosedModel:
             by_size.setdefault(A.shape[1:], []).append(k)
         for ks in by_size.values():
             try:
-                Ai = small_inverse(np.stack([As[k] for k in ks]))
-                A = np.stack([As[k] for k in ks])
-                cond = (np.abs(A).sum(axis=-2).max(axis=-1)
-                        * np.abs(Ai).sum(axis=-2).max(axis=-1))
+                Ai, cond = inverse_with_condition(np.stack([As[k] for k in ks]))
                 ok = np.all(np.isfinite(Ai)) and np.all(cond < self.max_condition)
             except np.linalg.LinAlgError:
                 ok = False
@@ -881,8 +879,7 @@ class ClosedModel:
         """Inverse of the block matrices, with a SingularityError near singularity
         (1-norm condition estimate, then the exact figures from an SVD)."""
         try:
-            Ai = small_inverse(A)
-            cond = np.abs(A).sum(axis=1).max(axis=1) * np.abs(Ai).sum(axis=1).max(axis=1)
+            Ai, cond = inverse_with_condition(A)
             ok = np.all(np.isfinite(Ai)) and np.all(cond < self.max_condition)
         except np.linalg.LinAlgError:
             ok = False

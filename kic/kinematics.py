@@ -56,9 +56,7 @@ class _Pose:
         # (k = 0..2 rotation columns, k = 3 origin), so that the product with a
         # joint's constant origin is one BLAS call and the joint rotation
         # mixes two contiguous columns.
-        # compiled frames only for small batches: with the batch last, a large
-        # batch's strided writes cost the compiled loop more than numpy's passes
-        kc = compiled_data(chain) if N <= 256 else None
+        kc = compiled_data(chain)
         if kc is not None:
             Fc, self.sR, self.sv = _compiled.pose(kc, qT)
             self._views(Fc)
