@@ -534,6 +534,144 @@ def pose(d: "ChainData", qT: np.ndarray):
     return Fc, sR, sv
 
 
+@_jit
+def _motion(sR, sv, qd, qdd, use_qdd, grav, use_grav, w, v, aw, av):
+    """World screw motion of the links (``kinematics.link_motion``), joint by joint
+    over the batch: running sums of the screws times the rates."""
+    _, M, N = sR.shape
+    for j in range(M):
+        for n in range(N):
+            u = qd[j, n]
+            ax, ay, az = sR[0, j, n], sR[1, j, n], sR[2, j, n]
+            tx, ty, tz = sv[0, j, n], sv[1, j, n], sv[2, j, n]
+            if j:
+                wx, wy, wz = w[0, j - 1, n], w[1, j - 1, n], w[2, j - 1, n]
+                vx, vy, vz = v[0, j - 1, n], v[1, j - 1, n], v[2, j - 1, n]
+                bx, by, bz = aw[0, j - 1, n], aw[1, j - 1, n], aw[2, j - 1, n]
+                cx, cy, cz = av[0, j - 1, n], av[1, j - 1, n], av[2, j - 1, n]
+            else:
+                wx = wy = wz = vx = vy = vz = bx = by = bz = 0.0
+                cx = cy = cz = 0.0
+                if use_grav:             # a uniform field: the base accelerates by -g
+                    cx, cy, cz = -grav[0], -grav[1], -grav[2]
+            wx += ax * u
+            wy += ay * u
+            wz += az * u
+            vx += tx * u
+            vy += ty * u
+            vz += tz * u
+            # d/dt of the joint screw: (w x s, w x t + v x s)
+            bx += (wy * az - wz * ay) * u
+            by += (wz * ax - wx * az) * u
+            bz += (wx * ay - wy * ax) * u
+            cx += (wy * tz - wz * ty + vy * az - vz * ay) * u
+            cy += (wz * tx - wx * tz + vz * ax - vx * az) * u
+            cz += (wx * ty - wy * tx + vx * ay - vy * ax) * u
+            if use_qdd:
+                ud = qdd[j, n]
+                bx += ax * ud
+                by += ay * ud
+                bz += az * ud
+                cx += tx * ud
+                cy += ty * ud
+                cz += tz * ud
+            w[0, j, n], w[1, j, n], w[2, j, n] = wx, wy, wz
+            v[0, j, n], v[1, j, n], v[2, j, n] = vx, vy, vz
+            aw[0, j, n], aw[1, j, n], aw[2, j, n] = bx, by, bz
+            av[0, j, n], av[1, j, n], av[2, j, n] = cx, cy, cz
+
+
+@_jit
+def _loads_from_motion(Fc, sR, sv, w, v, aw, av, qdd, grav, use_grav, mass, com, Iloc,
+                       acc, W, tau):
+    """Joint loads (M, N) from the velocity-product motion (w, v, aw, av) plus the
+    q'' terms (``dynamics._inverse_dynamics`` with ``motion``), joint by joint."""
+    _, M, N = sR.shape
+    for n in range(N):
+        for i in range(6):
+            acc[i, n] = 0.0
+        if use_grav:
+            acc[3, n], acc[4, n], acc[5, n] = -grav[0], -grav[1], -grav[2]
+    for j in range(M):
+        m = mass[j]
+        I = Iloc[j]
+        for n in range(N):
+            ud = qdd[j, n]
+            acc[0, n] += sR[0, j, n] * ud
+            acc[1, n] += sR[1, j, n] * ud
+            acc[2, n] += sR[2, j, n] * ud
+            acc[3, n] += sv[0, j, n] * ud
+            acc[4, n] += sv[1, j, n] * ud
+            acc[5, n] += sv[2, j, n] * ud
+            wx, wy, wz = w[0, j, n], w[1, j, n], w[2, j, n]
+            vx, vy, vz = v[0, j, n], v[1, j, n], v[2, j, n]
+            awx, awy, awz = aw[0, j, n] + acc[0, n], aw[1, j, n] + acc[1, n], aw[2, j, n] + acc[2, n]
+            avx, avy, avz = av[0, j, n] + acc[3, n], av[1, j, n] + acc[4, n], av[2, j, n] + acc[5, n]
+            # columns of R are Fc[j, k, :, n]
+            r00, r10, r20 = Fc[j, 0, 0, n], Fc[j, 0, 1, n], Fc[j, 0, 2, n]
+            r01, r11, r21 = Fc[j, 1, 0, n], Fc[j, 1, 1, n], Fc[j, 1, 2, n]
+            r02, r12, r22 = Fc[j, 2, 0, n], Fc[j, 2, 1, n], Fc[j, 2, 2, n]
+            cx = r00 * com[j, 0] + r01 * com[j, 1] + r02 * com[j, 2] + Fc[j, 3, 0, n]
+            cy = r10 * com[j, 0] + r11 * com[j, 1] + r12 * com[j, 2] + Fc[j, 3, 1, n]
+            cz = r20 * com[j, 0] + r21 * com[j, 1] + r22 * com[j, 2] + Fc[j, 3, 2, n]
+            ux = vx + wy * cz - wz * cy
+            uy = vy + wz * cx - wx * cz
+            uz = vz + wx * cy - wy * cx
+            Fx = m * (avx + awy * cz - awz * cy + wy * uz - wz * uy)
+            Fy = m * (avy + awz * cx - awx * cz + wz * ux - wx * uz)
+            Fz = m * (avz + awx * cy - awy * cx + wx * uy - wy * ux)
+            # Euler's equation in link axes
+            wlx = r00 * wx + r10 * wy + r20 * wz
+            wly = r01 * wx + r11 * wy + r21 * wz
+            wlz = r02 * wx + r12 * wy + r22 * wz
+            alx = r00 * awx + r10 * awy + r20 * awz
+            aly = r01 * awx + r11 * awy + r21 * awz
+            alz = r02 * awx + r12 * awy + r22 * awz
+            hx = I[0, 0] * wlx + I[0, 1] * wly + I[0, 2] * wlz
+            hy = I[1, 0] * wlx + I[1, 1] * wly + I[1, 2] * wlz
+            hz = I[2, 0] * wlx + I[2, 1] * wly + I[2, 2] * wlz
+            nx = I[0, 0] * alx + I[0, 1] * aly + I[0, 2] * alz + wly * hz - wlz * hy
+            ny = I[1, 0] * alx + I[1, 1] * aly + I[1, 2] * alz + wlz * hx - wlx * hz
+            nz = I[2, 0] * alx + I[2, 1] * aly + I[2, 2] * alz + wlx * hy - wly * hx
+            W[0, j, n] = Fx
+            W[1, j, n] = Fy
+            W[2, j, n] = Fz
+            W[3, j, n] = cy * Fz - cz * Fy + r00 * nx + r01 * ny + r02 * nz
+            W[4, j, n] = cz * Fx - cx * Fz + r10 * nx + r11 * ny + r12 * nz
+            W[5, j, n] = cx * Fy - cy * Fx + r20 * nx + r21 * ny + r22 * nz
+    for j in range(M - 1, -1, -1):
+        for n in range(N):
+            if j < M - 1:
+                for i in range(6):
+                    W[i, j, n] += W[i, j + 1, n]
+            tau[j, n] = (sR[0, j, n] * W[3, j, n] + sR[1, j, n] * W[4, j, n]
+                         + sR[2, j, n] * W[5, j, n] + sv[0, j, n] * W[0, j, n]
+                         + sv[1, j, n] * W[1, j, n] + sv[2, j, n] * W[2, j, n])
+
+
+def link_motion(sR, sv, qdT, qddT=None, gravity=None):
+    """(w, v, aw, av), each (3, M, N), as ``kinematics.link_motion``."""
+    qdT = _rows(qdT)
+    out = [np.empty(sR.shape) for _ in range(4)]
+    _motion(_rows(sR), _rows(sv), qdT, qdT if qddT is None else _rows(qddT), qddT is not None,
+            _ZERO3 if gravity is None else _rows(gravity), gravity is not None, *out)
+    return tuple(out)
+
+
+def loads_from_motion(d: "ChainData", Fc, sR, sv, motion, qddT, gravity: bool) -> np.ndarray:
+    """Joint loads (M, N) as ``dynamics._inverse_dynamics(..., motion=motion)``."""
+    M, N = qddT.shape
+    tau = np.empty((M, N))
+    w, v, aw, av = (_rows(x) for x in motion)
+    _loads_from_motion(_rows(Fc), _rows(sR), _rows(sv), w, v, aw, av, _rows(qddT), d.gravity,
+                       gravity, d.mass, d.com, d.inertia, np.empty((6, N)), np.empty((6, M, N)),
+                       tau)
+    return tau
+
+
+_ZERO3 = np.zeros(3)
+
+
 # --------------------------------------------------------------------------
 # array primitives
 # --------------------------------------------------------------------------

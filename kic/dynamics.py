@@ -70,6 +70,11 @@ def _inverse_dynamics(chain, pose: _Pose, qdT, qddT, gravity=True, motion=None) 
     qdT)`` (w, v and the velocity-product accelerations); the q'' terms are added.
     """
     sR, sv = pose.sR, pose.sv
+    kc = compiled_data(chain)
+    if kc is not None:
+        if motion is None:
+            motion = link_motion(pose, qdT)
+        return _compiled.loads_from_motion(kc, pose.Fc, sR, sv, motion, qddT, gravity)
     if motion is None:
         w, v, aw, av = link_motion(pose, qdT, qddT, chain.gravity if gravity else None)
     else:

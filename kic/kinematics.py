@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _compiled
-from .backend import compiled_data
+from .backend import compiled_data, use_compiled
 from ._array import as_batch, cross, from_batch, match_batch
 from .errors import ModelError
 
@@ -47,7 +47,7 @@ class _Pose:
     ``s`` for P).
     """
 
-    __slots__ = ("R", "p", "s", "r", "sR", "sv", "N")
+    __slots__ = ("R", "p", "s", "r", "sR", "sv", "N", "Fc")
 
     def __init__(self, chain, qT: np.ndarray) -> None:
         M, N = qT.shape
@@ -88,6 +88,7 @@ class _Pose:
         self._views(Fc)
 
     def _views(self, Fc) -> None:
+        self.Fc = Fc
         # the joint axis is the unchanged third column; the link origin lies on it
         self.R = Fc[:, :3].transpose(2, 1, 0, 3)        # (3, 3, M, N) view
         self.p = Fc[:, 3].transpose(1, 0, 2)
@@ -121,6 +122,8 @@ def link_motion(pose: _Pose, qdT: np.ndarray, qddT: np.ndarray | None = None,
     """
     from ._array import prefix_sum
     sR, sv = pose.sR, pose.sv
+    if use_compiled():
+        return _compiled.link_motion(sR, sv, qdT, qddT, gravity)
     w = prefix_sum(sR * qdT)
     v = prefix_sum(sv * qdT)
     dw = cross(w, sR)

@@ -211,3 +211,31 @@ def test_read_only_and_strided_inputs_reuse_the_compiled_kernels():
         assert {k: len(getattr(_compiled, k).signatures) for k in kernels} == counts
     finally:
         kic.set_backend(previous)
+
+
+@needs_numba
+@pytest.mark.parametrize("seed, M", [(0, 1), (1, 3), (2, 7)])
+def test_compiled_motion_and_loads_from_motion_equal_numpy(seed, M):
+    """The kernels the closed models use: link frames, screw motion, and joint loads
+    from a given velocity-product motion (with and without gravity)."""
+    from kic.dynamics import _inverse_dynamics
+    from kic.kinematics import _Pose, link_motion
+    rng = np.random.default_rng(900 + seed)
+    chain = random_chain(rng, M)
+    qT, qdT, qddT = (rng.uniform(-2, 2, (M, 37)) for _ in range(3))
+
+    def run():
+        pose = _Pose(chain, qT)
+        out = [pose.R, pose.p, pose.sR, pose.sv]
+        out += list(link_motion(pose, qdT))
+        out += list(link_motion(pose, qdT, qddT, chain.gravity))
+        motion = link_motion(pose, qdT)
+        out += [_inverse_dynamics(chain, pose, qdT, qddT, motion=motion),
+                _inverse_dynamics(chain, pose, qdT, qddT, gravity=False, motion=motion),
+                _inverse_dynamics(chain, pose, qdT, qddT)]
+        return out
+
+    ref, fast = both(run)
+    for k, (a, b) in enumerate(zip(fast, ref)):
+        assert a.shape == b.shape, k
+        assert rel(a, b) < 1e-12, (k, rel(a, b))
