@@ -8,9 +8,11 @@ passes.  These kernels evaluate exactly the sums of :mod:`kic.dynamics`
 (world-frame screws, composite inertias, Freeman's P* re-associated into
 composite moments) and the tests compare them with the numpy kernels and with
 the independent oracle.  They are used when numba is installed (the ``fast``
-extra) unless :func:`kic.set_backend` says otherwise.  A few array primitives
-of the numpy kernels (cross product, small-matrix inverse, link frames of a
-small batch) have compiled versions here too.
+extra) unless :func:`kic.set_backend` says otherwise.  The building blocks of
+the batched numpy kernels that closed models use (link frames, screw motion,
+joint loads from a given motion, cross products, small inverses with their
+condition numbers) have compiled versions here too, written joint by joint over
+the batch (batch-last arrays, walked in order).
 
 Layout: inputs ``q, qd, ...`` are (N, M), C-contiguous float64; outputs are
 batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).

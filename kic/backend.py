@@ -7,8 +7,8 @@ the gravity load and forward dynamics, at one configuration or a batch -- are
 used instead: they evaluate the same sums (the tests hold both to the same
 independent references) 1.5-3x faster on batches and 3-16x faster for a single
 configuration (docs/performance.md).  Kinematics, loads, closed mechanisms and
-linearization keep their numpy kernels, with compiled cross products, small
-inverses and link frames underneath.
+linearization keep their numpy structure, with compiled link frames, screw
+motion, chain recursions, cross products and small inverses underneath.
 
 The choice is ``"auto"`` (compiled if numba imports, the default), ``"numpy"``
 or ``"numba"``; the environment variable ``KIC_BACKEND`` sets the initial
