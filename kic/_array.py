@@ -224,8 +224,22 @@ def inverse_with_condition(A: np.ndarray):
         return inverse_with_condition_compiled(A)
     Ai = small_inverse(A)
     with np.errstate(invalid="ignore"):
-        cond = np.abs(A).sum(axis=-2).max(axis=-1) * np.abs(Ai).sum(axis=-2).max(axis=-1)
+        cond = _norm1(A) * _norm1(Ai)
     return Ai, cond
+
+
+def _norm1(A: np.ndarray) -> np.ndarray:
+    """Largest column sum of |A| (..., m, m) -> (...): a loop over the few rows and
+    columns is 3-5x faster than numpy's reductions over small trailing axes."""
+    a = np.abs(A)
+    m = A.shape[-1]
+    col = a[..., 0, :].copy()
+    for i in range(1, m):
+        col += a[..., i, :]
+    out = col[..., 0].copy()
+    for j in range(1, m):
+        np.maximum(out, col[..., j], out=out)
+    return out
 
 
 def spd_solve(A: np.ndarray, b: np.ndarray, what: str = "matrix"):
