@@ -29,6 +29,7 @@ available = importlib.util.find_spec("numba") is not None
 """numba is installed (imported, and the kernels compiled, on first use)."""
 
 _JITTED: list[str] = []      # names of the functions compiled by :func:`load`
+_INLINED: set[str] = set()   # ... and of those inlined into their callers
 _loaded = False
 
 
@@ -37,6 +38,13 @@ def _jit(fn):
     so ``import kic`` does not pay for it."""
     _JITTED.append(fn.__name__)
     return fn
+
+
+def _inline(fn):
+    """Like :func:`_jit`, for a helper compiled into each caller (a call that passes
+    array views costs more than the helper's arithmetic)."""
+    _INLINED.add(fn.__name__)
+    return _jit(fn)
 
 
 def load() -> bool:
@@ -55,7 +63,8 @@ def load() -> bool:
         return False
     g = globals()
     for name in _JITTED:
-        g[name] = numba.njit(cache=True, nogil=True, error_model="numpy")(g[name])
+        g[name] = numba.njit(cache=True, nogil=True, error_model="numpy",
+                             inline="always" if name in _INLINED else "never")(g[name])
     # one signature for every memory layout: compiled once, no per-layout variants
     g["_cross4"] = numba.njit("void(f8[:, :, :, :], f8[:, :, :, :], f8[:, :, :, :])",
                               cache=True, nogil=True)(g["_cross4"])
@@ -132,6 +141,45 @@ def _world_inertias(R, Iloc, Iw):
                 Iw[j, b, a] = v
 
 
+@_inline
+def _link_wrench(m, com, I, R, o, wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz):
+    """d'Alembert wrench (force, moment about the world origin) of one link with
+    rotation R (3x3, any layout), origin o, centroid ``com`` and inertia ``I`` in
+    link axes, moving with the world screw motion (w, v) and its rate (aw, av)."""
+    cx = R[0, 0] * com[0] + R[0, 1] * com[1] + R[0, 2] * com[2] + o[0]
+    cy = R[1, 0] * com[0] + R[1, 1] * com[1] + R[1, 2] * com[2] + o[1]
+    cz = R[2, 0] * com[0] + R[2, 1] * com[1] + R[2, 2] * com[2] + o[2]
+    ux = vx + wy * cz - wz * cy                  # centroid velocity
+    uy = vy + wz * cx - wx * cz
+    uz = vz + wx * cy - wy * cx
+    Fx = m * (avx + awy * cz - awz * cy + wy * uz - wz * uy)
+    Fy = m * (avy + awz * cx - awx * cz + wz * ux - wx * uz)
+    Fz = m * (avz + awx * cy - awy * cx + wx * uy - wy * ux)
+    # Euler's equation in link axes
+    wlx = R[0, 0] * wx + R[1, 0] * wy + R[2, 0] * wz
+    wly = R[0, 1] * wx + R[1, 1] * wy + R[2, 1] * wz
+    wlz = R[0, 2] * wx + R[1, 2] * wy + R[2, 2] * wz
+    alx = R[0, 0] * awx + R[1, 0] * awy + R[2, 0] * awz
+    aly = R[0, 1] * awx + R[1, 1] * awy + R[2, 1] * awz
+    alz = R[0, 2] * awx + R[1, 2] * awy + R[2, 2] * awz
+    hx = I[0, 0] * wlx + I[0, 1] * wly + I[0, 2] * wlz
+    hy = I[1, 0] * wlx + I[1, 1] * wly + I[1, 2] * wlz
+    hz = I[2, 0] * wlx + I[2, 1] * wly + I[2, 2] * wlz
+    nx = I[0, 0] * alx + I[0, 1] * aly + I[0, 2] * alz + wly * hz - wlz * hy
+    ny = I[1, 0] * alx + I[1, 1] * aly + I[1, 2] * alz + wlz * hx - wlx * hz
+    nz = I[2, 0] * alx + I[2, 1] * aly + I[2, 2] * alz + wlx * hy - wly * hx
+    return (Fx, Fy, Fz,
+            cy * Fz - cz * Fy + R[0, 0] * nx + R[0, 1] * ny + R[0, 2] * nz,
+            cz * Fx - cx * Fz + R[1, 0] * nx + R[1, 1] * ny + R[1, 2] * nz,
+            cx * Fy - cy * Fx + R[2, 0] * nx + R[2, 1] * ny + R[2, 2] * nz)
+
+
+@_jit
+def _frame_buffers(M):
+    """Work arrays of ``_frames``: A, t (M, 3), R (M, 3, 3), p (M, 3)."""
+    return np.empty((M, 3)), np.empty((M, 3)), np.empty((M, 3, 3)), np.empty((M, 3))
+
+
 @_jit
 def _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, use_gravity, W, out):
     """Joint loads of one configuration (world-frame screw recursion)."""
@@ -161,37 +209,9 @@ def _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, use_gravity, W, o
         avx += svx * ud + (wy * svz - wz * svy + vy * swz - vz * swy) * u
         avy += svy * ud + (wz * svx - wx * svz + vz * swx - vx * swz) * u
         avz += svz * ud + (wx * svy - wy * svx + vx * swy - vy * swx) * u
-        Rj = R[j]
-        cx = Rj[0, 0] * com[j, 0] + Rj[0, 1] * com[j, 1] + Rj[0, 2] * com[j, 2] + p[j, 0]
-        cy = Rj[1, 0] * com[j, 0] + Rj[1, 1] * com[j, 1] + Rj[1, 2] * com[j, 2] + p[j, 1]
-        cz = Rj[2, 0] * com[j, 0] + Rj[2, 1] * com[j, 1] + Rj[2, 2] * com[j, 2] + p[j, 2]
-        ux = vx + wy * cz - wz * cy
-        uy = vy + wz * cx - wx * cz
-        uz = vz + wx * cy - wy * cx
-        m = mass[j]
-        Fx = m * (avx + awy * cz - awz * cy + wy * uz - wz * uy)
-        Fy = m * (avy + awz * cx - awx * cz + wz * ux - wx * uz)
-        Fz = m * (avz + awx * cy - awy * cx + wx * uy - wy * ux)
-        # Euler's equation in link axes
-        wlx = Rj[0, 0] * wx + Rj[1, 0] * wy + Rj[2, 0] * wz
-        wly = Rj[0, 1] * wx + Rj[1, 1] * wy + Rj[2, 1] * wz
-        wlz = Rj[0, 2] * wx + Rj[1, 2] * wy + Rj[2, 2] * wz
-        alx = Rj[0, 0] * awx + Rj[1, 0] * awy + Rj[2, 0] * awz
-        aly = Rj[0, 1] * awx + Rj[1, 1] * awy + Rj[2, 1] * awz
-        alz = Rj[0, 2] * awx + Rj[1, 2] * awy + Rj[2, 2] * awz
-        I = Iloc[j]
-        hx = I[0, 0] * wlx + I[0, 1] * wly + I[0, 2] * wlz
-        hy = I[1, 0] * wlx + I[1, 1] * wly + I[1, 2] * wlz
-        hz = I[2, 0] * wlx + I[2, 1] * wly + I[2, 2] * wlz
-        nx = I[0, 0] * alx + I[0, 1] * aly + I[0, 2] * alz + wly * hz - wlz * hy
-        ny = I[1, 0] * alx + I[1, 1] * aly + I[1, 2] * alz + wlz * hx - wlx * hz
-        nz = I[2, 0] * alx + I[2, 1] * aly + I[2, 2] * alz + wlx * hy - wly * hx
-        W[j, 0] = Fx
-        W[j, 1] = Fy
-        W[j, 2] = Fz
-        W[j, 3] = cy * Fz - cz * Fy + Rj[0, 0] * nx + Rj[0, 1] * ny + Rj[0, 2] * nz
-        W[j, 4] = cz * Fx - cx * Fz + Rj[1, 0] * nx + Rj[1, 1] * ny + Rj[1, 2] * nz
-        W[j, 5] = cx * Fy - cy * Fx + Rj[2, 0] * nx + Rj[2, 1] * ny + Rj[2, 2] * nz
+        W[j, 0], W[j, 1], W[j, 2], W[j, 3], W[j, 4], W[j, 5] = _link_wrench(
+            mass[j], com[j], Iloc[j], R[j], p[j], wx, wy, wz, vx, vy, vz,
+            awx, awy, awz, avx, avy, avz)
     fx = fy = fz = nx = ny = nz = 0.0
     for j in range(M - 1, -1, -1):
         fx += W[j, 0]
@@ -346,10 +366,7 @@ def _cholesky_solve(Ain, b, L, x):
 @_jit
 def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
     N, M = q.shape
-    A = np.empty((M, 3))
-    t = np.empty((M, 3))
-    R = np.empty((M, 3, 3))
-    p = np.empty((M, 3))
+    A, t, R, p = _frame_buffers(M)
     W = np.empty((M, 6))
     for n in range(N):
         _frames(base, isR, O, q[n], A, t, R, p)
@@ -360,10 +377,7 @@ def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
 def _gravity(base, isR, O, mass, com, grav, q, out):
     """+dV/dq = -sum_k (A_k . (S1_k x g) + t_k . S0_k g) by suffix sums."""
     N, M = q.shape
-    A = np.empty((M, 3))
-    t = np.empty((M, 3))
-    R = np.empty((M, 3, 3))
-    p = np.empty((M, 3))
+    A, t, R, p = _frame_buffers(M)
     c = np.empty((M, 3))
     gx, gy, gz = grav[0], grav[1], grav[2]
     for n in range(N):
@@ -384,10 +398,7 @@ def _gravity(base, isR, O, mass, com, grav, q, out):
 @_jit
 def _inertia(base, isR, O, mass, com, Iloc, q, out):
     N, M = q.shape
-    A = np.empty((M, 3))
-    t = np.empty((M, 3))
-    R = np.empty((M, 3, 3))
-    p = np.empty((M, 3))
+    A, t, R, p = _frame_buffers(M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     cols = np.empty((M, 6))
@@ -401,10 +412,7 @@ def _inertia(base, isR, O, mass, com, Iloc, q, out):
 @_jit
 def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out):
     N, M = q.shape
-    A = np.empty((M, 3))
-    t = np.empty((M, 3))
-    R = np.empty((M, 3, 3))
-    p = np.empty((M, 3))
+    A, t, R, p = _frame_buffers(M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     cols = np.empty((M, 6))
@@ -427,10 +435,7 @@ def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out)
 @_jit
 def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
     N, M = q.shape
-    A = np.empty((M, 3))
-    t = np.empty((M, 3))
-    R = np.empty((M, 3, 3))
-    p = np.empty((M, 3))
+    A, t, R, p = _frame_buffers(M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     W = np.empty((M, 6))
@@ -527,6 +532,7 @@ def _pose(base, isR, O, qT, Fc, sR, sv):
 
 def pose(d: "ChainData", qT: np.ndarray):
     """(Fc (M, 4, 3, N), sR (3, M, N), sv (3, M, N)) of configurations qT (M, N)."""
+    load()
     qT = _rows(qT)
     M, N = qT.shape
     Fc = np.empty((M, 4, 3, N))
@@ -595,8 +601,6 @@ def _loads_from_motion(Fc, sR, sv, w, v, aw, av, qdd, grav, use_grav, mass, com,
         if use_grav:
             acc[3, n], acc[4, n], acc[5, n] = -grav[0], -grav[1], -grav[2]
     for j in range(M):
-        m = mass[j]
-        I = Iloc[j]
         for n in range(N):
             ud = qdd[j, n]
             acc[0, n] += sR[0, j, n] * ud
@@ -605,42 +609,12 @@ def _loads_from_motion(Fc, sR, sv, w, v, aw, av, qdd, grav, use_grav, mass, com,
             acc[3, n] += sv[0, j, n] * ud
             acc[4, n] += sv[1, j, n] * ud
             acc[5, n] += sv[2, j, n] * ud
-            wx, wy, wz = w[0, j, n], w[1, j, n], w[2, j, n]
-            vx, vy, vz = v[0, j, n], v[1, j, n], v[2, j, n]
-            awx, awy, awz = aw[0, j, n] + acc[0, n], aw[1, j, n] + acc[1, n], aw[2, j, n] + acc[2, n]
-            avx, avy, avz = av[0, j, n] + acc[3, n], av[1, j, n] + acc[4, n], av[2, j, n] + acc[5, n]
-            # columns of R are Fc[j, k, :, n]
-            r00, r10, r20 = Fc[j, 0, 0, n], Fc[j, 0, 1, n], Fc[j, 0, 2, n]
-            r01, r11, r21 = Fc[j, 1, 0, n], Fc[j, 1, 1, n], Fc[j, 1, 2, n]
-            r02, r12, r22 = Fc[j, 2, 0, n], Fc[j, 2, 1, n], Fc[j, 2, 2, n]
-            cx = r00 * com[j, 0] + r01 * com[j, 1] + r02 * com[j, 2] + Fc[j, 3, 0, n]
-            cy = r10 * com[j, 0] + r11 * com[j, 1] + r12 * com[j, 2] + Fc[j, 3, 1, n]
-            cz = r20 * com[j, 0] + r21 * com[j, 1] + r22 * com[j, 2] + Fc[j, 3, 2, n]
-            ux = vx + wy * cz - wz * cy
-            uy = vy + wz * cx - wx * cz
-            uz = vz + wx * cy - wy * cx
-            Fx = m * (avx + awy * cz - awz * cy + wy * uz - wz * uy)
-            Fy = m * (avy + awz * cx - awx * cz + wz * ux - wx * uz)
-            Fz = m * (avz + awx * cy - awy * cx + wx * uy - wy * ux)
-            # Euler's equation in link axes
-            wlx = r00 * wx + r10 * wy + r20 * wz
-            wly = r01 * wx + r11 * wy + r21 * wz
-            wlz = r02 * wx + r12 * wy + r22 * wz
-            alx = r00 * awx + r10 * awy + r20 * awz
-            aly = r01 * awx + r11 * awy + r21 * awz
-            alz = r02 * awx + r12 * awy + r22 * awz
-            hx = I[0, 0] * wlx + I[0, 1] * wly + I[0, 2] * wlz
-            hy = I[1, 0] * wlx + I[1, 1] * wly + I[1, 2] * wlz
-            hz = I[2, 0] * wlx + I[2, 1] * wly + I[2, 2] * wlz
-            nx = I[0, 0] * alx + I[0, 1] * aly + I[0, 2] * alz + wly * hz - wlz * hy
-            ny = I[1, 0] * alx + I[1, 1] * aly + I[1, 2] * alz + wlz * hx - wlx * hz
-            nz = I[2, 0] * alx + I[2, 1] * aly + I[2, 2] * alz + wlx * hy - wly * hx
-            W[0, j, n] = Fx
-            W[1, j, n] = Fy
-            W[2, j, n] = Fz
-            W[3, j, n] = cy * Fz - cz * Fy + r00 * nx + r01 * ny + r02 * nz
-            W[4, j, n] = cz * Fx - cx * Fz + r10 * nx + r11 * ny + r12 * nz
-            W[5, j, n] = cx * Fy - cy * Fx + r20 * nx + r21 * ny + r22 * nz
+            W[0, j, n], W[1, j, n], W[2, j, n], W[3, j, n], W[4, j, n], W[5, j, n] = \
+                _link_wrench(mass[j], com[j], Iloc[j], Fc[j, :3, :, n].T, Fc[j, 3, :, n],
+                             w[0, j, n], w[1, j, n], w[2, j, n], v[0, j, n], v[1, j, n],
+                             v[2, j, n], aw[0, j, n] + acc[0, n], aw[1, j, n] + acc[1, n],
+                             aw[2, j, n] + acc[2, n], av[0, j, n] + acc[3, n],
+                             av[1, j, n] + acc[4, n], av[2, j, n] + acc[5, n])
     for j in range(M - 1, -1, -1):
         for n in range(N):
             if j < M - 1:
@@ -653,6 +627,7 @@ def _loads_from_motion(Fc, sR, sv, w, v, aw, av, qdd, grav, use_grav, mass, com,
 
 def link_motion(sR, sv, qdT, qddT=None, gravity=None):
     """(w, v, aw, av), each (3, M, N), as ``kinematics.link_motion``."""
+    load()
     qdT = _rows(qdT)
     out = [np.empty(sR.shape) for _ in range(4)]
     _motion(_rows(sR), _rows(sv), qdT, qdT if qddT is None else _rows(qddT), qddT is not None,
@@ -662,6 +637,7 @@ def link_motion(sR, sv, qdT, qddT=None, gravity=None):
 
 def loads_from_motion(d: "ChainData", Fc, sR, sv, motion, qddT, gravity: bool) -> np.ndarray:
     """Joint loads (M, N) as ``dynamics._inverse_dynamics(..., motion=motion)``."""
+    load()
     M, N = qddT.shape
     tau = np.empty((M, N))
     w, v, aw, av = (_rows(x) for x in motion)
@@ -695,6 +671,7 @@ def cross_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, axis: int) -> bool
 
     Returns False (nothing written) for other cases, which numpy handles.
     """
+    load()
     if (a.shape != b.shape or a.ndim not in (2, 3) or a.dtype != np.float64
             or b.dtype != np.float64 or not (a.flags.writeable and b.flags.writeable)):
         return False                     # the compiled signature takes writeable float64
@@ -767,6 +744,7 @@ def inverse(A: np.ndarray) -> np.ndarray:
 
 def inverse_with_condition(A: np.ndarray):
     """(inverses (..., m, m), 1-norm condition numbers (...)) in one pass."""
+    load()
     A3 = _rows(A).reshape((-1,) + A.shape[-2:])
     out = np.empty(A3.shape)
     cond = np.empty(A3.shape[0])
@@ -801,6 +779,7 @@ def _rows(x: np.ndarray) -> np.ndarray:
 
 def inverse_dynamics(d: ChainData, q, qd, qdd, gravity: bool = True) -> np.ndarray:
     """Joint loads (N, M) of configurations q, qd, qdd (N, M)."""
+    load()
     q = _rows(q)
     out = np.empty(q.shape)
     _rnea(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(qdd),
@@ -809,6 +788,7 @@ def inverse_dynamics(d: ChainData, q, qd, qdd, gravity: bool = True) -> np.ndarr
 
 
 def gravity_load(d: ChainData, q) -> np.ndarray:
+    load()
     q = _rows(q)
     out = np.empty(q.shape)
     _gravity(d.base, d.isR, d.O, d.mass, d.com, d.gravity, q, out)
@@ -817,6 +797,7 @@ def gravity_load(d: ChainData, q) -> np.ndarray:
 
 def inertia(d: ChainData, q) -> np.ndarray:
     """I* (N, M, M)."""
+    load()
     q = _rows(q)
     N, M = q.shape
     out = np.empty((N, M, M))
@@ -826,6 +807,7 @@ def inertia(d: ChainData, q) -> np.ndarray:
 
 def inertia_power(d: ChainData, q, with_inertia: bool = True):
     """(I* (N, M, M) or None, P* (N, M, M, M)) in one pass over the batch."""
+    load()
     q = _rows(q)
     N, M = q.shape
     I = np.empty((N, M, M) if with_inertia else (1, M, M))
@@ -836,6 +818,7 @@ def inertia_power(d: ChainData, q, with_inertia: bool = True):
 
 def forward_dynamics(d: ChainData, q, qd, tau):
     """(q'' (N, M), ok (N,)): ok is False where I* is not positive definite."""
+    load()
     q = _rows(q)
     out = np.empty(q.shape)
     ok = np.empty(q.shape[0], dtype=np.bool_)
