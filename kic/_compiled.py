@@ -180,6 +180,26 @@ def _frame_buffers(M):
     return np.empty((M, 3)), np.empty((M, 3)), np.empty((M, 3, 3)), np.empty((M, 3))
 
 
+@_inline
+def _screw_step(ax, ay, az, tx, ty, tz, u, ud, wx, wy, wz, vx, vy, vz,
+                awx, awy, awz, avx, avy, avz):
+    """Add joint screw (a, t) at rate u and acceleration ud to the running link
+    motion (w, v) and its rate (aw, av); d/dt of the screw is (w x a, w x t + v x a)."""
+    wx += ax * u
+    wy += ay * u
+    wz += az * u
+    vx += tx * u
+    vy += ty * u
+    vz += tz * u
+    awx += ax * ud + (wy * az - wz * ay) * u
+    awy += ay * ud + (wz * ax - wx * az) * u
+    awz += az * ud + (wx * ay - wy * ax) * u
+    avx += tx * ud + (wy * tz - wz * ty + vy * az - vz * ay) * u
+    avy += ty * ud + (wz * tx - wx * tz + vz * ax - vx * az) * u
+    avz += tz * ud + (wx * ty - wy * tx + vx * ay - vy * ax) * u
+    return wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz
+
+
 @_jit
 def _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, use_gravity, W, out):
     """Joint loads of one configuration (world-frame screw recursion)."""
@@ -192,23 +212,9 @@ def _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, use_gravity, W, o
     else:
         avx = avy = avz = 0.0
     for j in range(M):
-        swx, swy, swz = A[j, 0], A[j, 1], A[j, 2]
-        svx, svy, svz = t[j, 0], t[j, 1], t[j, 2]
-        u = qd[j]
-        ud = qdd[j]
-        wx += swx * u
-        wy += swy * u
-        wz += swz * u
-        vx += svx * u
-        vy += svy * u
-        vz += svz * u
-        # d/dt of the joint screw is (w x sw, w x sv + v x sw)
-        awx += swx * ud + (wy * swz - wz * swy) * u
-        awy += swy * ud + (wz * swx - wx * swz) * u
-        awz += swz * ud + (wx * swy - wy * swx) * u
-        avx += svx * ud + (wy * svz - wz * svy + vy * swz - vz * swy) * u
-        avy += svy * ud + (wz * svx - wx * svz + vz * swx - vx * swz) * u
-        avz += svz * ud + (wx * svy - wy * svx + vx * swy - vy * swx) * u
+        wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz = _screw_step(
+            A[j, 0], A[j, 1], A[j, 2], t[j, 0], t[j, 1], t[j, 2], qd[j], qdd[j],
+            wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz)
         W[j, 0], W[j, 1], W[j, 2], W[j, 3], W[j, 4], W[j, 5] = _link_wrench(
             mass[j], com[j], Iloc[j], R[j], p[j], wx, wy, wz, vx, vy, vz,
             awx, awy, awz, avx, avy, avz)
@@ -549,9 +555,6 @@ def _motion(sR, sv, qd, qdd, use_qdd, grav, use_grav, w, v, aw, av):
     _, M, N = sR.shape
     for j in range(M):
         for n in range(N):
-            u = qd[j, n]
-            ax, ay, az = sR[0, j, n], sR[1, j, n], sR[2, j, n]
-            tx, ty, tz = sv[0, j, n], sv[1, j, n], sv[2, j, n]
             if j:
                 wx, wy, wz = w[0, j - 1, n], w[1, j - 1, n], w[2, j - 1, n]
                 vx, vy, vz = v[0, j - 1, n], v[1, j - 1, n], v[2, j - 1, n]
@@ -562,27 +565,10 @@ def _motion(sR, sv, qd, qdd, use_qdd, grav, use_grav, w, v, aw, av):
                 cx = cy = cz = 0.0
                 if use_grav:             # a uniform field: the base accelerates by -g
                     cx, cy, cz = -grav[0], -grav[1], -grav[2]
-            wx += ax * u
-            wy += ay * u
-            wz += az * u
-            vx += tx * u
-            vy += ty * u
-            vz += tz * u
-            # d/dt of the joint screw: (w x s, w x t + v x s)
-            bx += (wy * az - wz * ay) * u
-            by += (wz * ax - wx * az) * u
-            bz += (wx * ay - wy * ax) * u
-            cx += (wy * tz - wz * ty + vy * az - vz * ay) * u
-            cy += (wz * tx - wx * tz + vz * ax - vx * az) * u
-            cz += (wx * ty - wy * tx + vx * ay - vy * ax) * u
-            if use_qdd:
-                ud = qdd[j, n]
-                bx += ax * ud
-                by += ay * ud
-                bz += az * ud
-                cx += tx * ud
-                cy += ty * ud
-                cz += tz * ud
+            wx, wy, wz, vx, vy, vz, bx, by, bz, cx, cy, cz = _screw_step(
+                sR[0, j, n], sR[1, j, n], sR[2, j, n], sv[0, j, n], sv[1, j, n], sv[2, j, n],
+                qd[j, n], qdd[j, n] if use_qdd else 0.0,
+                wx, wy, wz, vx, vy, vz, bx, by, bz, cx, cy, cz)
             w[0, j, n], w[1, j, n], w[2, j, n] = wx, wy, wz
             v[0, j, n], v[1, j, n], v[2, j, n] = vx, vy, vz
             aw[0, j, n], aw[1, j, n], aw[2, j, n] = bx, by, bz
