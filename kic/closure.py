@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 
 import networkx as nx
 import numpy as np
@@ -37,7 +36,7 @@ from ._array import (finite_array, from_batch, homogeneous, inverse_with_conditi
                      spd_solve)
 from .backend import compiled_data
 from .dynamics import DynamicModel
-from .errors import ClosureError, ModelError, SingularityError
+from .errors import ClosureError, ModelError, SingularityError, located
 from .kinematics import Influence
 from .topology import GROUND, Mechanism, _Loop
 from .transfer import Transfer, transfer_influence
@@ -762,7 +761,7 @@ class ClosedModel:
             The dependent-joint Jacobian is singular on the way.
         """
         qf, batch = self._phi_batch(q)
-        with _located(batch, qf.shape[0]):
+        with located(batch, qf.shape[0]):
             return self._assemble(qf, guess)[0].reshape(batch + (self.N,))
 
     def _assemble(self, qf: np.ndarray, guess=None):
@@ -900,7 +899,7 @@ class ClosedModel:
         ((2,), True)
         """
         qf, batch = self._phi_batch(q)
-        with _located(batch, qf.shape[0]):
+        with located(batch, qf.shape[0]):
             phi, _ = self._assemble(qf)
         rows, _ = self._rows(phi, 1, residual=False)
         cond = np.ones(qf.shape[0])
@@ -979,7 +978,7 @@ class ClosedModel:
         qf, batch = self._phi_batch(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd_ = np.zeros_like(qd) if qdd is None else match_batch(qdd, self.dof, batch, "qdd").T
-        with _located(batch, qf.shape[0]):
+        with located(batch, qf.shape[0]):
             phi, kins = self._assemble(qf)
             _, _, phid, phidd, _ = self._transfer(phi, 1, kins, velocity=(qd, qdd_))
         if qdd is None:
@@ -1012,7 +1011,7 @@ class ClosedModel:
         Ga = None if actuators is None else np.empty((n, len(actuators), self.dof))
         for sl in parts:
             start, stop, _ = sl.indices(n)
-            with _located(batch, stop - start, start):
+            with located(batch, stop - start, start):
                 phi, kins = self._assemble(qf[sl])
                 tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
                                                             velocity=(qd[sl], qdd[sl]))
@@ -1100,7 +1099,7 @@ class ClosedModel:
         """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate."""
         qf, batch = self._phi_batch(q)
         idx = self._joint_indices(actuators)
-        with _located(batch, qf.shape[0]):
+        with located(batch, qf.shape[0]):
             phi, kins = self._assemble(qf)
             tr, _ = self._transfer(phi, 1, kins)
         return tr.G[:, idx].reshape(batch + (len(idx), self.dof))
@@ -1133,7 +1132,7 @@ class ClosedModel:
         if G.shape[-2] == G.shape[-1]:
             # checked like the closures: near a singularity of the actuation the
             # loads grow without bound and a SingularityError says so
-            with _located(batch, G.shape[0]):
+            with located(batch, G.shape[0]):
                 Gi = self._inverse(np.swapaxes(G, -1, -2), [], idx,
                                    what="actuator Jacobian G^a_q")
             tau = (Gi @ T[..., None])[..., 0]
@@ -1146,7 +1145,7 @@ class ClosedModel:
         qf, batch = self._phi_batch(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         tau = match_batch(tau, self.dof, batch, "tau").T
-        with _located(batch, qf.shape[0]):
+        with located(batch, qf.shape[0]):
             phi, kins = self._assemble(qf)
             tr, _, phid, phidd, motion = self._transfer(phi, 1, kins,
                                                         velocity=(qd, np.zeros_like(qd)))
@@ -1167,16 +1166,6 @@ class ClosedModel:
     def __repr__(self) -> str:
         return (f"<ClosedModel {self.name or ''} in {self.coordinate_names}: "
                 f"{self.N} joints, {len(self._loops)} loops>")
-
-
-@contextmanager
-def _located(batch: tuple, size: int, start: int = 0):
-    """Re-raise a SingularityError or ClosureError of configurations ``start`` to
-    ``start + size`` (flat) with its index in the caller's ``batch`` shape."""
-    try:
-        yield
-    except (SingularityError, ClosureError) as exc:
-        raise exc.in_batch(start, size, batch) from None
 
 
 def _check_block(A: np.ndarray, model: ClosedModel, loops, deps, what=None) -> None:
@@ -1223,7 +1212,7 @@ class ClosedKinematics:
         self.order = order
         qf, self._batch = model._phi_batch(q)
         self.q = qf.reshape(self._batch + (model.dof,))
-        with _located(self._batch, qf.shape[0]):
+        with located(self._batch, qf.shape[0]):
             phi, kins = model._assemble(qf)
             self._tr, self._kins = model._transfer(phi, order, kins)
         self._phi = phi
@@ -1283,7 +1272,7 @@ class ClosedDynamics(DynamicModel):
         qf, batch = model._phi_batch(q)
         super().__init__(qf.reshape(batch + (model.dof,)), batch)
         self.model = model
-        with _located(batch, qf.shape[0]):
+        with located(batch, qf.shape[0]):
             self._phi, _ = model._assemble(qf)
         self._parts = [(sl, {}) for sl in blocks(qf.shape[0])]
 
@@ -1293,7 +1282,7 @@ class ClosedDynamics(DynamicModel):
         if order not in data and not (order == 1 and 2 in data):
             m = self.model
             phi = self._phi[sl]
-            with _located(self._batch, sl.stop - sl.start, sl.start):
+            with located(self._batch, sl.stop - sl.start, sl.start):
                 tr, _ = m._transfer(phi, order)
             models = {ci: c.dynamics(phi[:, m._chain_idx[ci]])
                       for ci, c in enumerate(m._chains) if c.total_mass > 0}

@@ -33,7 +33,7 @@ import numpy as np
 from ._array import as_batch, blocks, cross, from_batch, match_batch, spd_solve, suffix_sum
 from . import _compiled, _scalar
 from .backend import compiled_data
-from .errors import ModelError, SingularityError
+from .errors import ModelError, located
 from .kinematics import _Pose, link_motion, point_acceleration
 
 __all__ = ["DynamicModel"]
@@ -474,10 +474,8 @@ def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
     qdT = match_batch(qd, chain.dof, batch, "qd")
     tauT = match_batch(tau, chain.dof, batch, "tau")
     bias, I = _bias(chain, qT, qdT, None, loads, batch, with_inertia=True)
-    try:
+    with located(batch, qT.shape[1]):
         qdd = spd_solve(np.moveaxis(I, -1, 0), (tauT - bias).T, "effective inertia I*")
-    except SingularityError as exc:
-        raise exc.in_batch(0, qT.shape[1], batch) from None
     return qdd.reshape(batch + (chain.dof,))
 
 

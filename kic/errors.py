@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import re
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -94,3 +95,13 @@ class ClosureError(KicError, ArithmeticError):
         self.loop = loop
         self.residual = residual
         self.index = index
+
+
+@contextmanager
+def located(batch: tuple, size: int, start: int = 0):
+    """Re-raise a SingularityError or ClosureError of configurations ``start`` to
+    ``start + size`` (flat) with its index in the caller's ``batch`` shape (internal)."""
+    try:
+        yield
+    except (SingularityError, ClosureError) as exc:
+        raise exc.in_batch(start, size, batch) from None
