@@ -115,6 +115,52 @@ class Loads:
         return (f"<Loads: {len(self._forces)} forces, {len(self._moments)} moments, "
                 f"{len(self._springs)} springs, {len(self._dampers)} dampers>")
 
+    @property
+    def batched(self) -> bool:
+        """True when a force, point or moment varies along a batch."""
+        return any(f.force.ndim > 1 or f.point.ndim > 1 for f in self._forces) or any(
+            m.moment.ndim > 1 for m in self._moments)
+
+    def split(self, owner, joint_owner, parts: int) -> list:
+        """These loads divided among the open chains of a closed model.
+
+        Parameters
+        ----------
+        owner : mapping
+            body -> (chain index, link name on that chain) of the chain carrying it.
+        joint_owner : mapping
+            joint -> chain index.
+        parts : int
+            Number of chains.
+
+        Returns
+        -------
+        list of Loads or None
+            One per chain (None where nothing acts on it).
+
+        Raises
+        ------
+        ModelError
+            A load on a body or joint the model does not have.
+        """
+        out = [Loads() for _ in range(parts)]
+        for f in self._forces:
+            if f.link not in owner:
+                raise ModelError(f"load on unknown body {f.link!r}")
+            ci, link = owner[f.link]
+            out[ci]._forces.append(_Force(link, f.force, f.point))
+        for mo in self._moments:
+            if mo.link not in owner:
+                raise ModelError(f"load on unknown body {mo.link!r}")
+            ci, link = owner[mo.link]
+            out[ci]._moments.append(_Moment(link, mo.moment))
+        for kind, items in (("spring", self._springs), ("damper", self._dampers)):
+            for s in items:
+                if s.joint not in joint_owner:
+                    raise ModelError(f"{kind} on unknown joint {s.joint!r}")
+                getattr(out[joint_owner[s.joint]], f"_{kind}s").append(s)
+        return [part if part else None for part in out]
+
     # ----------------------------------------------------------- evaluation
     def resolve(self, chain, batch: tuple) -> "_ChainLoads":
         """Bind these loads to a serial ``chain`` and a batch shape."""
