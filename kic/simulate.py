@@ -104,11 +104,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
             raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
         return np.concatenate([qd, model.forward_dynamics(q, qd, T, loads=loads)])
 
-    try:
-        sol = solve_ivp(rhs, (t0, t1), np.concatenate([q0, qd0]), method=method,
-                        rtol=rtol, atol=atol, t_eval=t_eval, max_step=max_step)
-    except KicError:
-        raise
+    sol = solve_ivp(rhs, (t0, t1), np.concatenate([q0, qd0]), method=method,
+                    rtol=rtol, atol=atol, t_eval=t_eval, max_step=max_step)
     if not sol.success:
         raise KicError(f"integration failed at t = {sol.t[-1]:g} s: {sol.message}")
     q, qd = sol.y[:M].T, sol.y[M:].T
