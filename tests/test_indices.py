@@ -252,6 +252,7 @@ def test_stewart_singular_design_is_reported_singular():
     assert bad.singular.all() and np.all(bad.condition == np.inf)
     assert np.all(bad.type_two < 1e-12) and np.all(bad.inverse_condition < 1e-12)
     assert np.all(bad.type_one > 0.1)                   # prismatic legs: never type I
+    assert np.all(ki.task_conditioning(same, x, length=0.5).type_one > 0.1)
     assert not ok.singular.any() and np.all(ok.condition < 20)
     assert np.all(ok.type_two > 0.1) and np.all(ok.type_one > 0.1)
     # the leg Jacobian from Plücker lines, homogenised with the same length
