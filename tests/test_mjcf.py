@@ -1,0 +1,141 @@
+"""MJCF export (kic.mjcf) loaded by MuJoCo (optional: skipped without ``mujoco``).
+
+MuJoCo's joint-space inertia of the exported tree (``mj_fullM``) must equal kic's
+inertia of the same tree (``spanning_tree(mech)[0].model(all joints)``) at the same
+joint values, the loop constraints must hold at the exported assembled keyframe,
+and a few hundred ``mj_step`` must stay finite with the loops closed to a small
+tolerance (MuJoCo's equality constraints are soft).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kic
+import mechanisms
+from kic.mjcf import spanning_tree, to_mjcf
+
+mujoco = pytest.importorskip("mujoco")
+
+CASES = {
+    "five_bar": (mechanisms.five_bar, np.array([np.pi / 2 + 0.3, np.pi / 2 - 0.3])),
+    "stewart": (mechanisms.stewart_platform, np.array([0.01, -0.02, 0.6, 0.05, -0.03, 0.02])),
+    "bricard": (mechanisms.bricard, np.array([0.3])),         # spatial R cut: two connects
+    "slider_crank": (mechanisms.slider_crank, np.array([0.7])),
+}
+
+
+def load(xml):
+    m = mujoco.MjModel.from_xml_string(xml)
+    return m, mujoco.MjData(m)
+
+
+def full_inertia(m, d, qpos):
+    d.qpos[:] = qpos
+    mujoco.mj_forward(m, d)
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    return M
+
+
+def residual(m, d):
+    """Largest equality-constraint violation (m for connect, m and rad for weld)."""
+    mujoco.mj_forward(m, d)
+    return float(np.abs(d.efc_pos[:d.ne]).max()) if d.ne else 0.0
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def exported(request):
+    build, q = CASES[request.param]
+    cm = build()
+    cuts = ("slide",) if request.param == "slider_crank" else ()   # P cut: ghost + weld
+    return request.param, cm, q, cuts, to_mjcf(cm, q=q, cuts=cuts)
+
+
+def test_loads_and_keyframe_is_assembled(exported):
+    name, cm, q, cuts, xml = exported
+    m, d = load(xml)
+    tree, cut = spanning_tree(cm.mechanism, cuts)
+    assert m.neq >= len(cut) >= 1
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    assert residual(m, d) < 1e-12
+    # the keyframe holds kic's assembled joint values
+    phi = dict(zip(cm.phi_names, cm.assemble(q)))
+    for n in tree.primitive_joints:
+        if n in phi:
+            assert abs(d.qpos[m.joint(n).qposadr[0]] - phi[n]) < 1e-12
+
+
+def test_tree_inertia_equals_mujoco(exported):
+    name, cm, q, cuts, xml = exported
+    m, d = load(xml)
+    tree, _ = spanning_tree(cm.mechanism, cuts)
+    names = tree.primitive_joints
+    model = tree.model(names)
+    qadr = np.array([m.joint(n).qposadr[0] for n in names])
+    vadr = np.array([m.joint(n).dofadr[0] for n in names])
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for k in range(5):
+        qpos = np.zeros(m.nq)
+        if k:
+            qpos[:] = rng.uniform(-1.0, 1.0, m.nq)
+        else:
+            mujoco.mj_resetDataKeyframe(m, d, 0)
+            qpos[:] = d.qpos
+        M = full_inertia(m, d, qpos)
+        I = model.dynamics(qpos[qadr]).I_star
+        err = float(np.abs(M[np.ix_(vadr, vadr)] - I).max())
+        worst = max(worst, err)
+        assert err <= 1e-10 * max(1.0, float(np.abs(I).max())), f"{name}: {err:.2e}"
+        ghost = np.setdiff1d(np.arange(m.nv), vadr)   # a welded cut's ghost joints only
+        assert np.abs(M[np.ix_(ghost, ghost)]).max(initial=0.0) < 1e-10
+    print(f"{name}: largest |mj_fullM - kic tree I*| {worst:.2e}")
+
+
+def test_steps_stay_closed(exported):
+    name, cm, q, cuts, xml = exported
+    if cuts:
+        # a welded cut acts on a massless ghost body, and MuJoCo's soft constraints
+        # scale with the inverse inertia of the rows: the weld holds the model (above)
+        # but does not keep a simulation closed (kic.mjcf's known limit)
+        pytest.skip("welded cut: exported for the model, not for simulation")
+    m, d = load(xml)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    worst = 0.0
+    for _ in range(300):
+        mujoco.mj_step(m, d)
+        worst = max(worst, residual(m, d))
+    assert np.all(np.isfinite(d.qpos)) and np.all(np.isfinite(d.qvel))
+    assert np.abs(d.qvel).max() < 50.0               # falling under gravity, no blow-up
+    assert worst < 5e-3, f"{name}: loop residual {worst:.2e}"
+    print(f"{name}: largest loop residual over 300 steps {worst:.2e}")
+
+
+def test_cut_kinds():
+    five = spanning_tree(mechanisms.five_bar().mechanism)[1]
+    assert five == ["tip"]
+    xml = to_mjcf(mechanisms.five_bar())
+    assert xml.count("<connect") == 1 and "<weld" not in xml      # planar: one connect
+    assert to_mjcf(mechanisms.bricard()).count("<connect") == 2   # spatial R: two
+    sp = mechanisms.stewart_platform().mechanism
+    tree, cut = spanning_tree(sp)
+    assert len(cut) == 5 and all(c.endswith(".s") for c in cut)    # S joints cut first
+    xml = to_mjcf(mechanisms.slider_crank(), cuts=["slide"])
+    assert xml.count("<weld") == 1
+    with pytest.raises(kic.ModelError, match="unknown cut joint"):
+        to_mjcf(sp, cuts=["nope"])
+
+
+def test_serial_chain_export():
+    chain = mechanisms.panda()
+    m, d = load(chain.to_mjcf() if hasattr(chain, "to_mjcf") else to_mjcf(chain))
+    assert m.nq == chain.dof
+    rng = np.random.default_rng(1)
+    for q in rng.uniform(-2, 2, (4, chain.dof)):
+        M = full_inertia(m, d, q)
+        I = chain.dynamics(q).I_star
+        assert np.abs(M - I).max() <= 1e-10 * max(1.0, np.abs(I).max())
+        d.qvel[:] = 0.0
+        mujoco.mj_forward(m, d)
+        assert np.abs(d.qfrc_bias - chain.gravity_load(q)).max() < 1e-10
