@@ -253,11 +253,9 @@ def skeleton(model, q, points=None) -> Skeleton:
                          "a kic.ClosedModel")
     if points:
         if _is_serial(model):
-            kin = model.kinematics(q, order=1)
             F = np.asarray(model.frames(q), float)
             for name, (body, p) in points.items():
                 sk.points[name] = _apply(F[..., model.link_index(body), :, :], p)
-            del kin
         else:
             kin = model.kinematics(q, order=1)
             for name, (body, p) in points.items():
@@ -335,15 +333,21 @@ def _ground_symbols(ax, sk: Skeleton, index, dims, size: float) -> None:
                 gid="ground-line", zorder=1)
 
 
-def _limits(ax, P: np.ndarray, dims, margin: float = 0.12) -> float:
-    """Equal scales on every axis around the points (k, 3); returns the extent."""
+def _limits(ax, P: np.ndarray, dims, margin: float = 0.12, keep: bool = False) -> float:
+    """Equal scales on every axis around the points (k, 3), grown to hold the
+    current limits too when ``keep`` (drawing over a map); returns the extent."""
     lo, hi = np.nanmin(P, axis=0), np.nanmax(P, axis=0)
     extent = float(np.max((hi - lo)[dims])) or 1.0
     centre = (hi + lo) / 2
     half = extent * (0.5 + margin)
     setters = [ax.set_xlim, ax.set_ylim] + ([ax.set_zlim] if len(dims) == 3 else [])
-    for set_lim, d in zip(setters, dims):
-        set_lim(centre[d] - half, centre[d] + half)
+    getters = [ax.get_xlim, ax.get_ylim] + ([ax.get_zlim] if len(dims) == 3 else [])
+    for set_lim, get_lim, d in zip(setters, getters, dims):
+        a, b = centre[d] - half, centre[d] + half
+        if keep:
+            old = get_lim()
+            a, b = min(a, old[0]), max(b, old[1])
+        set_lim(a, b)
     if len(dims) == 3:
         ax.set_box_aspect((1, 1, 1))
     else:
@@ -384,16 +388,17 @@ def _resolve_plane(sk: Skeleton, plane) -> str | None:
 
 def _render(ax, sk: Skeleton, index, plane, title, labels: bool):
     dims = _dims(plane)
+    keep = ax is not None and ax.has_data()
     ax = _prepare_axes(ax, plane, dims, title)
     artists = []
-    extent = _limits(ax, sk.all_points().reshape(-1, 3), dims)
+    extent = _limits(ax, sk.all_points().reshape(-1, 3), dims, keep=keep)
     for gid, data, style in _movers(sk, dims, 0.1 * extent):
         line = _plot(ax, data[index], dims, **style)
         line.set_gid(gid)
         artists.append((line, data))
     if sk.grounded:
         _ground_symbols(ax, sk, index, dims, 0.025 * extent)
-        if len(dims) == 2:      # room for the ground symbols below the pivots
+        if len(dims) == 2 and not keep:     # room for the ground symbols below the pivots
             lo, hi = ax.get_ylim()
             ax.set_ylim(min(lo, min(sk.joints[n][index][dims[1]] for n in sk.grounded)
                             - 0.1 * extent), hi)
@@ -638,7 +643,9 @@ def tradeoff(f1, f2, ax=None, *, labels=("objective 1", "objective 2"),
     d.set_gid("dominated")
     P = F[front]
     order = np.argsort(P[:, 0], kind="stable")
-    (s,) = ax.plot(P[order, 0], P[order, 1], drawstyle="steps-post", color="#c0392b", lw=1.0)
+    # the attainment staircase when both are minimised, else a plain line through the front
+    style = "steps-post" if tuple(np.broadcast_to(minimize, (2,))) == (True, True) else "default"
+    (s,) = ax.plot(P[order, 0], P[order, 1], drawstyle=style, color="#c0392b", lw=1.0)
     s.set_gid("front-line")
     (m,) = ax.plot(P[:, 0], P[:, 1], ls="none", marker="o", ms=6, color="#c0392b",
                    label=f"Pareto front ({int(front.sum())})")
