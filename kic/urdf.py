@@ -606,7 +606,7 @@ class MimicModel:
                 raise ModelError(f"mimic joints form a cycle through {sorted(seen)}")
             master, mult, off = self.mimic[n]
             g, c0 = resolve(master, seen | {n})
-            return mult * g, mult * c0 + off
+            return mult * g + 0.0, mult * c0 + off     # + 0.0: no -0.0
 
         for n in self.mimic:
             G[index[n]], c[index[n]] = resolve(n, set())
