@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import use_compiled
-from ._compiled import cross_into, inverse
-from ._compiled import inverse_with_condition as inverse_with_condition_compiled
+from .backend import kernels
 from .errors import ModelError
 
 __all__ = []
@@ -89,28 +87,9 @@ def blocks(N: int) -> list[slice]:
 
 
 def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
-    """Cross product along ``axis`` (0 or 1; 3 components), broadcasting the rest.
-
-    Written into one preallocated output: 3-5x faster than ``np.cross`` or a
-    stacked expression on batched arrays in numpy 2.
-    """
-    # np.broadcast_shapes costs 3 us, more than a small product
-    out = np.empty(a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape))
-    if use_compiled() and cross_into(a, b, out, axis):
-        return out
-    if axis == 0:
-        a0, a1, a2, b0, b1, b2 = a[0], a[1], a[2], b[0], b[1], b[2]
-        o0, o1, o2 = out[0], out[1], out[2]
-    else:
-        a0, a1, a2, b0, b1, b2 = a[:, 0], a[:, 1], a[:, 2], b[:, 0], b[:, 1], b[:, 2]
-        o0, o1, o2 = out[:, 0], out[:, 1], out[:, 2]
-    np.multiply(a1, b2, out=o0)
-    o0 -= a2 * b1
-    np.multiply(a2, b0, out=o1)
-    o1 -= a0 * b2
-    np.multiply(a0, b1, out=o2)
-    o2 -= a1 * b0
-    return out
+    """Cross product along ``axis`` (0 or 1; 3 components), broadcasting the rest
+    (the kernel set's, :func:`kic.backend.kernels`)."""
+    return kernels().cross(a, b, axis)
 
 
 def prefix_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
@@ -135,33 +114,6 @@ def suffix_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
     return out
 
 
-def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Dot product along axis 0."""
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-def matvec(R: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``R @ v`` for R of shape (3, 3, ...) and v of shape (3, ...)."""
-    return (R * v[None]).sum(axis=1)
-
-
-def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``A @ B`` for stacks of shape (3, 3, ...) (batch last)."""
-    return (A[:, :, None] * B[None, :, :]).sum(axis=1)
-
-
-def skew(v) -> np.ndarray:
-    """3x3 skew-symmetric matrix of a single vector: ``skew(v) @ x == v x x``."""
-    x, y, z = v
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-
-
-def rotation_about(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation matrix about a unit ``axis`` by ``angle`` (rad), Rodrigues."""
-    k = skew(axis)
-    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
-
-
 def homogeneous(R=None, p=None) -> np.ndarray:
     """4x4 homogeneous transform from a rotation and a translation."""
     T = np.eye(4)
@@ -177,105 +129,47 @@ def rot_x(a: float) -> np.ndarray:
     return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
 
 
-def rot_y(a: float) -> np.ndarray:
-    c, s = np.cos(a), np.sin(a)
-    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-
-
 def rot_z(a: float) -> np.ndarray:
     c, s = np.cos(a), np.sin(a)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 def small_inverse(A: np.ndarray) -> np.ndarray:
-    """Inverse of stacked (..., m, m) matrices; closed form (adjugate) for m <= 3.
-
-    LAPACK's per-matrix call costs about a microsecond however small the matrix;
-    the adjugate of a 3x3 is a few dozen batched products.  Singular matrices give
-    inf/nan, which the callers' condition checks catch.  Under the compiled backend,
-    Gauss-Jordan elimination with partial pivoting, one matrix at a time.
-    """
-    m = A.shape[-1]
-    if use_compiled():
-        return inverse(A)
-    if m > 3:
-        return np.linalg.inv(A)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if m == 1:
-            return 1.0 / A
-        if m == 2:
-            a, b, c, d = A[..., 0, 0], A[..., 0, 1], A[..., 1, 0], A[..., 1, 1]
-            det = a * d - b * c
-            return np.stack([np.stack([d, -b], -1), np.stack([-c, a], -1)], -2) \
-                / det[..., None, None]
-        a0, a1, a2 = A[..., 0, :], A[..., 1, :], A[..., 2, :]
-        c0 = cross(a1.T, a2.T).T          # rows of the adjugate's transpose
-        c1 = cross(a2.T, a0.T).T
-        c2 = cross(a0.T, a1.T).T
-        det = (a0 * c0).sum(-1)
-        return np.stack([c0, c1, c2], -1) / det[..., None, None]
+    """Inverses of stacked (..., m, m) matrices; NaN or inf where singular (callers
+    check the condition): closed forms for m <= 3 (numpy), Gauss-Jordan elimination
+    with partial pivoting (compiled)."""
+    return kernels().small_inverse(A)
 
 
 def inverse_with_condition(A: np.ndarray):
     """Inverses of stacked (..., m, m) matrices and their 1-norm condition numbers
     ``||A||_1 ||A^-1||_1`` (...): inf/NaN where singular, or ``np.linalg.LinAlgError``
     from LAPACK (m > 3, numpy kernels)."""
-    if use_compiled():
-        return inverse_with_condition_compiled(A)
-    Ai = small_inverse(A)
-    with np.errstate(invalid="ignore"):
-        cond = _norm1(A) * _norm1(Ai)
-    return Ai, cond
-
-
-def _norm1(A: np.ndarray) -> np.ndarray:
-    """Largest column sum of |A| (..., m, m) -> (...): a loop over the few rows and
-    columns is 3-5x faster than numpy's reductions over small trailing axes."""
-    a = np.abs(A)
-    m = A.shape[-1]
-    col = a[..., 0, :].copy()
-    for i in range(1, m):
-        col += a[..., i, :]
-    out = col[..., 0].copy()
-    for j in range(1, m):
-        np.maximum(out, col[..., j], out=out)
-    return out
+    return kernels().inverse_with_condition(A)
 
 
 def spd_solve(A: np.ndarray, b: np.ndarray, what: str = "matrix"):
     """Solve stacked SPD systems ``A x = b`` (leading batch axes).
 
-    Raises :class:`~kic.SingularityError` naming the configuration when a
-    matrix is not positive definite to working precision.
+    Raises :class:`~kic.SingularityError` naming the configuration when a matrix
+    fails kic's singularity rule, :func:`kic._compiled.spd_pivot_ok`: a Cholesky
+    pivot ``L_kk^2`` not above ``1e-12 A_kk`` (relative to its own diagonal entry,
+    hence independent of the units of each coordinate).
     """
+    from ._scalar import spd_factor, spd_substitute
     from .errors import SingularityError
-    try:
-        L = np.linalg.cholesky(A)
-    except np.linalg.LinAlgError:
-        L = None
-    if L is not None:
-        diag = np.diagonal(L, axis1=-2, axis2=-1)
-        dmin = diag.min(axis=-1) if diag.size else np.ones(A.shape[:-2])
-        dmax = diag.max(axis=-1) if diag.size else np.ones(A.shape[:-2])
-        ok = dmin > 1e-8 * dmax
-        if np.all(ok):
-            # forward and back substitution over the few rows, batched in numpy
-            # (LAPACK's per-matrix calls cost more than the arithmetic here)
-            m = A.shape[-1]
-            x = np.array(b, dtype=float, copy=True)
-            for i in range(m):
-                if i:
-                    x[..., i] -= (L[..., i, :i] * x[..., :i]).sum(-1)
-                x[..., i] /= L[..., i, i]
-            for i in range(m - 1, -1, -1):
-                if i < m - 1:
-                    x[..., i] -= (L[..., i + 1:, i] * x[..., i + 1:]).sum(-1)
-                x[..., i] /= L[..., i, i]
-            return x
-    sv = np.linalg.svd(A, compute_uv=False)
+    A = np.asarray(A, dtype=float)
+    L, ok = spd_factor(A)
+    if np.all(ok):
+        return spd_substitute(L, b)
+    bad = ~ok
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sv = np.linalg.svd(np.where(np.isfinite(A), A, 0.0), compute_uv=False)
     smin, smax = sv[..., -1], sv[..., 0]
     cond = np.where(smin > 0, smax / np.where(smin > 0, smin, 1.0), np.inf)
-    idx = np.unravel_index(int(np.argmax(cond)), cond.shape) if cond.ndim else ()
+    # the failing configuration with the largest condition number (ties: the first)
+    idx = (np.unravel_index(int(np.argmax(np.where(bad, cond, -1.0))), cond.shape)
+           if cond.ndim else ())
     raise SingularityError(
         f"{what} is singular or not positive definite"
         + (f" at batch index {idx}" if idx else "")

@@ -7,19 +7,29 @@ recursions run one configuration at a time in registers, without those
 passes.  These kernels evaluate exactly the sums of :mod:`kic.dynamics`
 (world-frame screws, composite inertias, Freeman's P* re-associated into
 composite moments) and the tests compare them with the numpy kernels and with
-the independent oracle.  They are used when numba is installed (the ``fast``
-extra) unless :func:`kic.set_backend` says otherwise.  The building blocks of
-the batched numpy kernels that closed models use (link frames, screw motion,
-joint loads from a given motion, cross products, small inverses with their
-condition numbers) have compiled versions here too, written joint by joint over
-the batch (batch-last arrays, walked in order).
+the independent oracle.  :mod:`kic.backend` selects them (the ``fast`` extra)
+unless :func:`kic.set_backend` says otherwise; callers get them, or their numpy
+twins of the same names and signatures, from :func:`kic.backend.kernels`.
 
-Layout: inputs ``q, qd, ...`` are (N, M), C-contiguous float64; outputs are
-batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
+The arithmetic of one joint or link -- the frame step, the screw-motion step,
+the link wrench -- and the Cholesky solve with kic's one singularity rule
+(:func:`spd_pivot_ok`) are plain Python functions of floats and tuples, written
+once here: numba compiles them into the kernels below, and their uncompiled
+twins (:data:`plain`) run the plain-float kernels of :mod:`kic._scalar` when
+numba is absent.  numba is imported only by :func:`load`, so ``import kic``
+does not pay for it.
+
+Layout: inputs ``q, qd, ...`` are (N, M) float64 (made C-contiguous here);
+outputs are batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
+The building blocks of the closed models' batched kernels (link frames, screw
+motion, joint loads from a given motion) are batch last, (3, M, N), walked
+joint by joint over the batch.
 """
 from __future__ import annotations
 
 import importlib.util
+import math
+import types
 
 import numpy as np
 
@@ -30,6 +40,7 @@ available = importlib.util.find_spec("numba") is not None
 
 _JITTED: list[str] = []      # names of the functions compiled by :func:`load`
 _INLINED: set[str] = set()   # ... and of those inlined into their callers
+_SHARED: list[str] = []      # ... and of those also run uncompiled (:data:`plain`)
 _loaded = False
 
 
@@ -45,6 +56,29 @@ def _inline(fn):
     array views costs more than the helper's arithmetic)."""
     _INLINED.add(fn.__name__)
     return _jit(fn)
+
+
+def _shared(fn):
+    """An inlined helper of floats and tuples that also runs as plain Python."""
+    _SHARED.append(fn.__name__)
+    return _inline(fn)
+
+
+# one signature per one-configuration entry point: any other input type (a list,
+# a read-only or strided array, another dtype) raises TypeError at the call and
+# the caller takes its validating path; nothing new is compiled
+_SIGNATURES = {
+    "_rnea1": "b1(f8[:, ::1], b1[::1], f8[:, :, ::1], f8[::1], f8[:, ::1], f8[:, :, ::1], "
+              "f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])",
+    "_gravity1": "b1(f8[:, ::1], b1[::1], f8[:, :, ::1], f8[::1], f8[:, ::1], f8[::1], "
+                 "f8[::1], f8[::1])",
+    "_inertia1": "b1(f8[:, ::1], b1[::1], f8[:, :, ::1], f8[::1], f8[:, ::1], f8[:, :, ::1], "
+                 "f8[::1], f8[:, ::1])",
+    "_forward1": "b1(f8[:, ::1], b1[::1], f8[:, :, ::1], f8[::1], f8[:, ::1], f8[:, :, ::1], "
+                 "f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])",
+    # one signature for every memory layout: compiled once, no per-layout variants
+    "_cross4": "void(f8[:, :, :, :], f8[:, :, :, :], f8[:, :, :, :])",
+}
 
 
 def load() -> bool:
@@ -65,54 +99,206 @@ def load() -> bool:
     for name in _JITTED:
         g[name] = numba.njit(cache=True, nogil=True, error_model="numpy",
                              inline="always" if name in _INLINED else "never")(g[name])
-    # one signature for every memory layout: compiled once, no per-layout variants
-    g["_cross4"] = numba.njit("void(f8[:, :, :, :], f8[:, :, :, :], f8[:, :, :, :])",
-                              cache=True, nogil=True)(g["_cross4"])
+    for name, sig in _SIGNATURES.items():
+        g[name] = numba.njit(sig, cache=True, nogil=True, error_model="numpy")(g[name])
     _loaded = True
     return True
 
 
 # --------------------------------------------------------------------------
-# one configuration (helpers inlined by the compiler)
+# the arithmetic shared with the plain-float kernels (kic._scalar)
 # --------------------------------------------------------------------------
+SPD_RTOL = 1e-12
+"""Relative pivot tolerance of the symmetric positive definite solves."""
+
+
+@_shared
+def spd_pivot_ok(d, a):
+    """kic's one singularity rule for SPD solves (I*, and every Cholesky in kic).
+
+    ``d`` is the k-th pivot of the Cholesky factorization (the Schur complement
+    ``L_kk^2``) and ``a`` the diagonal entry ``A_kk`` it came from; the matrix is
+    taken as singular unless ``d > SPD_RTOL * a`` for every k.  The ratio
+    ``d / a`` is the squared sine of the angle (in the metric of A) between
+    coordinate k and the span of the coordinates before it, so the rule is
+    independent of units and of the scaling of each coordinate (A -> D A D for
+    a positive diagonal D leaves it unchanged), unlike a bound on the pivots
+    relative to the largest one.  NaN fails it.  Works on floats and,
+    elementwise, on arrays.
+    """
+    return d > SPD_RTOL * a
+
+
+@_shared
+def cholesky_solve(A, b, L, x):
+    """x = A^-1 b for a small SPD ``A`` (indexed ``A[i][k]``: a 2-D array or a list
+    of lists); ``L`` a work matrix like A, ``x`` the output like b.  False, with
+    ``x`` undefined, when A fails :func:`spd_pivot_ok`."""
+    M = len(b)
+    for k in range(M):
+        Lk = L[k]
+        a = A[k][k]
+        d = a
+        for s in range(k):
+            d -= Lk[s] * Lk[s]
+        if not spd_pivot_ok(d, a):
+            return False
+        d = math.sqrt(d)
+        Lk[k] = d
+        for i in range(k + 1, M):
+            Li = L[i]
+            v = A[i][k]
+            for s in range(k):
+                v -= Li[s] * Lk[s]
+            Li[k] = v / d
+    for i in range(M):
+        Li = L[i]
+        v = b[i]
+        for s in range(i):
+            v -= Li[s] * x[s]
+        x[i] = v / Li[i]
+    for i in range(M - 1, -1, -1):
+        v = x[i]
+        for s in range(i + 1, M):
+            v -= L[s][i] * x[s]
+        x[i] = v / L[i][i]
+    return True
+
+
+@_shared
+def frame_step(T, O, revolute, q):
+    """One joint of the chain: the frame ``T`` of the link before it (12-tuple: R
+    row by row, then the origin), the joint's constant origin ``O`` (12-tuple, its
+    axis is z) and its coordinate ``q`` give the link's frame and the joint screw
+    in world coordinates: ``(T_j, (a_x, a_y, a_z), (t_x, t_y, t_z))`` with ``a`` the
+    axis (zero for a prismatic joint) and ``t`` the moment part (``r x s`` for R,
+    ``s`` for P)."""
+    R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
+    o00, o01, o02, o03, o10, o11, o12, o13, o20, o21, o22, o23 = O
+    b00 = R00 * o00 + R01 * o10 + R02 * o20
+    b01 = R00 * o01 + R01 * o11 + R02 * o21
+    b02 = R00 * o02 + R01 * o12 + R02 * o22
+    b10 = R10 * o00 + R11 * o10 + R12 * o20
+    b11 = R10 * o01 + R11 * o11 + R12 * o21
+    b12 = R10 * o02 + R11 * o12 + R12 * o22
+    b20 = R20 * o00 + R21 * o10 + R22 * o20
+    b21 = R20 * o01 + R21 * o11 + R22 * o21
+    b22 = R20 * o02 + R21 * o12 + R22 * o22
+    rx = R00 * o03 + R01 * o13 + R02 * o23 + px
+    ry = R10 * o03 + R11 * o13 + R12 * o23 + py
+    rz = R20 * o03 + R21 * o13 + R22 * o23 + pz
+    if revolute:
+        c = math.cos(q)
+        s = math.sin(q)
+        return ((c * b00 + s * b01, c * b01 - s * b00, b02,
+                 c * b10 + s * b11, c * b11 - s * b10, b12,
+                 c * b20 + s * b21, c * b21 - s * b20, b22, rx, ry, rz),
+                (b02, b12, b22),
+                (ry * b22 - rz * b12, rz * b02 - rx * b22, rx * b12 - ry * b02))
+    return ((b00, b01, b02, b10, b11, b12, b20, b21, b22,
+             rx + q * b02, ry + q * b12, rz + q * b22),
+            (0.0, 0.0, 0.0), (b02, b12, b22))
+
+
+@_shared
+def screw_step(a, t, u, ud, V):
+    """Add joint screw (a, t) at rate u and acceleration ud to the running link
+    motion ``V = (w, v, aw, av)`` (12-tuple: angular velocity, velocity of the body
+    point at the world origin, and their rates); d/dt of the screw is
+    (w x a, w x t + v x a)."""
+    ax, ay, az = a
+    tx, ty, tz = t
+    wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz = V
+    wx += ax * u
+    wy += ay * u
+    wz += az * u
+    vx += tx * u
+    vy += ty * u
+    vz += tz * u
+    return (wx, wy, wz, vx, vy, vz,
+            awx + ax * ud + (wy * az - wz * ay) * u,
+            awy + ay * ud + (wz * ax - wx * az) * u,
+            awz + az * ud + (wx * ay - wy * ax) * u,
+            avx + tx * ud + (wy * tz - wz * ty + vy * az - vz * ay) * u,
+            avy + ty * ud + (wz * tx - wx * tz + vz * ax - vx * az) * u,
+            avz + tz * ud + (wx * ty - wy * tx + vx * ay - vy * ax) * u)
+
+
+@_shared
+def link_wrench(m, com, I, T, V):
+    """d'Alembert wrench (force, moment about the world origin) of one link of mass
+    ``m``, centroid ``com`` (3-tuple) and inertia ``I`` (6-tuple: xx, xy, xz, yy, yz,
+    zz about the centroid) in link axes, placed at ``T`` (12-tuple, as in
+    :func:`frame_step`) and moving with the world screw motion ``V`` (as in
+    :func:`screw_step`)."""
+    R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
+    wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz = V
+    I00, I01, I02, I11, I12, I22 = I
+    c0, c1, c2 = com
+    cx = R00 * c0 + R01 * c1 + R02 * c2 + px
+    cy = R10 * c0 + R11 * c1 + R12 * c2 + py
+    cz = R20 * c0 + R21 * c1 + R22 * c2 + pz
+    ux = vx + wy * cz - wz * cy                  # centroid velocity
+    uy = vy + wz * cx - wx * cz
+    uz = vz + wx * cy - wy * cx
+    Fx = m * (avx + awy * cz - awz * cy + wy * uz - wz * uy)
+    Fy = m * (avy + awz * cx - awx * cz + wz * ux - wx * uz)
+    Fz = m * (avz + awx * cy - awy * cx + wx * uy - wy * ux)
+    # Euler's equation in link axes
+    wlx = R00 * wx + R10 * wy + R20 * wz
+    wly = R01 * wx + R11 * wy + R21 * wz
+    wlz = R02 * wx + R12 * wy + R22 * wz
+    alx = R00 * awx + R10 * awy + R20 * awz
+    aly = R01 * awx + R11 * awy + R21 * awz
+    alz = R02 * awx + R12 * awy + R22 * awz
+    hx = I00 * wlx + I01 * wly + I02 * wlz
+    hy = I01 * wlx + I11 * wly + I12 * wlz
+    hz = I02 * wlx + I12 * wly + I22 * wlz
+    nx = I00 * alx + I01 * aly + I02 * alz + wly * hz - wlz * hy
+    ny = I01 * alx + I11 * aly + I12 * alz + wlz * hx - wlx * hz
+    nz = I02 * alx + I12 * aly + I22 * alz + wlx * hy - wly * hx
+    return (Fx, Fy, Fz,
+            cy * Fz - cz * Fy + R00 * nx + R01 * ny + R02 * nz,
+            cz * Fx - cx * Fz + R10 * nx + R11 * ny + R12 * nz,
+            cx * Fy - cy * Fx + R20 * nx + R21 * ny + R22 * nz)
+
+
+# --------------------------------------------------------------------------
+# one configuration
+# --------------------------------------------------------------------------
+@_inline
+def _base_tuple(base):
+    return (base[0, 0], base[0, 1], base[0, 2], base[1, 0], base[1, 1], base[1, 2],
+            base[2, 0], base[2, 1], base[2, 2], base[0, 3], base[1, 3], base[2, 3])
+
+
 @_jit
 def _frames(base, isR, O, q, A, t, R, p):
     """Joint screws (A rotation part, zero for P; t moment part) and link frames."""
-    M = q.shape[0]
-    Rp = base[:3, :3]
-    pp = base[:3, 3]
-    for j in range(M):
-        if j:
-            Rp = R[j - 1]
-            pp = p[j - 1]
+    T = _base_tuple(base)
+    for j in range(q.shape[0]):
         Oj = O[j]
-        for i in range(3):
-            b0 = Rp[i, 0] * Oj[0, 0] + Rp[i, 1] * Oj[1, 0] + Rp[i, 2] * Oj[2, 0]
-            b1 = Rp[i, 0] * Oj[0, 1] + Rp[i, 1] * Oj[1, 1] + Rp[i, 2] * Oj[2, 1]
-            b2 = Rp[i, 0] * Oj[0, 2] + Rp[i, 1] * Oj[1, 2] + Rp[i, 2] * Oj[2, 2]
-            p[j, i] = Rp[i, 0] * Oj[0, 3] + Rp[i, 1] * Oj[1, 3] + Rp[i, 2] * Oj[2, 3] + pp[i]
-            R[j, i, 0] = b0
-            R[j, i, 1] = b1
-            R[j, i, 2] = b2
-        qj = q[j]
-        if isR[j]:
-            c = np.cos(qj)
-            s = np.sin(qj)
-            for i in range(3):
-                b0 = R[j, i, 0]
-                b1 = R[j, i, 1]
-                R[j, i, 0] = c * b0 + s * b1
-                R[j, i, 1] = c * b1 - s * b0
-                A[j, i] = R[j, i, 2]
-            # moment of the screw: r x s
-            t[j, 0] = p[j, 1] * A[j, 2] - p[j, 2] * A[j, 1]
-            t[j, 1] = p[j, 2] * A[j, 0] - p[j, 0] * A[j, 2]
-            t[j, 2] = p[j, 0] * A[j, 1] - p[j, 1] * A[j, 0]
-        else:
-            for i in range(3):
-                p[j, i] += qj * R[j, i, 2]
-                A[j, i] = 0.0
-                t[j, i] = R[j, i, 2]
+        T, a, tj = frame_step(T, (Oj[0, 0], Oj[0, 1], Oj[0, 2], Oj[0, 3], Oj[1, 0], Oj[1, 1],
+                                  Oj[1, 2], Oj[1, 3], Oj[2, 0], Oj[2, 1], Oj[2, 2], Oj[2, 3]),
+                              isR[j], q[j])
+        R[j, 0, 0], R[j, 0, 1], R[j, 0, 2] = T[0], T[1], T[2]
+        R[j, 1, 0], R[j, 1, 1], R[j, 1, 2] = T[3], T[4], T[5]
+        R[j, 2, 0], R[j, 2, 1], R[j, 2, 2] = T[6], T[7], T[8]
+        p[j, 0], p[j, 1], p[j, 2] = T[9], T[10], T[11]
+        A[j, 0], A[j, 1], A[j, 2] = a
+        t[j, 0], t[j, 1], t[j, 2] = tj
+
+
+@_inline
+def _frame_tuple(R, p):
+    """A link frame from its rotation R (3x3, any layout) and origin p as a 12-tuple."""
+    return (R[0, 0], R[0, 1], R[0, 2], R[1, 0], R[1, 1], R[1, 2],
+            R[2, 0], R[2, 1], R[2, 2], p[0], p[1], p[2])
+
+
+@_inline
+def _inertia_tuple(I):
+    return (I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2])
 
 
 @_jit
@@ -141,37 +327,6 @@ def _world_inertias(R, Iloc, Iw):
                 Iw[j, b, a] = v
 
 
-@_inline
-def _link_wrench(m, com, I, R, o, wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz):
-    """d'Alembert wrench (force, moment about the world origin) of one link with
-    rotation R (3x3, any layout), origin o, centroid ``com`` and inertia ``I`` in
-    link axes, moving with the world screw motion (w, v) and its rate (aw, av)."""
-    cx = R[0, 0] * com[0] + R[0, 1] * com[1] + R[0, 2] * com[2] + o[0]
-    cy = R[1, 0] * com[0] + R[1, 1] * com[1] + R[1, 2] * com[2] + o[1]
-    cz = R[2, 0] * com[0] + R[2, 1] * com[1] + R[2, 2] * com[2] + o[2]
-    ux = vx + wy * cz - wz * cy                  # centroid velocity
-    uy = vy + wz * cx - wx * cz
-    uz = vz + wx * cy - wy * cx
-    Fx = m * (avx + awy * cz - awz * cy + wy * uz - wz * uy)
-    Fy = m * (avy + awz * cx - awx * cz + wz * ux - wx * uz)
-    Fz = m * (avz + awx * cy - awy * cx + wx * uy - wy * ux)
-    # Euler's equation in link axes
-    wlx = R[0, 0] * wx + R[1, 0] * wy + R[2, 0] * wz
-    wly = R[0, 1] * wx + R[1, 1] * wy + R[2, 1] * wz
-    wlz = R[0, 2] * wx + R[1, 2] * wy + R[2, 2] * wz
-    alx = R[0, 0] * awx + R[1, 0] * awy + R[2, 0] * awz
-    aly = R[0, 1] * awx + R[1, 1] * awy + R[2, 1] * awz
-    alz = R[0, 2] * awx + R[1, 2] * awy + R[2, 2] * awz
-    hx = I[0, 0] * wlx + I[0, 1] * wly + I[0, 2] * wlz
-    hy = I[1, 0] * wlx + I[1, 1] * wly + I[1, 2] * wlz
-    hz = I[2, 0] * wlx + I[2, 1] * wly + I[2, 2] * wlz
-    nx = I[0, 0] * alx + I[0, 1] * aly + I[0, 2] * alz + wly * hz - wlz * hy
-    ny = I[1, 0] * alx + I[1, 1] * aly + I[1, 2] * alz + wlz * hx - wlx * hz
-    nz = I[2, 0] * alx + I[2, 1] * aly + I[2, 2] * alz + wlx * hy - wly * hx
-    return (Fx, Fy, Fz,
-            cy * Fz - cz * Fy + R[0, 0] * nx + R[0, 1] * ny + R[0, 2] * nz,
-            cz * Fx - cx * Fz + R[1, 0] * nx + R[1, 1] * ny + R[1, 2] * nz,
-            cx * Fy - cy * Fx + R[2, 0] * nx + R[2, 1] * ny + R[2, 2] * nz)
 
 
 @_jit
@@ -180,44 +335,18 @@ def _frame_buffers(M):
     return np.empty((M, 3)), np.empty((M, 3)), np.empty((M, 3, 3)), np.empty((M, 3))
 
 
-@_inline
-def _screw_step(ax, ay, az, tx, ty, tz, u, ud, wx, wy, wz, vx, vy, vz,
-                awx, awy, awz, avx, avy, avz):
-    """Add joint screw (a, t) at rate u and acceleration ud to the running link
-    motion (w, v) and its rate (aw, av); d/dt of the screw is (w x a, w x t + v x a)."""
-    wx += ax * u
-    wy += ay * u
-    wz += az * u
-    vx += tx * u
-    vy += ty * u
-    vz += tz * u
-    awx += ax * ud + (wy * az - wz * ay) * u
-    awy += ay * ud + (wz * ax - wx * az) * u
-    awz += az * ud + (wx * ay - wy * ax) * u
-    avx += tx * ud + (wy * tz - wz * ty + vy * az - vz * ay) * u
-    avy += ty * ud + (wz * tx - wx * tz + vz * ax - vx * az) * u
-    avz += tz * ud + (wx * ty - wy * tx + vx * ay - vy * ax) * u
-    return wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz
-
-
 @_jit
 def _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, use_gravity, W, out):
     """Joint loads of one configuration (world-frame screw recursion)."""
     M = qd.shape[0]
-    wx = wy = wz = vx = vy = vz = awx = awy = awz = 0.0
-    if use_gravity:
-        avx = -grav[0]
-        avy = -grav[1]
-        avz = -grav[2]
-    else:
-        avx = avy = avz = 0.0
+    g = (-grav[0], -grav[1], -grav[2]) if use_gravity else (0.0, 0.0, 0.0)
+    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, g[0], g[1], g[2])
     for j in range(M):
-        wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz = _screw_step(
-            A[j, 0], A[j, 1], A[j, 2], t[j, 0], t[j, 1], t[j, 2], qd[j], qdd[j],
-            wx, wy, wz, vx, vy, vz, awx, awy, awz, avx, avy, avz)
-        W[j, 0], W[j, 1], W[j, 2], W[j, 3], W[j, 4], W[j, 5] = _link_wrench(
-            mass[j], com[j], Iloc[j], R[j], p[j], wx, wy, wz, vx, vy, vz,
-            awx, awy, awz, avx, avy, avz)
+        V = screw_step((A[j, 0], A[j, 1], A[j, 2]), (t[j, 0], t[j, 1], t[j, 2]),
+                       qd[j], qdd[j], V)
+        W[j, 0], W[j, 1], W[j, 2], W[j, 3], W[j, 4], W[j, 5] = link_wrench(
+            mass[j], (com[j, 0], com[j, 1], com[j, 2]), _inertia_tuple(Iloc[j]),
+            _frame_tuple(R[j], p[j]), V)
     fx = fy = fz = nx = ny = nz = 0.0
     for j in range(M - 1, -1, -1):
         fx += W[j, 0]
@@ -228,6 +357,82 @@ def _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, use_gravity, W, o
         nz += W[j, 5]
         out[j] = (A[j, 0] * nx + A[j, 1] * ny + A[j, 2] * nz
                   + t[j, 0] * fx + t[j, 1] * fy + t[j, 2] * fz)
+
+
+@_jit
+def _gravity_one(mass, com, grav, A, t, R, p, out):
+    """+dV/dq = -sum_k (A_k . (S1_k x g) + t_k . S0_k g) by suffix sums."""
+    M = mass.shape[0]
+    gx, gy, gz = grav[0], grav[1], grav[2]
+    S0 = S1x = S1y = S1z = 0.0
+    for j in range(M - 1, -1, -1):
+        m = mass[j]
+        Rj, pj, cj = R[j], p[j], com[j]
+        S0 += m
+        S1x += m * (Rj[0, 0] * cj[0] + Rj[0, 1] * cj[1] + Rj[0, 2] * cj[2] + pj[0])
+        S1y += m * (Rj[1, 0] * cj[0] + Rj[1, 1] * cj[1] + Rj[1, 2] * cj[2] + pj[1])
+        S1z += m * (Rj[2, 0] * cj[0] + Rj[2, 1] * cj[1] + Rj[2, 2] * cj[2] + pj[2])
+        out[j] = -(A[j, 0] * (S1y * gz - S1z * gy) + A[j, 1] * (S1z * gx - S1x * gz)
+                   + A[j, 2] * (S1x * gy - S1y * gx)
+                   + S0 * (t[j, 0] * gx + t[j, 1] * gy + t[j, 2] * gz))
+
+
+@_jit
+def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out):
+    """q'' = I*^-1 (tau - bias) of one configuration; False if I* fails the rule."""
+    M = q.shape[0]
+    A, t, R, p = _frame_buffers(M)
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
+    W = np.empty((M, 6))
+    cols = np.empty((M, 6))
+    I = np.empty((M, M))
+    L = np.empty((M, M))
+    bias = np.empty(M)
+    _frames(base, isR, O, q, A, t, R, p)
+    _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, np.zeros(M), True, W, bias)
+    _centroids(R, p, com, c)
+    _world_inertias(R, Iloc, Iw)
+    _inertia_one(mass, c, Iw, A, t, cols, I)
+    for j in range(M):
+        bias[j] = tau[j] - bias[j]
+    return cholesky_solve(I, bias, L, out)
+
+
+# --------------------------------------------------------------------------
+# batched entry points
+# --------------------------------------------------------------------------
+@_jit
+def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
+    N, M = q.shape
+    A, t, R, p = _frame_buffers(M)
+    W = np.empty((M, 6))
+    for n in range(N):
+        _frames(base, isR, O, q[n], A, t, R, p)
+        _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd[n], qdd[n], use_gravity, W, out[n])
+
+
+@_jit
+def _gravity(base, isR, O, mass, com, grav, q, out):
+    N, M = q.shape
+    A, t, R, p = _frame_buffers(M)
+    for n in range(N):
+        _frames(base, isR, O, q[n], A, t, R, p)
+        _gravity_one(mass, com, grav, A, t, R, p, out[n])
+
+
+@_jit
+def _inertia(base, isR, O, mass, com, Iloc, q, out):
+    N, M = q.shape
+    A, t, R, p = _frame_buffers(M)
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
+    cols = np.empty((M, 6))
+    for n in range(N):
+        _frames(base, isR, O, q[n], A, t, R, p)
+        _centroids(R, p, com, c)
+        _world_inertias(R, Iloc, Iw)
+        _inertia_one(mass, c, Iw, A, t, cols, out[n])
 
 
 @_jit
@@ -334,88 +539,6 @@ def _power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, out):
 
 
 @_jit
-def _cholesky_solve(Ain, b, L, x):
-    """x = A^-1 b for a small SPD A; returns False if A is not positive definite."""
-    M = b.shape[0]
-    dmax = 0.0
-    for i in range(M):
-        dmax = max(dmax, Ain[i, i])
-    for k in range(M):
-        d = Ain[k, k]
-        for s in range(k):
-            d -= L[k, s] * L[k, s]
-        if not d > 1e-16 * dmax:        # the numpy path's 1e-8 on the diagonal of L
-            return False
-        d = np.sqrt(d)
-        L[k, k] = d
-        for i in range(k + 1, M):
-            v = Ain[i, k]
-            for s in range(k):
-                v -= L[i, s] * L[k, s]
-            L[i, k] = v / d
-    for i in range(M):
-        v = b[i]
-        for s in range(i):
-            v -= L[i, s] * x[s]
-        x[i] = v / L[i, i]
-    for i in range(M - 1, -1, -1):
-        v = x[i]
-        for s in range(i + 1, M):
-            v -= L[s, i] * x[s]
-        x[i] = v / L[i, i]
-    return True
-
-
-# --------------------------------------------------------------------------
-# batched entry points
-# --------------------------------------------------------------------------
-@_jit
-def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
-    N, M = q.shape
-    A, t, R, p = _frame_buffers(M)
-    W = np.empty((M, 6))
-    for n in range(N):
-        _frames(base, isR, O, q[n], A, t, R, p)
-        _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd[n], qdd[n], use_gravity, W, out[n])
-
-
-@_jit
-def _gravity(base, isR, O, mass, com, grav, q, out):
-    """+dV/dq = -sum_k (A_k . (S1_k x g) + t_k . S0_k g) by suffix sums."""
-    N, M = q.shape
-    A, t, R, p = _frame_buffers(M)
-    c = np.empty((M, 3))
-    gx, gy, gz = grav[0], grav[1], grav[2]
-    for n in range(N):
-        _frames(base, isR, O, q[n], A, t, R, p)
-        _centroids(R, p, com, c)
-        S0 = S1x = S1y = S1z = 0.0
-        for j in range(M - 1, -1, -1):
-            m = mass[j]
-            S0 += m
-            S1x += m * c[j, 0]
-            S1y += m * c[j, 1]
-            S1z += m * c[j, 2]
-            out[n, j] = -(A[j, 0] * (S1y * gz - S1z * gy) + A[j, 1] * (S1z * gx - S1x * gz)
-                          + A[j, 2] * (S1x * gy - S1y * gx)
-                          + S0 * (t[j, 0] * gx + t[j, 1] * gy + t[j, 2] * gz))
-
-
-@_jit
-def _inertia(base, isR, O, mass, com, Iloc, q, out):
-    N, M = q.shape
-    A, t, R, p = _frame_buffers(M)
-    c = np.empty((M, 3))
-    Iw = np.empty((M, 3, 3))
-    cols = np.empty((M, 6))
-    for n in range(N):
-        _frames(base, isR, O, q[n], A, t, R, p)
-        _centroids(R, p, com, c)
-        _world_inertias(R, Iloc, Iw)
-        _inertia_one(mass, c, Iw, A, t, cols, out[n])
-
-
-@_jit
 def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out):
     N, M = q.shape
     A, t, R, p = _frame_buffers(M)
@@ -438,27 +561,65 @@ def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out)
         _power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, P_out[n])
 
 
+
+
 @_jit
 def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
-    N, M = q.shape
+    for n in range(q.shape[0]):
+        ok[n] = _forward_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n])
+
+
+# one configuration, 1-D inputs checked here (shape, finiteness): False sends the
+# caller to its validating path, which names the argument at fault
+@_inline
+def _finite(M, x):
+    if x.shape[0] != M:
+        return False
+    for j in range(M):
+        if not np.isfinite(x[j]):
+            return False
+    return True
+
+
+def _rnea1(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, out):
+    M = mass.shape[0]
+    if not (_finite(M, q) and _finite(M, qd) and _finite(M, qdd)) or out.shape[0] != M:
+        return False
+    A, t, R, p = _frame_buffers(M)
+    _frames(base, isR, O, q, A, t, R, p)
+    _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, True, np.empty((M, 6)), out)
+    return True
+
+
+def _gravity1(base, isR, O, mass, com, grav, q, out):
+    M = mass.shape[0]
+    if not _finite(M, q) or out.shape[0] != M:
+        return False
+    A, t, R, p = _frame_buffers(M)
+    _frames(base, isR, O, q, A, t, R, p)
+    _gravity_one(mass, com, grav, A, t, R, p, out)
+    return True
+
+
+def _inertia1(base, isR, O, mass, com, Iloc, q, out):
+    M = mass.shape[0]
+    if not _finite(M, q) or out.shape[0] != M or out.shape[1] != M:
+        return False
     A, t, R, p = _frame_buffers(M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
-    W = np.empty((M, 6))
-    cols = np.empty((M, 6))
-    I = np.empty((M, M))
-    L = np.empty((M, M))
-    bias = np.empty(M)
-    zero = np.zeros(M)
-    for n in range(N):
-        _frames(base, isR, O, q[n], A, t, R, p)
-        _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd[n], zero, True, W, bias)
-        _centroids(R, p, com, c)
-        _world_inertias(R, Iloc, Iw)
-        _inertia_one(mass, c, Iw, A, t, cols, I)
-        for j in range(M):
-            bias[j] = tau[n, j] - bias[j]
-        ok[n] = _cholesky_solve(I, bias, L, out[n])
+    _frames(base, isR, O, q, A, t, R, p)
+    _centroids(R, p, com, c)
+    _world_inertias(R, Iloc, Iw)
+    _inertia_one(mass, c, Iw, A, t, np.empty((M, 6)), out)
+    return True
+
+
+def _forward1(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out):
+    M = mass.shape[0]
+    if not (_finite(M, q) and _finite(M, qd) and _finite(M, tau)) or out.shape[0] != M:
+        return False
+    return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out)
 
 
 @_jit
@@ -472,80 +633,22 @@ def _pose(base, isR, O, qT, Fc, sR, sv):
     M, N = qT.shape
     for j in range(M):
         Oj = O[j]
+        Ot = (Oj[0, 0], Oj[0, 1], Oj[0, 2], Oj[0, 3], Oj[1, 0], Oj[1, 1],
+              Oj[1, 2], Oj[1, 3], Oj[2, 0], Oj[2, 1], Oj[2, 2], Oj[2, 3])
         for n in range(N):
             if j == 0:
-                r00, r10, r20 = base[0, 0], base[1, 0], base[2, 0]
-                r01, r11, r21 = base[0, 1], base[1, 1], base[2, 1]
-                r02, r12, r22 = base[0, 2], base[1, 2], base[2, 2]
-                px, py, pz = base[0, 3], base[1, 3], base[2, 3]
+                T = _base_tuple(base)
             else:
-                r00, r10, r20 = Fc[j - 1, 0, 0, n], Fc[j - 1, 0, 1, n], Fc[j - 1, 0, 2, n]
-                r01, r11, r21 = Fc[j - 1, 1, 0, n], Fc[j - 1, 1, 1, n], Fc[j - 1, 1, 2, n]
-                r02, r12, r22 = Fc[j - 1, 2, 0, n], Fc[j - 1, 2, 1, n], Fc[j - 1, 2, 2, n]
-                px, py, pz = Fc[j - 1, 3, 0, n], Fc[j - 1, 3, 1, n], Fc[j - 1, 3, 2, n]
-            # columns of R_prev @ O_j, and the new origin
-            b0x = r00 * Oj[0, 0] + r01 * Oj[1, 0] + r02 * Oj[2, 0]
-            b0y = r10 * Oj[0, 0] + r11 * Oj[1, 0] + r12 * Oj[2, 0]
-            b0z = r20 * Oj[0, 0] + r21 * Oj[1, 0] + r22 * Oj[2, 0]
-            b1x = r00 * Oj[0, 1] + r01 * Oj[1, 1] + r02 * Oj[2, 1]
-            b1y = r10 * Oj[0, 1] + r11 * Oj[1, 1] + r12 * Oj[2, 1]
-            b1z = r20 * Oj[0, 1] + r21 * Oj[1, 1] + r22 * Oj[2, 1]
-            b2x = r00 * Oj[0, 2] + r01 * Oj[1, 2] + r02 * Oj[2, 2]
-            b2y = r10 * Oj[0, 2] + r11 * Oj[1, 2] + r12 * Oj[2, 2]
-            b2z = r20 * Oj[0, 2] + r21 * Oj[1, 2] + r22 * Oj[2, 2]
-            ox = r00 * Oj[0, 3] + r01 * Oj[1, 3] + r02 * Oj[2, 3] + px
-            oy = r10 * Oj[0, 3] + r11 * Oj[1, 3] + r12 * Oj[2, 3] + py
-            oz = r20 * Oj[0, 3] + r21 * Oj[1, 3] + r22 * Oj[2, 3] + pz
-            qj = qT[j, n]
-            if isR[j]:
-                c = np.cos(qj)
-                s = np.sin(qj)
-                Fc[j, 0, 0, n] = c * b0x + s * b1x
-                Fc[j, 0, 1, n] = c * b0y + s * b1y
-                Fc[j, 0, 2, n] = c * b0z + s * b1z
-                Fc[j, 1, 0, n] = c * b1x - s * b0x
-                Fc[j, 1, 1, n] = c * b1y - s * b0y
-                Fc[j, 1, 2, n] = c * b1z - s * b0z
-                sR[0, j, n] = b2x
-                sR[1, j, n] = b2y
-                sR[2, j, n] = b2z
-                sv[0, j, n] = oy * b2z - oz * b2y       # r x s
-                sv[1, j, n] = oz * b2x - ox * b2z
-                sv[2, j, n] = ox * b2y - oy * b2x
-            else:
-                Fc[j, 0, 0, n] = b0x
-                Fc[j, 0, 1, n] = b0y
-                Fc[j, 0, 2, n] = b0z
-                Fc[j, 1, 0, n] = b1x
-                Fc[j, 1, 1, n] = b1y
-                Fc[j, 1, 2, n] = b1z
-                ox += qj * b2x
-                oy += qj * b2y
-                oz += qj * b2z
-                sR[0, j, n] = 0.0
-                sR[1, j, n] = 0.0
-                sR[2, j, n] = 0.0
-                sv[0, j, n] = b2x
-                sv[1, j, n] = b2y
-                sv[2, j, n] = b2z
-            Fc[j, 2, 0, n] = b2x
-            Fc[j, 2, 1, n] = b2y
-            Fc[j, 2, 2, n] = b2z
-            Fc[j, 3, 0, n] = ox
-            Fc[j, 3, 1, n] = oy
-            Fc[j, 3, 2, n] = oz
-
-
-def pose(d: "ChainData", qT: np.ndarray):
-    """(Fc (M, 4, 3, N), sR (3, M, N), sv (3, M, N)) of configurations qT (M, N)."""
-    load()
-    qT = _rows(qT)
-    M, N = qT.shape
-    Fc = np.empty((M, 4, 3, N))
-    sR = np.empty((3, M, N))
-    sv = np.empty((3, M, N))
-    _pose(d.base, d.isR, d.O, qT, Fc, sR, sv)
-    return Fc, sR, sv
+                F = Fc[j - 1]
+                T = (F[0, 0, n], F[1, 0, n], F[2, 0, n], F[0, 1, n], F[1, 1, n], F[2, 1, n],
+                     F[0, 2, n], F[1, 2, n], F[2, 2, n], F[3, 0, n], F[3, 1, n], F[3, 2, n])
+            T, a, t = frame_step(T, Ot, isR[j], qT[j, n])
+            for i in range(3):
+                for k in range(3):
+                    Fc[j, k, i, n] = T[3 * i + k]
+                Fc[j, 3, i, n] = T[9 + i]
+                sR[i, j, n] = a[i]
+                sv[i, j, n] = t[i]
 
 
 @_jit
@@ -556,23 +659,22 @@ def _motion(sR, sv, qd, qdd, use_qdd, grav, use_grav, w, v, aw, av):
     for j in range(M):
         for n in range(N):
             if j:
-                wx, wy, wz = w[0, j - 1, n], w[1, j - 1, n], w[2, j - 1, n]
-                vx, vy, vz = v[0, j - 1, n], v[1, j - 1, n], v[2, j - 1, n]
-                bx, by, bz = aw[0, j - 1, n], aw[1, j - 1, n], aw[2, j - 1, n]
-                cx, cy, cz = av[0, j - 1, n], av[1, j - 1, n], av[2, j - 1, n]
+                V = (w[0, j - 1, n], w[1, j - 1, n], w[2, j - 1, n],
+                     v[0, j - 1, n], v[1, j - 1, n], v[2, j - 1, n],
+                     aw[0, j - 1, n], aw[1, j - 1, n], aw[2, j - 1, n],
+                     av[0, j - 1, n], av[1, j - 1, n], av[2, j - 1, n])
+            elif use_grav:               # a uniform field: the base accelerates by -g
+                V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -grav[0], -grav[1], -grav[2])
             else:
-                wx = wy = wz = vx = vy = vz = bx = by = bz = 0.0
-                cx = cy = cz = 0.0
-                if use_grav:             # a uniform field: the base accelerates by -g
-                    cx, cy, cz = -grav[0], -grav[1], -grav[2]
-            wx, wy, wz, vx, vy, vz, bx, by, bz, cx, cy, cz = _screw_step(
-                sR[0, j, n], sR[1, j, n], sR[2, j, n], sv[0, j, n], sv[1, j, n], sv[2, j, n],
-                qd[j, n], qdd[j, n] if use_qdd else 0.0,
-                wx, wy, wz, vx, vy, vz, bx, by, bz, cx, cy, cz)
-            w[0, j, n], w[1, j, n], w[2, j, n] = wx, wy, wz
-            v[0, j, n], v[1, j, n], v[2, j, n] = vx, vy, vz
-            aw[0, j, n], aw[1, j, n], aw[2, j, n] = bx, by, bz
-            av[0, j, n], av[1, j, n], av[2, j, n] = cx, cy, cz
+                V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+            V = screw_step((sR[0, j, n], sR[1, j, n], sR[2, j, n]),
+                           (sv[0, j, n], sv[1, j, n], sv[2, j, n]),
+                           qd[j, n], qdd[j, n] if use_qdd else 0.0, V)
+            for i in range(3):
+                w[i, j, n] = V[i]
+                v[i, j, n] = V[3 + i]
+                aw[i, j, n] = V[6 + i]
+                av[i, j, n] = V[9 + i]
 
 
 @_jit
@@ -587,20 +689,21 @@ def _loads_from_motion(Fc, sR, sv, w, v, aw, av, qdd, grav, use_grav, mass, com,
         if use_grav:
             acc[3, n], acc[4, n], acc[5, n] = -grav[0], -grav[1], -grav[2]
     for j in range(M):
+        cj = (com[j, 0], com[j, 1], com[j, 2])
+        Ij = _inertia_tuple(Iloc[j])
+        F = Fc[j]
         for n in range(N):
             ud = qdd[j, n]
-            acc[0, n] += sR[0, j, n] * ud
-            acc[1, n] += sR[1, j, n] * ud
-            acc[2, n] += sR[2, j, n] * ud
-            acc[3, n] += sv[0, j, n] * ud
-            acc[4, n] += sv[1, j, n] * ud
-            acc[5, n] += sv[2, j, n] * ud
+            for i in range(3):
+                acc[i, n] += sR[i, j, n] * ud
+                acc[3 + i, n] += sv[i, j, n] * ud
+            T = (F[0, 0, n], F[1, 0, n], F[2, 0, n], F[0, 1, n], F[1, 1, n], F[2, 1, n],
+                 F[0, 2, n], F[1, 2, n], F[2, 2, n], F[3, 0, n], F[3, 1, n], F[3, 2, n])
+            V = (w[0, j, n], w[1, j, n], w[2, j, n], v[0, j, n], v[1, j, n], v[2, j, n],
+                 aw[0, j, n] + acc[0, n], aw[1, j, n] + acc[1, n], aw[2, j, n] + acc[2, n],
+                 av[0, j, n] + acc[3, n], av[1, j, n] + acc[4, n], av[2, j, n] + acc[5, n])
             W[0, j, n], W[1, j, n], W[2, j, n], W[3, j, n], W[4, j, n], W[5, j, n] = \
-                _link_wrench(mass[j], com[j], Iloc[j], Fc[j, :3, :, n].T, Fc[j, 3, :, n],
-                             w[0, j, n], w[1, j, n], w[2, j, n], v[0, j, n], v[1, j, n],
-                             v[2, j, n], aw[0, j, n] + acc[0, n], aw[1, j, n] + acc[1, n],
-                             aw[2, j, n] + acc[2, n], av[0, j, n] + acc[3, n],
-                             av[1, j, n] + acc[4, n], av[2, j, n] + acc[5, n])
+                link_wrench(mass[j], cj, Ij, T, V)
     for j in range(M - 1, -1, -1):
         for n in range(N):
             if j < M - 1:
@@ -610,30 +713,6 @@ def _loads_from_motion(Fc, sR, sv, w, v, aw, av, qdd, grav, use_grav, mass, com,
                          + sR[2, j, n] * W[5, j, n] + sv[0, j, n] * W[0, j, n]
                          + sv[1, j, n] * W[1, j, n] + sv[2, j, n] * W[2, j, n])
 
-
-def link_motion(sR, sv, qdT, qddT=None, gravity=None):
-    """(w, v, aw, av), each (3, M, N), as ``kinematics.link_motion``."""
-    load()
-    qdT = _rows(qdT)
-    out = [np.empty(sR.shape) for _ in range(4)]
-    _motion(_rows(sR), _rows(sv), qdT, qdT if qddT is None else _rows(qddT), qddT is not None,
-            _ZERO3 if gravity is None else _rows(gravity), gravity is not None, *out)
-    return tuple(out)
-
-
-def loads_from_motion(d: "ChainData", Fc, sR, sv, motion, qddT, gravity: bool) -> np.ndarray:
-    """Joint loads (M, N) as ``dynamics._inverse_dynamics(..., motion=motion)``."""
-    load()
-    M, N = qddT.shape
-    tau = np.empty((M, N))
-    w, v, aw, av = (_rows(x) for x in motion)
-    _loads_from_motion(_rows(Fc), _rows(sR), _rows(sv), w, v, aw, av, _rows(qddT), d.gravity,
-                       gravity, d.mass, d.com, d.inertia, np.empty((6, N)), np.empty((6, M, N)),
-                       tau)
-    return tau
-
-
-_ZERO3 = np.zeros(3)
 
 
 # --------------------------------------------------------------------------
@@ -723,9 +802,22 @@ def _inverse(A, out, cond):
         cond[k] = np.inf if singular else norm * norm_inv
 
 
-def inverse(A: np.ndarray) -> np.ndarray:
+def small_inverse(A: np.ndarray) -> np.ndarray:
     """Inverses of stacked (..., m, m) float matrices; NaN where singular."""
     return inverse_with_condition(A)[0]
+
+
+inverse = small_inverse
+
+
+def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Cross product along ``axis`` (0 or 1), compiled for same-shaped float64
+    arrays of 2 or 3 dimensions, numpy's otherwise (broadcasting)."""
+    out = np.empty(a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape))
+    if cross_into(a, b, out, axis):
+        return out
+    from ._scalar import cross as numpy_cross
+    return numpy_cross(a, b, axis)
 
 
 def inverse_with_condition(A: np.ndarray):
@@ -738,24 +830,11 @@ def inverse_with_condition(A: np.ndarray):
     return out.reshape(A.shape), cond.reshape(A.shape[:-2])
 
 
+
 # --------------------------------------------------------------------------
-# Python wrappers
+# Python wrappers: the kernel set (kic.backend.kernels), numpy's twins in
+# kic.dynamics, kic.kinematics and kic._array have the same names and signatures
 # --------------------------------------------------------------------------
-class ChainData:
-    """A chain's constants as contiguous float arrays, built once per chain."""
-
-    __slots__ = ("base", "isR", "O", "mass", "com", "inertia", "gravity")
-
-    def __init__(self, chain) -> None:
-        self.base = np.ascontiguousarray(chain.base[:3], dtype=float)
-        self.isR = np.ascontiguousarray(chain.is_revolute, dtype=np.bool_)
-        self.O = np.ascontiguousarray(chain._origin_z[:, :3], dtype=float)
-        self.mass = np.ascontiguousarray(chain.masses, dtype=float)
-        self.com = np.ascontiguousarray(chain._com, dtype=float)
-        self.inertia = np.ascontiguousarray(chain._inertia, dtype=float)
-        self.gravity = np.ascontiguousarray(chain.gravity, dtype=float)
-
-
 def _rows(x: np.ndarray) -> np.ndarray:
     """C-contiguous, writeable float64: the one array type the kernels are compiled
     for (a read-only or strided input would compile another specialization)."""
@@ -763,9 +842,42 @@ def _rows(x: np.ndarray) -> np.ndarray:
     return a if a.flags.writeable else a.copy()
 
 
-def inverse_dynamics(d: ChainData, q, qd, qdd, gravity: bool = True) -> np.ndarray:
+def pose(d, qT: np.ndarray):
+    """(Fc (M, 4, 3, N), sR (3, M, N), sv (3, M, N)) of configurations qT (M, N)."""
+    qT = _rows(qT)
+    M, N = qT.shape
+    Fc = np.empty((M, 4, 3, N))
+    sR = np.empty((3, M, N))
+    sv = np.empty((3, M, N))
+    _pose(d.base, d.isR, d.O, qT, Fc, sR, sv)
+    return Fc, sR, sv
+
+
+def link_motion(sR, sv, qdT, qddT=None, gravity=None):
+    """(w, v, aw, av), each (3, M, N), as ``kinematics.link_motion``."""
+    qdT = _rows(qdT)
+    out = [np.empty(sR.shape) for _ in range(4)]
+    _motion(_rows(sR), _rows(sv), qdT, qdT if qddT is None else _rows(qddT), qddT is not None,
+            _ZERO3 if gravity is None else _rows(gravity), gravity is not None, *out)
+    return tuple(out)
+
+
+def loads_from_motion(d, Fc, sR, sv, motion, qddT, gravity: bool) -> np.ndarray:
+    """Joint loads (M, N) as ``dynamics._inverse_dynamics(..., motion=motion)``."""
+    M, N = qddT.shape
+    tau = np.empty((M, N))
+    w, v, aw, av = (_rows(x) for x in motion)
+    _loads_from_motion(_rows(Fc), _rows(sR), _rows(sv), w, v, aw, av, _rows(qddT), d.gravity,
+                       gravity, d.mass, d.com, d.inertia, np.empty((6, N)), np.empty((6, M, N)),
+                       tau)
+    return tau
+
+
+_ZERO3 = np.zeros(3)
+
+
+def inverse_dynamics(d, q, qd, qdd, gravity: bool = True) -> np.ndarray:
     """Joint loads (N, M) of configurations q, qd, qdd (N, M)."""
-    load()
     q = _rows(q)
     out = np.empty(q.shape)
     _rnea(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(qdd),
@@ -773,17 +885,16 @@ def inverse_dynamics(d: ChainData, q, qd, qdd, gravity: bool = True) -> np.ndarr
     return out
 
 
-def gravity_load(d: ChainData, q) -> np.ndarray:
-    load()
+def gravity_load(d, q) -> np.ndarray:
+    """+dV/dq (N, M) of configurations q (N, M)."""
     q = _rows(q)
     out = np.empty(q.shape)
     _gravity(d.base, d.isR, d.O, d.mass, d.com, d.gravity, q, out)
     return out
 
 
-def inertia(d: ChainData, q) -> np.ndarray:
+def inertia(d, q) -> np.ndarray:
     """I* (N, M, M)."""
-    load()
     q = _rows(q)
     N, M = q.shape
     out = np.empty((N, M, M))
@@ -791,9 +902,8 @@ def inertia(d: ChainData, q) -> np.ndarray:
     return out
 
 
-def inertia_power(d: ChainData, q, with_inertia: bool = True):
+def inertia_power(d, q, with_inertia: bool = True):
     """(I* (N, M, M) or None, P* (N, M, M, M)) in one pass over the batch."""
-    load()
     q = _rows(q)
     N, M = q.shape
     I = np.empty((N, M, M) if with_inertia else (1, M, M))
@@ -802,12 +912,60 @@ def inertia_power(d: ChainData, q, with_inertia: bool = True):
     return (I if with_inertia else None), P
 
 
-def forward_dynamics(d: ChainData, q, qd, tau):
-    """(q'' (N, M), ok (N,)): ok is False where I* is not positive definite."""
-    load()
+def forward_dynamics(d, q, qd, tau):
+    """(q'' (N, M), ok (N,)): ok is False where I* fails :func:`spd_pivot_ok`."""
     q = _rows(q)
     out = np.empty(q.shape)
     ok = np.empty(q.shape[0], dtype=np.bool_)
     _forward(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(tau),
              out, ok)
     return out, ok
+
+
+# One configuration: ``out`` is written and True returned when every input is a
+# writeable, contiguous float64 array of shape (M,) with finite values (and I* passes
+# the rule, for forward dynamics); False otherwise, with ``out`` undefined.
+def inverse_dynamics_one(d, q, qd, qdd, out) -> bool:
+    """Joint loads of one configuration into ``out`` (M,)."""
+    try:
+        return _rnea1(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, qd, qdd, out)
+    except TypeError:                    # not a float64 vector: the caller validates
+        return False
+
+
+def gravity_load_one(d, q, out) -> bool:
+    """+dV/dq of one configuration into ``out`` (M,)."""
+    try:
+        return _gravity1(d.base, d.isR, d.O, d.mass, d.com, d.gravity, q, out)
+    except TypeError:
+        return False
+
+
+def inertia_one(d, q, out) -> bool:
+    """I* of one configuration into ``out`` (M, M)."""
+    try:
+        return _inertia1(d.base, d.isR, d.O, d.mass, d.com, d.inertia, q, out)
+    except TypeError:
+        return False
+
+
+def forward_dynamics_one(d, q, qd, tau, out) -> bool:
+    """q'' of one configuration into ``out`` (M,)."""
+    try:
+        return _forward1(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, qd, tau,
+                         out)
+    except TypeError:
+        return False
+
+
+# the uncompiled twins of the shared arithmetic, bound to each other (not to the
+# compiled versions that replace them in this module when numba loads)
+_plain_ns = dict(globals())
+plain = types.SimpleNamespace()
+"""The shared helpers (:func:`frame_step`, :func:`screw_step`, :func:`link_wrench`,
+:func:`cholesky_solve`, :func:`spd_pivot_ok`) as plain Python, for kic._scalar."""
+for _name in _SHARED:
+    _f = _plain_ns[_name]
+    _plain_ns[_name] = types.FunctionType(_f.__code__, _plain_ns, _name, _f.__defaults__)
+    setattr(plain, _name, _plain_ns[_name])
+del _name, _f

@@ -1,135 +1,96 @@
-"""Single-configuration kernels in plain Python floats (internal).
+"""The kernels without numba: numpy for batches, Python floats for one configuration.
 
-A numpy call costs about a microsecond whatever its size, so a batched kernel
-evaluated at one configuration spends its time in call overhead.  These
-kernels run the same world-frame screw recursion as :mod:`kic.dynamics` with
-Python floats (about 10 ns a flop in CPython 3.11), which makes a single
-inverse dynamics call of a 6-joint arm take tens of microseconds.  The tests
-check them against the batched kernels and the independent oracle.
+This module is the numpy kernel set of :mod:`kic.backend` (the same functions, by
+name and signature, as :mod:`kic._compiled`).
+
+*Batches* run as numpy array passes, batch last ((3, M, N) arrays: element-wise
+work on the contiguous last axis is several times faster than on a leading
+batch axis), in blocks of :data:`kic._array.BLOCK` configurations: world-frame
+joint screws, link motion by prefix sums, joint loads by suffix sums of the
+link wrenches, I* from composite inertias, P* re-associated into composite
+moments (Freeman's eq. 2-196, 2-197; see :mod:`kic.dynamics`).
+
+*One configuration* costs a numpy kernel 100-300 calls of about a microsecond
+each; the same recursion in Python floats (about 10 ns a flop) takes tens of
+microseconds.  It runs the arithmetic the compiled kernels are made of -- the
+frame step, the screw step, the link wrench and the Cholesky solve of
+:mod:`kic._compiled` -- uncompiled (``kic._compiled.plain``), so both backends
+evaluate one configuration by the same code.  Measured on a PUMA 560 (numpy
+backend, docs/performance.md): inverse dynamics ~35 us in floats against ~110 us
+for the numpy kernels at N = 1, forward dynamics ~80 us against ~250 us.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ._array import blocks, prefix_sum, suffix_sum
+from ._compiled import plain
+
 __all__ = []
 
+frame_step = plain.frame_step
+screw_step = plain.screw_step
+link_wrench = plain.link_wrench
+cholesky_solve = plain.cholesky_solve
+spd_pivot_ok = plain.spd_pivot_ok
 
-def _frames(data, q):
-    """World screws and link frames: yields per joint (sw, sv, R, p)."""
-    T = data.base
+
+# --------------------------------------------------------------------------
+# one configuration, Python floats
+# --------------------------------------------------------------------------
+def _floats(x, M: int):
+    """A float64 vector of shape (M,) with finite values as a list, else None."""
+    if type(x) is not np.ndarray or x.shape != (M,) or x.dtype != np.float64:
+        return None
+    v = x.tolist()
+    return v if math.isfinite(math.fsum(v)) else None      # NaN, inf (or an overflow)
+
+
+def _frames(d, q):
+    """Per joint: (T, a, t), the link frame and the world joint screw."""
+    T = d.base_t
     out = []
-    for j, (isR, O) in enumerate(data.joints):
-        R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
-        (o00, o01, o02, o03, o10, o11, o12, o13, o20, o21, o22, o23) = O
-        b00 = R00 * o00 + R01 * o10 + R02 * o20
-        b01 = R00 * o01 + R01 * o11 + R02 * o21
-        b02 = R00 * o02 + R01 * o12 + R02 * o22
-        b10 = R10 * o00 + R11 * o10 + R12 * o20
-        b11 = R10 * o01 + R11 * o11 + R12 * o21
-        b12 = R10 * o02 + R11 * o12 + R12 * o22
-        b20 = R20 * o00 + R21 * o10 + R22 * o20
-        b21 = R20 * o01 + R21 * o11 + R22 * o21
-        b22 = R20 * o02 + R21 * o12 + R22 * o22
-        rx = R00 * o03 + R01 * o13 + R02 * o23 + px
-        ry = R10 * o03 + R11 * o13 + R12 * o23 + py
-        rz = R20 * o03 + R21 * o13 + R22 * o23 + pz
-        qj = q[j]
-        if isR:
-            c, s = math.cos(qj), math.sin(qj)
-            T = (c * b00 + s * b01, c * b01 - s * b00, b02,
-                 c * b10 + s * b11, c * b11 - s * b10, b12,
-                 c * b20 + s * b21, c * b21 - s * b20, b22, rx, ry, rz)
-            sw = (b02, b12, b22)
-            sv = (ry * b22 - rz * b12, rz * b02 - rx * b22, rx * b12 - ry * b02)
-        else:
-            T = (b00, b01, b02, b10, b11, b12, b20, b21, b22,
-                 rx + qj * b02, ry + qj * b12, rz + qj * b22)
-            sw = (0.0, 0.0, 0.0)
-            sv = (b02, b12, b22)
-        out.append((sw, sv, T))
+    for (revolute, O), qj in zip(d.joints_t, q):
+        T, a, t = frame_step(T, O, revolute, qj)
+        out.append((T, a, t))
     return out
 
 
-def inverse_dynamics(data, q, qd, qdd, gravity=True):
-    """Joint loads (list of M floats) of one configuration, incl. gravity."""
-    screws = _frames(data, q)
-    wx = wy = wz = vx = vy = vz = awx = awy = awz = 0.0
-    if gravity:
-        avx, avy, avz = -data.gravity[0], -data.gravity[1], -data.gravity[2]
-    else:
-        avx = avy = avz = 0.0
+def _loads(d, frames, qd, qdd, gravity=True):
+    """Joint loads (list) of one configuration from its frames."""
+    g = d.gravity
+    V = (0.0,) * 9 + ((-float(g[0]), -float(g[1]), -float(g[2])) if gravity else (0.0,) * 3)
     wrenches = []
-    for j, (sw, sv, T) in enumerate(screws):
-        m, (cx0, cy0, cz0), I = data.links[j]
-        swx, swy, swz = sw
-        svx, svy, svz = sv
-        u, ud = qd[j], qdd[j]
-        wx += swx * u; wy += swy * u; wz += swz * u
-        vx += svx * u; vy += svy * u; vz += svz * u
-        # d/dt of the joint screw is (w x sw, w x sv + v x sw)
-        awx += swx * ud + (wy * swz - wz * swy) * u
-        awy += swy * ud + (wz * swx - wx * swz) * u
-        awz += swz * ud + (wx * swy - wy * swx) * u
-        avx += svx * ud + (wy * svz - wz * svy + vy * swz - vz * swy) * u
-        avy += svy * ud + (wz * svx - wx * svz + vz * swx - vx * swz) * u
-        avz += svz * ud + (wx * svy - wy * svx + vx * swy - vy * swx) * u
-        R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
-        cx = R00 * cx0 + R01 * cy0 + R02 * cz0 + px
-        cy = R10 * cx0 + R11 * cy0 + R12 * cz0 + py
-        cz = R20 * cx0 + R21 * cy0 + R22 * cz0 + pz
-        # centroid velocity and acceleration
-        ux = vx + wy * cz - wz * cy
-        uy = vy + wz * cx - wx * cz
-        uz = vz + wx * cy - wy * cx
-        Fx = m * (avx + awy * cz - awz * cy + wy * uz - wz * uy)
-        Fy = m * (avy + awz * cx - awx * cz + wz * ux - wx * uz)
-        Fz = m * (avz + awx * cy - awy * cx + wx * uy - wy * ux)
-        # Euler's equation in link axes
-        wlx = R00 * wx + R10 * wy + R20 * wz
-        wly = R01 * wx + R11 * wy + R21 * wz
-        wlz = R02 * wx + R12 * wy + R22 * wz
-        alx = R00 * awx + R10 * awy + R20 * awz
-        aly = R01 * awx + R11 * awy + R21 * awz
-        alz = R02 * awx + R12 * awy + R22 * awz
-        I00, I01, I02, I11, I12, I22 = I
-        hx = I00 * wlx + I01 * wly + I02 * wlz
-        hy = I01 * wlx + I11 * wly + I12 * wlz
-        hz = I02 * wlx + I12 * wly + I22 * wlz
-        nx = I00 * alx + I01 * aly + I02 * alz + wly * hz - wlz * hy
-        ny = I01 * alx + I11 * aly + I12 * alz + wlz * hx - wlx * hz
-        nz = I02 * alx + I12 * aly + I22 * alz + wlx * hy - wly * hx
-        wrenches.append((Fx, Fy, Fz,
-                         cy * Fz - cz * Fy + R00 * nx + R01 * ny + R02 * nz,
-                         cz * Fx - cx * Fz + R10 * nx + R11 * ny + R12 * nz,
-                         cx * Fy - cy * Fx + R20 * nx + R21 * ny + R22 * nz))
-    tau = [0.0] * len(screws)
+    for (T, a, t), (m, com, I), u, ud in zip(frames, d.links_t, qd, qdd):
+        V = screw_step(a, t, u, ud, V)
+        wrenches.append(link_wrench(m, com, I, T, V))
+    M = len(frames)
+    tau = [0.0] * M
     fx = fy = fz = nx = ny = nz = 0.0
-    for j in range(len(screws) - 1, -1, -1):
+    for j in range(M - 1, -1, -1):
         Fx, Fy, Fz, Nx, Ny, Nz = wrenches[j]
-        fx += Fx; fy += Fy; fz += Fz
-        nx += Nx; ny += Ny; nz += Nz
-        (swx, swy, swz), (svx, svy, svz), _ = screws[j]
-        tau[j] = swx * nx + swy * ny + swz * nz + svx * fx + svy * fy + svz * fz
+        fx += Fx; fy += Fy; fz += Fz        # noqa: E702
+        nx += Nx; ny += Ny; nz += Nz        # noqa: E702
+        _, (ax, ay, az), (tx, ty, tz) = frames[j]
+        tau[j] = ax * nx + ay * ny + az * nz + tx * fx + ty * fy + tz * fz
     return tau
 
 
-def inertia(data, q):
+def _inertia_floats(d, frames):
     """I* (list of M lists) of one configuration by composite inertias."""
-    screws = _frames(data, q)
-    M = len(screws)
-    # running composite mass, first moment and rotational inertia about the origin
-    S0 = 0.0
-    S1x = S1y = S1z = 0.0
+    M = len(frames)
+    S0 = S1x = S1y = S1z = 0.0
     J00 = J01 = J02 = J11 = J12 = J22 = 0.0
     cols = [None] * M
     for j in range(M - 1, -1, -1):
-        sw, sv, T = screws[j]
-        m, (cx0, cy0, cz0), I = data.links[j]
+        T, (ax, ay, az), (tx, ty, tz) = frames[j]
+        m, (cx0, cy0, cz0), (I00, I01, I02, I11, I12, I22) = d.links_t[j]
         R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
         cx = R00 * cx0 + R01 * cy0 + R02 * cz0 + px
         cy = R10 * cx0 + R11 * cy0 + R12 * cz0 + py
         cz = R20 * cx0 + R21 * cy0 + R22 * cz0 + pz
-        I00, I01, I02, I11, I12, I22 = I
         # A = R I (rows), world inertia = A R^T
         a00 = R00 * I00 + R01 * I01 + R02 * I02
         a01 = R00 * I01 + R01 * I11 + R02 * I12
@@ -148,77 +109,419 @@ def inertia(data, q):
         J12 += a10 * R20 + a11 * R21 + a12 * R22 - m * cy * cz
         J22 += a20 * R20 + a21 * R21 + a22 * R22 + m * (cc - cz * cz)
         S0 += m
-        S1x += m * cx; S1y += m * cy; S1z += m * cz
-        (ax, ay, az), (tx, ty, tz) = sw, sv
+        S1x += m * cx; S1y += m * cy; S1z += m * cz      # noqa: E702
         # composite momentum of a unit rate of joint j: f = S0 t - S1 x a, n = J a + S1 x t
-        fx = S0 * tx - (S1y * az - S1z * ay)
-        fy = S0 * ty - (S1z * ax - S1x * az)
-        fz = S0 * tz - (S1x * ay - S1y * ax)
-        nx = J00 * ax + J01 * ay + J02 * az + S1y * tz - S1z * ty
-        ny = J01 * ax + J11 * ay + J12 * az + S1z * tx - S1x * tz
-        nz = J02 * ax + J12 * ay + J22 * az + S1x * ty - S1y * tx
-        cols[j] = (fx, fy, fz, nx, ny, nz)
+        cols[j] = (S0 * tx - (S1y * az - S1z * ay), S0 * ty - (S1z * ax - S1x * az),
+                   S0 * tz - (S1x * ay - S1y * ax),
+                   J00 * ax + J01 * ay + J02 * az + S1y * tz - S1z * ty,
+                   J01 * ax + J11 * ay + J12 * az + S1z * tx - S1x * tz,
+                   J02 * ax + J12 * ay + J22 * az + S1x * ty - S1y * tx)
     out = [[0.0] * M for _ in range(M)]
     for n in range(M):
         fx, fy, fz, nx, ny, nz = cols[n]
         for k in range(n + 1):
-            (ax, ay, az), (tx, ty, tz), _ = screws[k]
+            _, (ax, ay, az), (tx, ty, tz) = frames[k]
             x = ax * nx + ay * ny + az * nz + tx * fx + ty * fy + tz * fz
             out[k][n] = x
             out[n][k] = x
     return out
 
 
-def cholesky_solve(A, b):
-    """Solve A x = b for a small SPD A (lists); None if not positive definite."""
-    M = len(b)
-    L = [row[:] for row in A]
-    dmax = max(A[i][i] for i in range(M))
-    for k in range(M):
-        Lk = L[k]
-        d = Lk[k]
-        for t in range(k):
-            d -= Lk[t] * Lk[t]
-        if not d > 1e-14 * dmax:
-            return None
-        d = math.sqrt(d)
-        Lk[k] = d
-        for i in range(k + 1, M):
-            Li = L[i]
-            x = Li[k]
-            for t in range(k):
-                x -= Li[t] * Lk[t]
-            Li[k] = x / d
-    x = list(b)
-    for i in range(M):
-        Li = L[i]
-        v = x[i]
-        for t in range(i):
-            v -= Li[t] * x[t]
-        x[i] = v / Li[i]
-    for i in range(M - 1, -1, -1):
-        v = x[i]
-        for t in range(i + 1, M):
-            v -= L[t][i] * x[t]
-        x[i] = v / L[i][i]
+def inverse_dynamics_one(d, q, qd, qdd, out) -> bool:
+    """Joint loads of one configuration into ``out`` (M,); False for inputs that are
+    not finite float64 vectors of shape (M,)."""
+    M = d.dof
+    q, qd, qdd = _floats(q, M), _floats(qd, M), _floats(qdd, M)
+    if q is None or qd is None or qdd is None:
+        return False
+    out[:] = _loads(d, _frames(d, q), qd, qdd)
+    return True
+
+
+def gravity_load_one(d, q, out) -> bool:
+    """+dV/dq of one configuration into ``out`` (M,)."""
+    q = _floats(q, d.dof)
+    if q is None:
+        return False
+    zero = [0.0] * d.dof
+    out[:] = _loads(d, _frames(d, q), zero, zero)
+    return True
+
+
+def inertia_one(d, q, out) -> bool:
+    """I* of one configuration into ``out`` (M, M)."""
+    q = _floats(q, d.dof)
+    if q is None:
+        return False
+    out[:] = _inertia_floats(d, _frames(d, q))
+    return True
+
+
+def forward_dynamics_one(d, q, qd, tau, out) -> bool:
+    """q'' of one configuration into ``out`` (M,); False also when I* fails the rule."""
+    M = d.dof
+    q, qd, tau = _floats(q, M), _floats(qd, M), _floats(tau, M)
+    if q is None or qd is None or tau is None:
+        return False
+    frames = _frames(d, q)
+    bias = _loads(d, frames, qd, [0.0] * M)
+    x = [0.0] * M
+    if not cholesky_solve(_inertia_floats(d, frames), [t - b for t, b in zip(tau, bias)],
+                          [[0.0] * M for _ in range(M)], x):
+        return False
+    out[:] = x
+    return True
+
+
+# --------------------------------------------------------------------------
+# batches, numpy (batch last inside)
+# --------------------------------------------------------------------------
+def pose(d, qT: np.ndarray):
+    """Link frames by columns, batch last, Fc[j, k, i, n] = T_j[i, k] (k = 3: the
+    origin), and the joint screws sR, sv (3, M, N): (Fc, sR, sv) of qT (M, N)."""
+    M, N = qT.shape
+    if N == 1:                        # one configuration: floats, packed the same way
+        frames = _frames(d, np.asarray(qT[:, 0], dtype=float).tolist())
+        T = np.array([f[0] for f in frames])                  # (M, 12)
+        Fc = np.empty((M, 4, 3, 1))
+        Fc[:, :3, :, 0] = T[:, :9].reshape(M, 3, 3).transpose(0, 2, 1)
+        Fc[:, 3, :, 0] = T[:, 9:]
+        sR = np.array([f[1] for f in frames]).T[:, :, None]
+        sv = np.array([f[2] for f in frames]).T[:, :, None]
+        return Fc, sR, sv
+    # the product with a joint's constant origin is one BLAS call; the joint
+    # rotation mixes two contiguous columns
+    Fc = np.empty((M, 4, 3, N))
+    sR = np.zeros((3, M, N))
+    sv = np.empty((3, M, N))
+    T = np.empty((4, 3, N))
+    T[:3] = d.base[:, :3].T[:, :, None]
+    T[3] = d.base[:, 3][:, None]
+    c, s = np.cos(qT), np.sin(qT)
+    for j in range(M):
+        Fj = Fc[j]
+        np.matmul(d.O4[j].T, T.reshape(4, -1), out=Fj.reshape(4, -1))
+        if d.isR[j]:
+            x = Fj[0].copy()
+            Fj[0] *= c[j]
+            Fj[0] += s[j] * Fj[1]
+            Fj[1] *= c[j]
+            Fj[1] -= s[j] * x
+            sR[:, j] = Fj[2]
+            sv[:, j] = cross(Fj[3], Fj[2])        # r x s: moment of the screw
+        else:
+            Fj[3] += qT[j] * Fj[2]
+            sv[:, j] = Fj[2]
+        T = Fj
+    return Fc, sR, sv
+
+
+def _rotations(Fc):
+    """(R (3, 3, M, N), p (3, M, N)) views of the frames of :func:`pose`."""
+    return Fc[:, :3].transpose(2, 1, 0, 3), Fc[:, 3].transpose(1, 0, 2)
+
+
+def link_motion(sR, sv, qdT, qddT=None, gravity=None):
+    """World screw motion of every link, batch last: (w, v, aw, av), each (3, M, N),
+    prefix sums of ``xi_n q'_n`` and ``xi_n q''_n + V_n x xi_n q'_n``."""
+    w = prefix_sum(sR * qdT)
+    v = prefix_sum(sv * qdT)
+    dw = cross(w, sR)
+    dw *= qdT
+    dv = cross(w, sv)
+    dv += cross(v, sR)
+    dv *= qdT
+    if qddT is not None:
+        dw += sR * qddT
+        dv += sv * qddT
+    if gravity is not None:             # a uniform field: the base accelerates by -g
+        dv[:, 0] -= gravity[:, None]
+    return w, v, prefix_sum(dw), prefix_sum(dv)
+
+
+def loads_from_motion(d, Fc, sR, sv, motion, qddT, gravity: bool) -> np.ndarray:
+    """Joint loads (M, N) from the link motion ``motion`` = (w, v, aw, av) of the
+    rates (velocity products only) plus the q'' terms and, if ``gravity``, the
+    base acceleration -g: suffix sums of the link wrenches."""
+    w, v, aw, av = motion
+    dv = sv * qddT
+    if gravity:
+        dv[:, 0] -= d.gravity[:, None]
+    aw = aw + prefix_sum(sR * qddT)
+    av = av + prefix_sum(dv)
+    R, p = _rotations(Fc)
+    c = np.einsum("ijmn,jm->imn", R, d.com.T)
+    c += p
+    u = cross(w, c)
+    u += v                               # centroid velocity
+    F = cross(w, u)
+    F += cross(aw, c)
+    F += av
+    F *= d.mass[None, :, None]
+    # Euler's equation in link axes (constant inertia, one BLAS product per link),
+    # rotated back; link-axis vectors are laid out (M, 3, N)
+    wl = np.einsum("ijmn,imn->mjn", R, w)
+    al = np.einsum("ijmn,imn->mjn", R, aw)
+    Nl = cross(wl, np.matmul(d.inertia, wl), axis=1)
+    Nl += np.matmul(d.inertia, al)
+    n0 = np.einsum("ijmn,mjn->imn", R, Nl)
+    n0 += cross(c, F)
+    return (np.einsum("imn,imn->mn", sR, suffix_sum(n0))
+            + np.einsum("imn,imn->mn", sv, suffix_sum(F)))
+
+
+class _LinkState:
+    """Centroids, world inertias and composite sums of a chain at a pose."""
+
+    def __init__(self, d, Fc) -> None:
+        R, p = _rotations(Fc)
+        self.c = np.einsum("ijmn,jm->imn", R, d.com.T) + p
+        RI = np.einsum("ikmn,mkl->ilmn", R, d.inertia)           # R I_local
+        self.I = np.einsum("ilmn,jlmn->ijmn", RI, R)             # R I_local R^T
+        self.m = d.mass
+        self.S0 = suffix_sum(d.mass, 0)                          # (M,)
+        self.S1 = suffix_sum(d.mass[None, :, None] * self.c, 1)  # (3, M, N)
+
+
+def _inertia(sR, sv, state: _LinkState) -> np.ndarray:
+    """I* (M, M, N) from composite spatial inertias about the world origin."""
+    c, m = state.c, state.m
+    M = sR.shape[1]
+    # rotational inertia of each link about the world origin: I + m(|c|^2 1 - c c^T)
+    Jo = state.I - m[None, None, :, None] * (c[:, None] * c[None])
+    cc = m[:, None] * (c * c).sum(0)
+    for i in range(3):
+        Jo[i, i] += cc
+    Jc = suffix_sum(Jo, 2)
+    S0, S1 = state.S0[None, :, None], state.S1
+    f = S0 * sv - cross(S1, sR)                 # composite momentum of each screw
+    n = np.einsum("ijmn,jmn->imn", Jc, sR) + cross(S1, sv)
+    X = np.einsum("imn,ikn->mkn", sR, n) + np.einsum("imn,ikn->mkn", sv, f)
+    a, b = np.indices((M, M))
+    return X[np.minimum(a, b), np.maximum(a, b)]
+
+
+def _power(A, t, state: _LinkState) -> np.ndarray:
+    """P* (M, M, M, N), Freeman's eq. 2-197 re-associated into composite sums.
+
+    With A_n = s^R_n, t_n the moment part of screw n and K the largest index:
+    translational  A_min(a,b) . Z[max(a,b), n],
+    rotational     [a<b] (A_a x A_b) . J_K A_n  +  (A_n x A_b) . J_K A_a,
+    where Z[k, n] = sum_{j>=max(k,n)} m_j G_c[k] x G_c[n] is expanded in the
+    composite mass moments (see docs/theory.md).
+    """
+    m, c, I = state.m, state.c, state.I
+    M = A.shape[1]
+    S0 = state.S0
+    S1 = state.S1
+    S2 = suffix_sum(m[None, None, :, None] * (c[:, None] * c[None]), 2)   # (3,3,M,N)
+    J = suffix_sum(I, 2)                                     # (3,3,M,N)
+    k, n = np.indices((M, M))
+    K = np.maximum(k, n)
+    # Z[k, n] = sum_{j >= K} m_j (G_c[k] x G_c[n]) with G_c[x] = A_x x c + t_x
+    Ak, An, tk, tn = A[:, :, None], A[:, None, :], t[:, :, None], t[:, None, :]
+    S1K = S1[:, K]
+    C = cross(Ak, An)                                        # C[:, x, y] = A_x x A_y
+    Z = (np.einsum("ijqrN,jqrN->iqrN", S2[:, :, K], C)
+         + S1K * np.einsum("iqN,irN->qrN", A, t) - Ak * np.einsum("iqrN,irN->qrN", S1K, t)
+         + An * np.einsum("iqN,iqrN->qrN", t, S1K) - S1K * np.einsum("iqN,irN->qrN", t, A)
+         + S0[K][None, ..., None] * cross(tk, tn))
+    JA = np.einsum("ijKN,jxN->ixKN", J, A)                   # JA[:, x, K] = J_K A_x
+    # translational: A_min(a,b) . Z[max(a,b), n]
+    T1 = np.einsum("piN,pknN->iknN", A, Z)
+    lo, hi = np.minimum(k, n), np.maximum(k, n)
+    out = T1[lo, hi].transpose(2, 0, 1, 3).copy()           # [n, a, b]
+    # rotational, from H_rot: [a < b] (A_a x A_b) . J_max(n,b) A_n
+    W = JA[:, k, K]                                          # W[:, n, b] = J_max(n,b) A_n
+    out += np.einsum("pabN,pnbN->nabN", C * (k < n)[None, ..., None], W)
+    # rotational, gyroscopic: (A_n x A_b) . J_max(n,a,b) A_a, grouped by L = max(n, b)
+    ar = np.arange(M)
+    for L in range(M):
+        nL, bL = np.nonzero(K == L)
+        V = JA[:, ar, np.maximum(ar, L)]                     # V[:, a] = J_max(a,L) A_a
+        out[nL, :, bL] += np.einsum("pqN,paN->qaN", C[:, nL, bL], V)
+    return out
+
+
+def _by_blocks(q, shape, fn) -> np.ndarray:
+    """``fn(qT)`` (shape + (n,)) over blocks of the batch q (N, M), batch first out."""
+    q = np.atleast_2d(np.asarray(q, dtype=float))
+    N = q.shape[0]
+    out = np.empty((N,) + shape)
+    qT = np.ascontiguousarray(q.T)
+    for sl in blocks(N):
+        x = fn(sl, qT[:, sl])
+        out[sl] = np.moveaxis(x, -1, 0)
+    return out
+
+
+def inverse_dynamics(d, q, qd, qdd, gravity: bool = True) -> np.ndarray:
+    """Joint loads (N, M) of configurations q, qd, qdd (N, M)."""
+    qdT, qddT = (np.atleast_2d(np.asarray(x, dtype=float)).T for x in (qd, qdd))
+
+    def run(sl, qT):
+        Fc, sR, sv = pose(d, qT)
+        motion = link_motion(sR, sv, qdT[:, sl])
+        return loads_from_motion(d, Fc, sR, sv, motion, qddT[:, sl], gravity)
+    return _by_blocks(q, (d.dof,), run).reshape(np.shape(q))   # (M,) in, (M,) out
+
+
+def gravity_load(d, q) -> np.ndarray:
+    """+dV/dq = -sum G_c^T m g (N, M), by suffix sums of mass and first moment."""
+    g = d.gravity[:, None, None]
+    S0 = suffix_sum(d.mass, 0)[None, :, None]
+
+    def run(sl, qT):
+        Fc, sR, sv = pose(d, qT)
+        R, p = _rotations(Fc)
+        c = np.einsum("ijmn,jm->imn", R, d.com.T) + p
+        S1 = suffix_sum(d.mass[None, :, None] * c, 1)
+        return -(sR * cross(S1, g) + sv * (S0 * g)).sum(axis=0)
+    return _by_blocks(q, (d.dof,), run)
+
+
+def inertia(d, q) -> np.ndarray:
+    """I* (N, M, M)."""
+    def run(sl, qT):
+        Fc, sR, sv = pose(d, qT)
+        return _inertia(sR, sv, _LinkState(d, Fc))
+    return _by_blocks(q, (d.dof, d.dof), run)
+
+
+def inertia_power(d, q, with_inertia: bool = True):
+    """(I* (N, M, M) or None, P* (N, M, M, M))."""
+    M = d.dof
+    I = np.empty((q.shape[0], M, M)) if with_inertia else None
+
+    def run(sl, qT):
+        Fc, sR, sv = pose(d, qT)
+        state = _LinkState(d, Fc)
+        if with_inertia:
+            I[sl] = np.moveaxis(_inertia(sR, sv, state), -1, 0)
+        return _power(sR, sv, state)
+    return I, _by_blocks(q, (M, M, M), run)
+
+
+def spd_factor(A: np.ndarray):
+    """Cholesky factors of stacked SPD matrices (..., m, m) and where they are valid:
+    ``(L, ok (...))``, ok False where A fails :func:`kic._compiled.spd_pivot_ok`
+    (L is then unusable there)."""
+    m = A.shape[-1]
+    diag = np.diagonal(A, axis1=-2, axis2=-1)
+    good = spd_pivot_ok(diag, 0.0).all(-1) & np.isfinite(A).all((-2, -1))
+    # factor the matrices that can be; the others get the identity, flagged
+    Afix = np.where(good[..., None, None], A, np.eye(m))
+    try:
+        L = np.linalg.cholesky(Afix)
+        ok = good.copy()
+    except np.linalg.LinAlgError:          # some are not positive definite: one by one
+        L = np.empty(A.shape)
+        ok = good.copy()
+        flat_A, flat_L, flat_ok = Afix.reshape(-1, m, m), L.reshape(-1, m, m), ok.reshape(-1)
+        for i in range(flat_A.shape[0]):
+            try:
+                flat_L[i] = np.linalg.cholesky(flat_A[i])
+            except np.linalg.LinAlgError:
+                flat_L[i] = np.eye(m)
+                flat_ok[i] = False
+    Ld = np.diagonal(L, axis1=-2, axis2=-1)
+    return L, ok & spd_pivot_ok(Ld * Ld, diag).all(-1)
+
+
+def spd_substitute(L: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x = (L L^T)^-1 b for stacked factors: forward and back substitution over the
+    few rows, batched (LAPACK's per-matrix calls cost more than the arithmetic)."""
+    m = L.shape[-1]
+    x = np.array(b, dtype=float, copy=True)
+    for i in range(m):
+        if i:
+            x[..., i] -= (L[..., i, :i] * x[..., :i]).sum(-1)
+        x[..., i] /= L[..., i, i]
+    for i in range(m - 1, -1, -1):
+        if i < m - 1:
+            x[..., i] -= (L[..., i + 1:, i] * x[..., i + 1:]).sum(-1)
+        x[..., i] /= L[..., i, i]
     return x
 
 
-class ScalarData:
-    """The constants of a chain as Python floats, built once per chain."""
+def forward_dynamics(d, q, qd, tau):
+    """(q'' (N, M), ok (N,)): ok is False where I* fails the singularity rule."""
+    bias = inverse_dynamics(d, q, qd, np.zeros(np.shape(q)))
+    L, ok = spd_factor(inertia(d, q))
+    return spd_substitute(L, np.asarray(tau, dtype=float) - bias), ok
 
-    __slots__ = ("base", "joints", "links", "gravity")
 
-    def __init__(self, chain) -> None:
-        B = chain.base
-        self.base = tuple(float(x) for x in (*B[0, :3], *B[1, :3], *B[2, :3], *B[:3, 3]))
-        self.joints = [(bool(chain.is_revolute[j]),
-                        tuple(float(x) for x in chain._origin_z[j][:3].ravel()))
-                       for j in range(chain.dof)]
-        self.links = []
-        for j in range(chain.dof):
-            I = chain._inertia[j]
-            self.links.append((float(chain.masses[j]), tuple(float(x) for x in chain._com[j]),
-                               (float(I[0, 0]), float(I[0, 1]), float(I[0, 2]),
-                                float(I[1, 1]), float(I[1, 2]), float(I[2, 2]))))
-        self.gravity = tuple(float(x) for x in chain.gravity)
+# --------------------------------------------------------------------------
+# array primitives
+# --------------------------------------------------------------------------
+def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Cross product along ``axis`` (0 or 1; 3 components), broadcasting the rest.
+
+    Written into one preallocated output: 3-5x faster than ``np.cross`` or a
+    stacked expression on batched arrays in numpy 2.
+    """
+    # np.broadcast_shapes costs 3 us, more than a small product
+    out = np.empty(a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape))
+    if axis == 0:
+        a0, a1, a2, b0, b1, b2 = a[0], a[1], a[2], b[0], b[1], b[2]
+        o0, o1, o2 = out[0], out[1], out[2]
+    else:
+        a0, a1, a2, b0, b1, b2 = a[:, 0], a[:, 1], a[:, 2], b[:, 0], b[:, 1], b[:, 2]
+        o0, o1, o2 = out[:, 0], out[:, 1], out[:, 2]
+    np.multiply(a1, b2, out=o0)
+    o0 -= a2 * b1
+    np.multiply(a2, b0, out=o1)
+    o1 -= a0 * b2
+    np.multiply(a0, b1, out=o2)
+    o2 -= a1 * b0
+    return out
+
+
+def small_inverse(A: np.ndarray) -> np.ndarray:
+    """Inverse of stacked (..., m, m) matrices; closed form (adjugate) for m <= 3.
+
+    LAPACK's per-matrix call costs about a microsecond however small the matrix;
+    the adjugate of a 3x3 is a few dozen batched products.  Singular matrices give
+    inf/nan, which the callers' condition checks catch.
+    """
+    m = A.shape[-1]
+    if m > 3:
+        return np.linalg.inv(A)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if m == 1:
+            return 1.0 / A
+        if m == 2:
+            a, b, c, d = A[..., 0, 0], A[..., 0, 1], A[..., 1, 0], A[..., 1, 1]
+            det = a * d - b * c
+            return np.stack([np.stack([d, -b], -1), np.stack([-c, a], -1)], -2) \
+                / det[..., None, None]
+        a0, a1, a2 = A[..., 0, :], A[..., 1, :], A[..., 2, :]
+        c0 = cross(a1.T, a2.T).T          # rows of the adjugate's transpose
+        c1 = cross(a2.T, a0.T).T
+        c2 = cross(a0.T, a1.T).T
+        det = (a0 * c0).sum(-1)
+        return np.stack([c0, c1, c2], -1) / det[..., None, None]
+
+
+def inverse_with_condition(A: np.ndarray):
+    """Inverses of stacked (..., m, m) matrices and their 1-norm condition numbers
+    ``||A||_1 ||A^-1||_1`` (...): inf/NaN where singular, or ``np.linalg.LinAlgError``
+    from LAPACK (m > 3)."""
+    Ai = small_inverse(A)
+    with np.errstate(invalid="ignore"):
+        cond = _norm1(A) * _norm1(Ai)
+    return Ai, cond
+
+
+def _norm1(A: np.ndarray) -> np.ndarray:
+    """Largest column sum of |A| (..., m, m) -> (...): a loop over the few rows and
+    columns is 3-5x faster than numpy's reductions over small trailing axes."""
+    a = np.abs(A)
+    m = A.shape[-1]
+    col = a[..., 0, :].copy()
+    for i in range(1, m):
+        col += a[..., i, :]
+    out = col[..., 0].copy()
+    for j in range(1, m):
+        np.maximum(out, col[..., j], out=out)
+    return out

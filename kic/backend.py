@@ -1,14 +1,37 @@
-"""Which kernels evaluate serial-chain dynamics: numpy or compiled.
+"""Which kernels evaluate serial chains: numpy or compiled -- chosen here, once.
 
-kic's batched kernels are written in numpy and need nothing else.  When
-`numba <https://numba.pydata.org>`_ is installed (``pip install kic[fast]``),
-compiled versions of the serial-chain kernels -- inverse dynamics, I*, P*,
-the gravity load and forward dynamics, at one configuration or a batch -- are
-used instead: they evaluate the same sums (the tests hold both to the same
-independent references) 1.5-3x faster on batches and 3-16x faster for a single
-configuration (docs/performance.md).  Kinematics, loads, closed mechanisms and
-linearization keep their numpy structure, with compiled link frames, screw
-motion, chain recursions, cross products and small inverses underneath.
+kic's kernels come in two sets with the same function names and signatures:
+
+* ``kic._compiled`` -- compiled by `numba <https://numba.pydata.org>`_ when it is
+  installed (``pip install kic[fast]``): every recursion runs one configuration
+  at a time in registers, 1.5-3x faster than numpy on batches and 5-20x faster
+  at one configuration (docs/performance.md);
+* ``kic._scalar`` -- numpy, batch last, for batches, and plain Python floats for
+  one configuration (no numba needed).
+
+The arithmetic of one joint (frame step, screw-motion step, link wrench) and
+the Cholesky solve with kic's one singularity rule are written once, in
+``kic._compiled``: numba compiles them, and the plain-float kernels run them
+uncompiled.  :func:`kernels` returns the set in force; callers never branch on
+the backend themselves.  The set's functions (``d`` the chain's
+:class:`ChainData`, from :func:`chain_data`; ``q, qd, qdd, tau`` (N, M)
+float arrays, batch first; ``qT`` etc. (M, N), batch last)::
+
+    inverse_dynamics(d, q, qd, qdd, gravity=True) -> (N, M)
+    gravity_load(d, q) -> (N, M)
+    inertia(d, q) -> (N, M, M)
+    inertia_power(d, q, with_inertia=True) -> (I* (N, M, M) or None, P* (N, M, M, M))
+    forward_dynamics(d, q, qd, tau) -> (q'' (N, M), ok (N,))   # ok: I* passed the rule
+    inverse_dynamics_one(d, q, qd, qdd, out) -> bool   # one configuration, (M,) arrays;
+    gravity_load_one(d, q, out) -> bool                # False: not finite float64 (M,)
+    inertia_one(d, q, out) -> bool                     # vectors (or I* singular);
+    forward_dynamics_one(d, q, qd, tau, out) -> bool   # the caller then validates
+    pose(d, qT) -> (Fc (M, 4, 3, N), sR (3, M, N), sv (3, M, N))   # link frames, screws
+    link_motion(sR, sv, qdT, qddT=None, gravity=None) -> (w, v, aw, av), each (3, M, N)
+    loads_from_motion(d, Fc, sR, sv, motion, qddT, gravity) -> (M, N)
+    cross(a, b, axis=0) -> a x b along axis 0 or 1
+    small_inverse(A (..., m, m)) -> inverses (NaN or inf where singular)
+    inverse_with_condition(A (..., m, m)) -> (inverses, 1-norm condition numbers (...))
 
 The choice is ``"auto"`` (compiled if numba imports, the default), ``"numpy"``
 or ``"numba"``; the environment variable ``KIC_BACKEND`` sets the initial
@@ -19,11 +42,20 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["set_backend", "get_backend"]
+import numpy as np
+
+__all__ = ["set_backend", "get_backend", "kernels", "chain_data", "ChainData", "KERNELS"]
+
+KERNELS = ("inverse_dynamics", "gravity_load", "inertia", "inertia_power", "forward_dynamics",
+           "inverse_dynamics_one", "gravity_load_one", "inertia_one", "forward_dynamics_one",
+           "pose", "link_motion", "loads_from_motion", "cross", "small_inverse",
+           "inverse_with_condition")
+"""The functions every kernel set provides, with the same signatures."""
 
 _CHOICES = ("auto", "numpy", "numba")
 _choice: str | None = None          # None: not read from the environment yet
 _use: bool | None = None            # cached: compiled kernels in force
+_set = None                         # cached: the kernel set in force
 
 
 def _check(name) -> str:
@@ -75,10 +107,10 @@ def set_backend(name: str) -> str:
     'numpy'
     >>> _ = kic.set_backend(previous)
     """
-    global _choice, _use
+    global _choice, _use, _set
     previous = _current()
     _choice = _check(name)
-    _use = None
+    _use = _set = None
     return previous
 
 
@@ -88,7 +120,7 @@ def get_backend() -> str:
 
 
 def use_compiled() -> bool:
-    """True when the compiled kernels are to be used (internal, called often)."""
+    """True when the compiled kernels are in force (prefer :func:`kernels`)."""
     global _use
     if _use is None:
         from . import _compiled
@@ -97,12 +129,80 @@ def use_compiled() -> bool:
     return _use
 
 
+def kernels():
+    """The kernel set in force: a module with the functions of :data:`KERNELS`.
+
+    Examples
+    --------
+    >>> import numpy as np, kic, mechanisms
+    >>> from kic.backend import kernels, chain_data
+    >>> arm = mechanisms.planar_two_link()
+    >>> q = np.array([[0.4, 1.1]])
+    >>> np.allclose(kernels().inverse_dynamics(chain_data(arm), q, q, q),
+    ...             arm.inverse_dynamics(q, q, q))
+    True
+    """
+    global _set
+    if _set is None:
+        if use_compiled():
+            from . import _compiled as module
+        else:
+            from . import _scalar as module
+        _set = module
+    return _set
+
+
+class ChainData:
+    """A serial chain's constants as the kernels take them, built once per chain.
+
+    Arrays (contiguous float64 unless said): ``base`` (3, 4) placement of the base;
+    ``isR`` (M,) bool, revolute joints; ``O`` (M, 3, 4) and ``O4`` (M, 4, 4) the
+    joints' constant origins, re-oriented so that every joint axis is z;
+    ``mass`` (M,) kg; ``com`` (M, 3) m and ``inertia`` (M, 3, 3) kg m^2 (about the
+    centroid), in those re-oriented link axes; ``gravity`` (3,) m/s^2;
+    ``offsets`` (M, 4, 4) the frames the links are described in, relative to the
+    re-oriented ones; ``tool`` (4, 4) the tool in the last re-oriented frame.
+    The same as Python floats and tuples for the plain-float kernels:
+    ``base_t`` (12-tuple: rotation row by row, then the origin), ``joints_t`` (per
+    joint: revolute, 12-tuple origin), ``links_t`` (per link: mass, centroid
+    3-tuple, inertia 6-tuple xx, xy, xz, yy, yz, zz).
+    """
+
+    __slots__ = ("base", "isR", "O", "O4", "mass", "com", "inertia", "gravity", "offsets",
+                 "tool", "base_t", "joints_t", "links_t")
+
+    def __init__(self, base, is_revolute, origins, masses, com, inertia, gravity, offsets,
+                 tool) -> None:
+        f = lambda x: np.ascontiguousarray(x, dtype=float)   # noqa: E731
+        self.base = f(np.asarray(base)[:3])
+        self.isR = np.ascontiguousarray(is_revolute, dtype=np.bool_)
+        self.O4 = f(origins)
+        self.O = f(self.O4[:, :3])
+        self.mass = f(masses)
+        self.com = f(com)
+        self.inertia = f(inertia)
+        self.gravity = f(gravity)
+        self.offsets = f(offsets)
+        self.tool = f(tool)
+        self.base_t = tuple(float(x) for x in (*self.base[:, :3].ravel(), *self.base[:, 3]))
+        self.joints_t = [(bool(r), tuple(float(x) for x in O.ravel()))
+                         for r, O in zip(self.isR, self.O)]
+        self.links_t = [(float(m), tuple(float(x) for x in c),
+                         (float(I[0, 0]), float(I[0, 1]), float(I[0, 2]), float(I[1, 1]),
+                          float(I[1, 2]), float(I[2, 2])))
+                        for m, c, I in zip(self.mass, self.com, self.inertia)]
+
+    @property
+    def dof(self) -> int:
+        return self.mass.shape[0]
+
+
+def chain_data(chain) -> ChainData:
+    """The :class:`ChainData` of a :class:`kic.SerialChain` (built with the chain)."""
+    return chain.kernel_data
+
+
 def compiled_data(chain):
-    """The chain's constants for the compiled kernels, or None under numpy."""
-    if not use_compiled():
-        return None
-    data = chain.__dict__.get("_compiled_data")
-    if data is None:
-        from ._compiled import ChainData
-        data = chain._compiled_data = ChainData(chain)
-    return data
+    """The chain's constants when the compiled kernels are in force, else None
+    (kept for callers not yet moved to :func:`kernels`)."""
+    return chain.kernel_data if use_compiled() else None

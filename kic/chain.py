@@ -279,10 +279,12 @@ class SerialChain:
         self._com = np.einsum("mij,mj->mi", Fo[:, :3, :3], coms) + Fo[:, :3, 3]
         self._inertia = np.einsum("mij,mjk,mlk->mil", Fo[:, :3, :3],
                                   np.stack([l.inertia for l in self.links]), Fo[:, :3, :3])
-        self._first_moment = self.masses[:, None] * self._com
         self._tool_kin = Fo[-1] @ self.tool
-        from ._scalar import ScalarData
-        self._scalar = ScalarData(self)
+        from .backend import ChainData
+        #: the constants as kic's kernels take them (:class:`kic.backend.ChainData`)
+        self.kernel_data = ChainData(self.base, self.is_revolute, self._origin_z, self.masses,
+                                     self._com, self._inertia, self.gravity, Fo, self._tool_kin)
+        self._scalar = self.kernel_data     # the name the closed models used (until moved)
 
     # ---------------------------------------------------------------- naming
     @property

@@ -30,160 +30,23 @@ import math
 
 import numpy as np
 
-from ._array import as_batch, blocks, cross, from_batch, match_batch, spd_solve, suffix_sum
-from . import _compiled, _scalar
-from .backend import compiled_data
+from ._array import as_batch, blocks, from_batch, match_batch, spd_solve
+from .backend import kernels
 from .errors import ModelError, located
-from .kinematics import _Pose, link_motion, point_acceleration
+from .kinematics import _Pose
 
 __all__ = ["DynamicModel"]
 
-def _matvec(A: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """(3, 3, ...) @ (3, ...) with broadcasting over the trailing axes."""
-    return (A * v[None]).sum(axis=1)
 
-
-class _LinkState:
-    """Centroids, world inertias and composite sums of a chain at a pose."""
-
-    def __init__(self, chain, pose: _Pose) -> None:
-        R = pose.R                                               # (3,3,M,N)
-        self.c = np.einsum("ijmn,jm->imn", R, chain._com.T) + pose.p
-        RI = np.einsum("ikmn,mkl->ilmn", R, chain._inertia)      # R I_local
-        self.I = np.einsum("ilmn,jlmn->ijmn", RI, R)             # R I_local R^T
-        m = chain.masses
-        self.m = m
-        self.S0 = suffix_sum(m, 0)                                   # (M,)
-        self.mc = m[None, :, None] * self.c
-        self.S1 = suffix_sum(self.mc, 1)                             # (3,M,N)
-
-
-# --------------------------------------------------------------------------
-# kernels (batch last)
-# --------------------------------------------------------------------------
 def _inverse_dynamics(chain, pose: _Pose, qdT, qddT, gravity=True, motion=None) -> np.ndarray:
-    """Recursive inverse dynamics in world-frame screw coordinates, (M, N).
-
-    Link velocities and accelerations are prefix sums of the joint screws;
-    the joint loads are suffix sums of the link wrenches (O(links x M)).
-    ``motion`` may give the velocity part already computed, ``link_motion(pose,
-    qdT)`` (w, v and the velocity-product accelerations); the q'' terms are added.
-    """
-    sR, sv = pose.sR, pose.sv
-    kc = compiled_data(chain)
-    if kc is not None:
-        if motion is None:
-            motion = link_motion(pose, qdT)
-        return _compiled.loads_from_motion(kc, pose.Fc, sR, sv, motion, qddT, gravity)
+    """Joint loads (M, N) of a chain at ``pose`` (batch last); ``motion`` may give the
+    velocity part already computed, ``link_motion(pose, qdT)``.  (Kept for the
+    closed models until they call ``kernels().loads_from_motion`` themselves.)"""
+    k = kernels()
     if motion is None:
-        w, v, aw, av = link_motion(pose, qdT, qddT, chain.gravity if gravity else None)
-    else:
-        from ._array import prefix_sum
-        w, v, aw, av = motion
-        dv = sv * qddT
-        if gravity:
-            dv[:, 0] -= chain.gravity[:, None]
-        aw = aw + prefix_sum(sR * qddT)
-        av = av + prefix_sum(dv)
-    R = pose.R
-    c = np.einsum("ijmn,jm->imn", R, chain._com.T)
-    c += pose.p
-    F = point_acceleration(w, v, aw, av, c)
-    F *= chain.masses[None, :, None]
-    # Euler's equation in link axes (constant inertia, one BLAS product per link),
-    # rotated back; link-axis vectors are laid out (M, 3, N)
-    wl = np.einsum("ijmn,imn->mjn", R, w)
-    al = np.einsum("ijmn,imn->mjn", R, aw)
-    Il = chain._inertia
-    Nl = cross(wl, np.matmul(Il, wl), axis=1)
-    Nl += np.matmul(Il, al)
-    n0 = np.einsum("ijmn,mjn->imn", R, Nl)
-    n0 += cross(c, F)
-    f_s = suffix_sum(F)
-    n_s = suffix_sum(n0)
-    return np.einsum("imn,imn->mn", sR, n_s) + np.einsum("imn,imn->mn", sv, f_s)
-
-
-def _gravity_load(chain, pose: _Pose, state: _LinkState | None = None) -> np.ndarray:
-    """+dV/dq = -sum G_c^T m g, by suffix sums of mass and first moment."""
-    if state is None:
-        R = pose.R
-        c = (R * chain._com.T[None, :, :, None]).sum(axis=1) + pose.p
-        S1 = suffix_sum(chain.masses[None, :, None] * c, 1)
-    else:
-        S1 = state.S1
-    g = chain.gravity[:, None, None]
-    S0 = suffix_sum(chain.masses, 0)[None, :, None]
-    return -(pose.sR * cross(S1, g) + pose.sv * (S0 * g)).sum(axis=0)
-
-
-def _potential(chain, state: _LinkState) -> np.ndarray:
-    return -(chain.gravity[:, None, None] * state.mc).sum(axis=(0, 1))
-
-
-def _inertia(pose: _Pose, state: _LinkState) -> np.ndarray:
-    """I* (M, M, N) from composite spatial inertias about the world origin."""
-    sR, sv = pose.sR, pose.sv
-    c, m = state.c, state.m
-    M = sR.shape[1]
-    # rotational inertia of each link about the world origin: I + m(|c|^2 1 - c c^T)
-    cc = c[:, None] * c[None]
-    Jo = state.I - m[None, None, :, None] * cc
-    Jo[0, 0] += m[:, None] * (c * c).sum(0)
-    Jo[1, 1] += m[:, None] * (c * c).sum(0)
-    Jo[2, 2] += m[:, None] * (c * c).sum(0)
-    Jc = suffix_sum(Jo, 2)
-    S0, S1 = state.S0[None, :, None], state.S1
-    f = S0 * sv - cross(S1, sR)                 # composite momentum of each screw
-    n = _matvec(Jc, sR) + cross(S1, sv)
-    X = np.einsum("imn,ikn->mkn", sR, n) + np.einsum("imn,ikn->mkn", sv, f)
-    lo, hi = np.minimum(*np.indices((M, M))), np.maximum(*np.indices((M, M)))
-    return X[lo, hi]
-
-
-def _power(pose: _Pose, state: _LinkState) -> np.ndarray:
-    """P* (M, M, M, N), Freeman's eq. 2-197 re-associated into composite sums.
-
-    With A_n = s^R_n, t_n the moment part of screw n and K the largest index:
-    translational  A_min(a,b) . Z[max(a,b), n],
-    rotational     [a<b] (A_a x A_b) . J_K A_n  +  (A_n x A_b) . J_K A_a,
-    where Z[k, n] = sum_{j>=max(k,n)} m_j G_c[k] x G_c[n] is expanded in the
-    composite mass moments (see docs/theory.md).
-    """
-    return _power_block(pose.sR, pose.sv, state.m, state.c, state.I)
-
-
-def _power_block(A, t, m, c, I) -> np.ndarray:
-    M, N = A.shape[1:]
-    S0 = suffix_sum(m, 0)                                    # (M,)
-    S1 = suffix_sum(m[None, :, None] * c)                    # (3,M,N)
-    S2 = suffix_sum(m[None, None, :, None] * (c[:, None] * c[None]), 2)   # (3,3,M,N)
-    J = suffix_sum(I, 2)                                     # (3,3,M,N)
-    k, n = np.indices((M, M))
-    K = np.maximum(k, n)
-    # Z[k, n] = sum_{j >= K} m_j (G_c[k] x G_c[n]) with G_c[x] = A_x x c + t_x
-    Ak, An, tk, tn = A[:, :, None], A[:, None, :], t[:, :, None], t[:, None, :]
-    S1K = S1[:, K]
-    Z = (np.einsum("ijqrN,jqrN->iqrN", S2[:, :, K], cross(Ak, An))
-         + S1K * np.einsum("iqN,irN->qrN", A, t) - Ak * np.einsum("iqrN,irN->qrN", S1K, t)
-         + An * np.einsum("iqN,iqrN->qrN", t, S1K) - S1K * np.einsum("iqN,irN->qrN", t, A)
-         + S0[K][None, ..., None] * cross(tk, tn))
-    JA = np.einsum("ijKN,jxN->ixKN", J, A)                   # JA[:, x, K] = J_K A_x
-    C = cross(Ak, An)                                        # C[:, x, y] = A_x x A_y
-    # translational: A_min(a,b) . Z[max(a,b), n]
-    T1 = np.einsum("piN,pknN->iknN", A, Z)
-    lo, hi = np.minimum(k, n), np.maximum(k, n)
-    out = T1[lo, hi].transpose(2, 0, 1, 3).copy()           # [n, a, b]
-    # rotational, from H_rot: [a < b] (A_a x A_b) . J_max(n,b) A_n
-    W = JA[:, k, K]                                          # W[:, n, b] = J_max(n,b) A_n
-    out += np.einsum("pabN,pnbN->nabN", C * (k < n)[None, ..., None], W)
-    # rotational, gyroscopic: (A_n x A_b) . J_max(n,a,b) A_a, grouped by L = max(n, b)
-    ar = np.arange(M)
-    for L in range(M):
-        nL, bL = np.nonzero(K == L)
-        V = JA[:, ar, np.maximum(ar, L)]                     # V[:, a] = J_max(a,L) A_a
-        out[nL, :, bL] += np.einsum("pqN,paN->qaN", C[:, nL, bL], V)
-    return out
+        motion = k.link_motion(pose.sR, pose.sv, qdT)
+    return k.loads_from_motion(chain.kernel_data, pose.Fc, pose.sR, pose.sv, motion, qddT,
+                               gravity)
 
 
 # --------------------------------------------------------------------------
@@ -305,79 +168,92 @@ class ChainDynamics(DynamicModel):
     """:class:`DynamicModel` of a :class:`kic.SerialChain` (see its docs)."""
 
     def __init__(self, chain, q) -> None:
-        qT, batch = as_batch(q, chain.dof)
-        super().__init__(from_batch(qT, batch, 1), batch)
-        _require_mass(chain)
+        M = chain.dof
+        if type(q) is np.ndarray and q.shape == (M,) and q.dtype == np.float64 \
+                and math.isfinite(q.dot(q)):          # one configuration: no reshaping
+            self.q, self._batch, self._rows = q, (), q[None]
+        else:
+            qT, batch = as_batch(q, M)
+            super().__init__(from_batch(qT, batch, 1), batch)
+            self._rows = np.ascontiguousarray(qT.T)
+        self._cache = {}
+        if not chain.total_mass > 0:
+            _require_mass(chain)
         self.chain = chain
-        self._qT = qT
-        self._parts: list | None = None
 
-    def _blocks(self):
-        """Per block of configurations: (slice, pose, link state).
+    @property
+    def I_star(self) -> np.ndarray:
+        I = self._cache.get("I")
+        if I is None:
+            k, d, M = kernels(), self.chain.kernel_data, self.chain.dof
+            if not self._batch:
+                I = np.empty((M, M))
+                if not k.inertia_one(d, self.q, I):
+                    I = k.inertia(d, self._rows)[0]
+            else:
+                I = k.inertia(d, self._rows).reshape(self._batch + (M, M))
+            self._cache["I"] = I
+        return I
 
-        One block is kept; several are rebuilt on each use (a pose costs a
-        fraction of any result, and short-lived blocks reuse the same memory,
-        which is faster than keeping every block alive)."""
-        if self._parts is not None:
-            yield from self._parts
-            return
-        parts = blocks(self._qT.shape[1])
-        for sl in parts:
-            pose = _Pose(self.chain, self._qT[:, sl])
-            item = (sl, pose, _LinkState(self.chain, pose))
-            if len(parts) == 1:
-                self._parts = [item]
-            yield item
-
-    def _assemble(self, shape, fn) -> np.ndarray:
-        out = np.empty(shape + (self._qT.shape[1],))
-        for sl, pose, state in self._blocks():
-            out[..., sl] = fn(sl, pose, state)
-        return out
-
-    def _I(self):
-        M = self.dof
-        kc = compiled_data(self.chain)
-        if kc is not None:
-            return _compiled.inertia(kc, self._qT.T).transpose(1, 2, 0)
-        if self._qT.shape[1] == 1:          # lean single-configuration path
-            return np.array(_scalar.inertia(self.chain._scalar, self._qT[:, 0].tolist()))[..., None]
-        return self._assemble((M, M), lambda sl, pose, st: _inertia(pose, st))
-
-    def _P(self):
-        M = self.dof
-        kc = compiled_data(self.chain)
-        if kc is not None:                  # I* comes with P* at little extra cost
-            I, P = _compiled.inertia_power(kc, self._qT.T, "I" not in self._cache)
+    @property
+    def P_star(self) -> np.ndarray:
+        P = self._cache.get("P")
+        if P is None:                       # I* comes with P* at little extra cost
+            M = self.chain.dof
+            I, P = kernels().inertia_power(self.chain.kernel_data, self._rows,
+                                           "I" not in self._cache)
             if I is not None:
                 self._cache["I"] = I.reshape(self._batch + (M, M))
-            return P.transpose(1, 2, 3, 0)
-        return self._assemble((M, M, M), lambda sl, pose, st: _power(pose, st))
+            P = self._cache["P"] = P.reshape(self._batch + (M, M, M))
+        return P
+
+    @property
+    def gravity_load(self) -> np.ndarray:
+        g = self._cache.get("g")
+        if g is None:
+            k, d, M = kernels(), self.chain.kernel_data, self.chain.dof
+            if not self._batch:
+                g = np.empty(M)
+                if not k.gravity_load_one(d, self.q, g):
+                    g = k.gravity_load(d, self._rows)[0]
+            else:
+                g = k.gravity_load(d, self._rows).reshape(self._batch + (M,))
+            self._cache["g"] = g
+        return g
+
+    def _I(self):                           # batch last, as DynamicModel's subclasses
+        return np.moveaxis(self.I_star.reshape((-1,) + self.I_star.shape[-2:]), 0, -1)
+
+    def _P(self):
+        return np.moveaxis(self.P_star.reshape((-1,) + self.P_star.shape[-3:]), 0, -1)
 
     def _gravity(self):
-        kc = compiled_data(self.chain)
-        if kc is not None:
-            return _compiled.gravity_load(kc, self._qT.T).T
-        if self._qT.shape[1] == 1:
-            zero = [0.0] * self.dof
-            return np.array(_scalar.inverse_dynamics(self.chain._scalar, self._qT[:, 0].tolist(),
-                                                     zero, zero))[:, None]
-        return self._assemble((self.dof,),
-                              lambda sl, pose, st: _gravity_load(self.chain, pose, st))
+        return self.gravity_load.reshape(-1, self.dof).T
+
+    def _by_blocks(self, fn) -> np.ndarray:
+        """``fn(sl, pose, qT)`` over blocks of the batch (batch last out)."""
+        qT = self._rows.T
+        parts = [fn(sl, _Pose(self.chain, qT[:, sl]), qT[:, sl]) for sl in blocks(qT.shape[1])]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
 
     def _potential(self):
-        return self._assemble((), lambda sl, pose, st: _potential(self.chain, st))
+        d = self.chain.kernel_data
+
+        def run(sl, pose, qT):                # -sum_j m_j g . c_j
+            c = np.einsum("ijmn,jm->imn", pose.R, d.com.T) + pose.p
+            return -np.einsum("i,m,imn->n", d.gravity, d.mass, c)
+        return self._by_blocks(run)
 
     def _applied(self, loads, qdT):
         bound = loads.resolve(self.chain, self._batch)
-        return self._assemble((self.dof,), lambda sl, pose, st: bound.load(
-            pose, self._qT[:, sl], None if qdT is None else qdT[:, sl], sl))
+        return self._by_blocks(lambda sl, pose, qT: bound.load(
+            pose, qT, None if qdT is None else qdT[:, sl], sl))
 
     def loads_energy(self, loads) -> np.ndarray:
         """Potential energy of conservative applied loads (springs, forces), (...)."""
         bound = loads.resolve(self.chain, self._batch)
-        return self._assemble((), lambda sl, pose, st: bound.energy(
-            pose, self._qT[:, sl], sl)).reshape(self._batch)
+        return self._by_blocks(lambda sl, pose, qT: bound.energy(pose, qT, sl)
+                               ).reshape(self._batch)
 
 
 # --------------------------------------------------------------------------
@@ -387,112 +263,75 @@ def chain_dynamics(chain, q) -> ChainDynamics:
     return ChainDynamics(chain, q)
 
 
-def _bias(chain, qT, qdT, qddT, loads, batch, with_inertia=False):
-    """Inverse dynamics by blocks; optionally also I* (for forward dynamics)."""
-    M, N = qT.shape
-    tau = np.empty((M, N))
-    I = np.empty((M, M, N)) if with_inertia else None
-    bound = loads.resolve(chain, batch) if loads else None
-    for sl in blocks(N):
-        q_, qd_ = qT[:, sl], qdT[:, sl]
-        pose = _Pose(chain, q_)
-        tau[:, sl] = _inverse_dynamics(chain, pose, qd_,
-                                       np.zeros_like(qd_) if qddT is None else qddT[:, sl])
-        if bound is not None:
-            tau[:, sl] += bound.load(pose, q_, qd_, sl)
-        if with_inertia:
-            I[..., sl] = _inertia(pose, _LinkState(chain, pose))
-    return tau, I
-
-
 def _rows(chain, *named):
     """Inputs ``(array, name)`` as (N, M) C-contiguous rows and the batch shape.
 
-    Inputs of one shape (..., M) that are finite take a short path (a single
-    configuration is a few microseconds of work); anything else -- broadcasting,
-    bad shapes, NaN -- goes through the validation that names the culprit.
+    Inputs of one shape (..., M) that are finite take a short path; anything
+    else -- broadcasting, bad shapes, NaN -- goes through the validation that
+    names the culprit.
     """
     M = chain.dof
     arrays = [np.asarray(x, dtype=float) for x, _ in named]
     shape = arrays[0].shape
-    if shape and shape[-1] == M and all(a.shape == shape for a in arrays):
-        if len(shape) == 1:                 # a NaN or inf makes the dot product non-finite
-            if math.isfinite(sum(a.dot(a) for a in arrays)):
-                return [a[None] for a in arrays], ()
-        elif all(np.isfinite(a).all() for a in arrays):
-            return [np.ascontiguousarray(a.reshape(-1, M)) for a in arrays], shape[:-1]
+    if shape and shape[-1] == M and all(a.shape == shape for a in arrays) \
+            and all(np.isfinite(a).all() for a in arrays):
+        return [np.ascontiguousarray(a.reshape(-1, M)) for a in arrays], shape[:-1]
     qT, batch = as_batch(arrays[0], M, named[0][1])
     out = [qT.T] + [match_batch(a, M, batch, name).T for a, (_, name) in zip(arrays[1:], named[1:])]
     return [np.ascontiguousarray(a) for a in out], batch
 
 
-def _single(chain, *arrays):
-    """The inputs as lists of floats if they are one configuration each, else None."""
-    M = chain.dof
-    out = []
-    for x in arrays:
-        a = np.asarray(x, dtype=float)
-        if a.shape != (M,) or not np.isfinite(a).all():
-            return None
-        out.append(a.tolist())
+def _applied_rows(chain, loads, q, qd, batch) -> np.ndarray:
+    """T_L (N, M) of ``loads`` at the rows q, qd (N, M)."""
+    bound = loads.resolve(chain, batch)
+    qT, qdT = q.T, qd.T
+    out = np.empty(q.shape)
+    for sl in blocks(q.shape[0]):
+        out[sl] = bound.load(_Pose(chain, qT[:, sl]), qT[:, sl], qdT[:, sl], sl).T
     return out
 
 
 def chain_inverse_dynamics(chain, q, qd, qdd, loads=None) -> np.ndarray:
-    kc = None if loads else compiled_data(chain)
-    if kc is not None:
-        (q, qd, qdd), batch = _rows(chain, (q, "q"), (qd, "qd"), (qdd, "qdd"))
-        return _compiled.inverse_dynamics(kc, q, qd, qdd).reshape(batch + (chain.dof,))
-    single = None if loads else _single(chain, q, qd, qdd)
-    if single is not None:
-        return np.array(_scalar.inverse_dynamics(chain._scalar, *single))
-    qT, batch = as_batch(q, chain.dof)
-    qdT = match_batch(qd, chain.dof, batch, "qd")
-    qddT = match_batch(qdd, chain.dof, batch, "qdd")
-    tau, _ = _bias(chain, qT, qdT, qddT, loads, batch)
-    return from_batch(tau, batch, 1)
+    k, d = kernels(), chain.kernel_data
+    if not loads:                           # one configuration: one kernel call
+        out = np.empty(chain.dof)
+        if k.inverse_dynamics_one(d, q, qd, qdd, out):
+            return out
+    (q_, qd_, qdd_), batch = _rows(chain, (q, "q"), (qd, "qd"), (qdd, "qdd"))
+    tau = k.inverse_dynamics(d, q_, qd_, qdd_)
+    if loads:
+        tau += _applied_rows(chain, loads, q_, qd_, batch)
+    return tau.reshape(batch + (chain.dof,))
 
 
 def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
+    k, d = kernels(), chain.kernel_data
+    if not loads:                           # one configuration: one kernel call
+        out = np.empty(chain.dof)
+        if k.forward_dynamics_one(d, q, qd, tau, out):
+            return out
     _require_mass(chain)
-    kc = None if loads else compiled_data(chain)
-    if kc is not None:
-        (q_, qd_, tau_), batch = _rows(chain, (q, "q"), (qd, "qd"), (tau, "tau"))
-        qdd, ok = _compiled.forward_dynamics(kc, q_, qd_, tau_)
+    (q_, qd_, tau_), batch = _rows(chain, (q, "q"), (qd, "qd"), (tau, "tau"))
+    if not loads:
+        qdd, ok = k.forward_dynamics(d, q_, qd_, tau_)
         if ok.all():
             return qdd.reshape(batch + (chain.dof,))
-        # not positive definite somewhere: the numpy path below names it
-    single = None if loads else _single(chain, q, qd, tau)
-    if single is not None:
-        q_, qd_, tau_ = single
-        bias = _scalar.inverse_dynamics(chain._scalar, q_, qd_, [0.0] * chain.dof)
-        x = _scalar.cholesky_solve(_scalar.inertia(chain._scalar, q_),
-                                   [t - b for t, b in zip(tau_, bias)])
-        if x is not None:
-            return np.array(x)
-    qT, batch = as_batch(q, chain.dof)
-    qdT = match_batch(qd, chain.dof, batch, "qd")
-    tauT = match_batch(tau, chain.dof, batch, "tau")
-    bias, I = _bias(chain, qT, qdT, None, loads, batch, with_inertia=True)
-    with located(batch, qT.shape[1]):
-        qdd = spd_solve(np.moveaxis(I, -1, 0), (tauT - bias).T, "effective inertia I*")
+    # loads, or I* singular somewhere (spd_solve names the configuration)
+    bias = k.inverse_dynamics(d, q_, qd_, np.zeros(q_.shape))
+    if loads:
+        bias += _applied_rows(chain, loads, q_, qd_, batch)
+    with located(batch, q_.shape[0]):
+        qdd = spd_solve(k.inertia(d, q_), tau_ - bias, "effective inertia I*")
     return qdd.reshape(batch + (chain.dof,))
 
 
 def chain_gravity_load(chain, q) -> np.ndarray:
-    kc = compiled_data(chain)
-    if kc is not None:
-        (q,), batch = _rows(chain, (q, "q"))
-        return _compiled.gravity_load(kc, q).reshape(batch + (chain.dof,))
-    single = _single(chain, q)
-    if single is not None:
-        zero = [0.0] * chain.dof
-        return np.array(_scalar.inverse_dynamics(chain._scalar, single[0], zero, zero))
-    qT, batch = as_batch(q, chain.dof)
-    out = np.empty(qT.shape)
-    for sl in blocks(qT.shape[1]):
-        out[:, sl] = _gravity_load(chain, _Pose(chain, qT[:, sl]))
-    return from_batch(out, batch, 1)
+    k, d = kernels(), chain.kernel_data
+    out = np.empty(chain.dof)
+    if k.gravity_load_one(d, q, out):
+        return out
+    (q_,), batch = _rows(chain, (q, "q"))
+    return k.gravity_load(d, q_).reshape(batch + (chain.dof,))
 
 
 def chain_kinetic_energy(chain, q, qd) -> np.ndarray:

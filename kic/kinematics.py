@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _compiled
-from .backend import compiled_data, use_compiled
+from .backend import kernels
 from ._array import as_batch, cross, from_batch, match_batch
 from .errors import ModelError
 
@@ -50,63 +49,16 @@ class _Pose:
     __slots__ = ("R", "p", "s", "r", "sR", "sv", "N", "Fc")
 
     def __init__(self, chain, qT: np.ndarray) -> None:
-        M, N = qT.shape
-        self.N = N
+        self.N = qT.shape[1]
         # Frames are stored by columns, batch last: Fc[j, k, i, n] = T_j[i, k]
-        # (k = 0..2 rotation columns, k = 3 origin), so that the product with a
-        # joint's constant origin is one BLAS call and the joint rotation
-        # mixes two contiguous columns.
-        kc = compiled_data(chain)
-        if kc is not None:
-            Fc, self.sR, self.sv = _compiled.pose(kc, qT)
-            self._views(Fc)
-            return
-        if N == 1:
-            self._single(chain, qT)
-            return
-        Fc = np.empty((M, 4, 3, N))
-        sR = np.zeros((3, M, N))
-        sv = np.empty((3, M, N))
-        T = np.repeat(chain.base[:3].T[:, :, None], N, axis=2)
-        c, s = np.cos(qT), np.sin(qT)
-        for j in range(M):
-            Fj = Fc[j]
-            np.matmul(chain._origin_z[j].T, T.reshape(4, -1), out=Fj.reshape(4, -1))
-            if chain.is_revolute[j]:
-                x = Fj[0].copy()
-                Fj[0] *= c[j]
-                Fj[0] += s[j] * Fj[1]
-                Fj[1] *= c[j]
-                Fj[1] -= s[j] * x
-                sR[:, j] = Fj[2]
-                sv[:, j] = cross(Fj[3], Fj[2])        # r x s: moment of the screw
-            else:
-                Fj[3] += qT[j] * Fj[2]
-                sv[:, j] = Fj[2]
-            T = Fj
-        self.sR, self.sv = sR, sv
-        self._views(Fc)
-
-    def _views(self, Fc) -> None:
+        # (k = 0..2 rotation columns, k = 3 origin)
+        Fc, self.sR, self.sv = kernels().pose(chain.kernel_data, qT)
         self.Fc = Fc
         # the joint axis is the unchanged third column; the link origin lies on it
         self.R = Fc[:, :3].transpose(2, 1, 0, 3)        # (3, 3, M, N) view
         self.p = Fc[:, 3].transpose(1, 0, 2)
         self.s = Fc[:, 2].transpose(1, 0, 2)
         self.r = self.p
-
-    def _single(self, chain, qT) -> None:
-        """One configuration: the plain-float recursion, packed into the same arrays."""
-        from ._scalar import _frames
-        frames = _frames(chain._scalar, qT[:, 0].tolist())
-        M = len(frames)
-        T = np.array([t for _, _, t in frames])                 # (M, 12): R row-major, p
-        Fc = np.empty((M, 4, 3, 1))
-        Fc[:, :3, :, 0] = T[:, :9].reshape(M, 3, 3).transpose(0, 2, 1)
-        Fc[:, 3, :, 0] = T[:, 9:]
-        self._views(Fc)
-        self.sR = np.array([sw for sw, _, _ in frames]).T[:, :, None]
-        self.sv = np.array([sv for _, sv, _ in frames]).T[:, :, None]
 
 
 def link_motion(pose: _Pose, qdT: np.ndarray, qddT: np.ndarray | None = None,
@@ -120,23 +72,7 @@ def link_motion(pose: _Pose, qdT: np.ndarray, qddT: np.ndarray | None = None,
     ``q'^T H q'`` alone; ``gravity`` (3,) adds the base acceleration ``-g``.  A point P on link j then has velocity
     ``v + w x P`` and acceleration ``av + aw x P + w x (v + w x P)``.
     """
-    from ._array import prefix_sum
-    sR, sv = pose.sR, pose.sv
-    if use_compiled():
-        return _compiled.link_motion(sR, sv, qdT, qddT, gravity)
-    w = prefix_sum(sR * qdT)
-    v = prefix_sum(sv * qdT)
-    dw = cross(w, sR)
-    dw *= qdT
-    dv = cross(w, sv)
-    dv += cross(v, sR)
-    dv *= qdT
-    if qddT is not None:
-        dw += sR * qddT
-        dv += sv * qddT
-    if gravity is not None:             # a uniform field: the base accelerates by -g
-        dv[:, 0] -= gravity[:, None]
-    return w, v, prefix_sum(dw), prefix_sum(dv)
+    return kernels().link_motion(pose.sR, pose.sv, qdT, qddT, gravity)
 
 
 def point_acceleration(w, v, aw, av, P) -> np.ndarray:
@@ -162,8 +98,8 @@ def _frames(chain, pose: "_Pose", batch: tuple, tool: bool = False) -> np.ndarra
     F[..., :3, 3] = pose.p.transpose(2, 1, 0)
     F[..., 3, 3] = 1.0
     if tool:
-        return (F[:, -1] @ chain._tool_kin).reshape(batch + (4, 4))
-    return (F @ chain._offsets_z).reshape(batch + (M, 4, 4))
+        return (F[:, -1] @ chain.kernel_data.tool).reshape(batch + (4, 4))
+    return (F @ chain.kernel_data.offsets).reshape(batch + (M, 4, 4))
 
 
 # --------------------------------------------------------------------------
@@ -331,7 +267,7 @@ class ChainKinematics:
         key = (j,) + tuple(np.asarray(p, float).ravel())
         cache = self.__dict__.setdefault("_points", {})
         if key not in cache:
-            Fo = self.chain._offsets_z[j]
+            Fo = self.chain.kernel_data.offsets[j]
             pk = Fo[:3, :3] @ np.asarray(p, float) + Fo[:3, 3]
             R = self._pose.R[:, :, j]
             cache[key] = (R[:, 0] * pk[0] + R[:, 1] * pk[1] + R[:, 2] * pk[2]
@@ -347,7 +283,8 @@ class ChainKinematics:
         F[:, :3, :3] = np.moveaxis(pose.R[:, :, j], -1, 0)
         F[:, :3, 3] = pose.p[:, j].T
         F[:, 3, 3] = 1.0
-        X = self.chain._offsets_z[j] if T is None else self.chain._offsets_z[j] @ T
+        Fo = self.chain.kernel_data.offsets[j]
+        X = Fo if T is None else Fo @ T
         return F @ X
 
     @property
@@ -383,7 +320,8 @@ class ChainKinematics:
     def tool(self) -> Influence:
         """Influence coefficients of the tool-frame origin (see ``chain.tool``)."""
         j = self.chain.dof - 1
-        return Influence(*(self._out(x) for x in self._point(j, self.chain._tool_kin[:3, 3][:, None])))
+        tool = self.chain.kernel_data.tool[:3, 3][:, None]
+        return Influence(*(self._out(x) for x in self._point(j, tool)))
 
     def _local_point(self, j: int, p) -> np.ndarray:
         """Point on link j in the kinematic frame, shape (3, N) or (3, 1)."""
@@ -392,7 +330,7 @@ class ChainKinematics:
         if p.ndim == 0 or p.shape[-1] != 3 or not np.all(np.isfinite(p)):
             raise ModelError(f"point on link {chain.link_names[j]!r} must be a finite "
                              f"(..., 3) array, got {p!r}")
-        Fo = chain._offsets_z[j]
+        Fo = chain.kernel_data.offsets[j]
         if p.ndim == 1:
             return (Fo[:3, :3] @ p + Fo[:3, 3])[:, None]
         pT = match_batch(p, 3, self._batch, "point")

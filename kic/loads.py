@@ -190,7 +190,7 @@ class _ChainLoads:
         self.forces = []
         for f in loads._forces:
             j = chain.link_index(f.link)
-            Fo = chain._offsets_z[j]
+            Fo = chain.kernel_data.offsets[j]
             pk = Fo[:3, :3] @ _vector(f.point, batch, "point") + Fo[:3, 3][:, None]
             self.forces.append((j, _vector(f.force, batch, "force"), pk))
         self.moments = [(chain.link_index(m.link), _vector(m.moment, batch, "moment"))
