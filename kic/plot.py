@@ -267,6 +267,7 @@ def skeleton(model, q, points=None) -> Skeleton:
 # ------------------------------------------------------------------ drawing
 _LINK = dict(color="#3b4a5a", lw=3.0, solid_capstyle="round", zorder=2)
 _SLIDE = dict(color="#8ea4bb", lw=6.0, solid_capstyle="butt", zorder=1)
+_BLOCK = dict(ls="none", marker="s", ms=12, mfc="white", mec="black", mew=1.5, zorder=3)
 _AXIS = dict(color="black", lw=0.8, ls="-.", zorder=3)
 _PIN = dict(ls="none", marker="o", ms=7, mfc="white", mec="black", mew=1.5, zorder=4)
 _FIXED = dict(ls="none", marker="o", ms=7, mfc="black", mec="black", zorder=5)
@@ -304,8 +305,12 @@ def _movers(sk: Skeleton, dims, size: float):
     pins = [n for n in sk.joints if n not in sk.grounded and n not in sk.slides]
     if pins:
         out.append(("joints", np.stack([sk.joints[n] for n in pins], -2), _PIN))
-    if sk.grounded:
-        out.append(("ground", np.stack([sk.joints[n] for n in sk.grounded], -2), _FIXED))
+    pivots = [n for n in sk.grounded if n not in sk.slides]
+    if pivots:
+        out.append(("ground", np.stack([sk.joints[n] for n in pivots], -2), _FIXED))
+    # a slider on a guide fixed to the ground: a block at its moving end
+    out += [(f"slider:{n}", sk.slides[n][..., 1:, :], _BLOCK) for n in sk.grounded
+            if n in sk.slides]
     out += [(f"point:{n}", v[..., None, :], _POINT) for n, v in sk.points.items()]
     return out
 
@@ -314,7 +319,8 @@ def _ground_symbols(ax, sk: Skeleton, index, dims, size: float) -> None:
     """Fixed pivots: a triangle on a hatched base (2D), or a dashed base outline
     through three or more pivots (3D)."""
     from matplotlib.patches import Polygon, Rectangle
-    P = np.array([sk.joints[n][index] for n in sk.grounded]).reshape(-1, 3)
+    P = np.array([sk.joints[n][index] for n in sk.grounded if n not in sk.slides]
+                 ).reshape(-1, 3)
     if len(dims) == 2:
         for p in P[:, dims]:
             tri = Polygon([p, p + [-size, -1.6 * size], p + [size, -1.6 * size]], closed=True,
@@ -370,7 +376,8 @@ def _prepare_axes(ax, plane, dims, title):
     if len(dims) == 3:
         ax.set_zlabel("z (m)")
     else:
-        ax.grid(True, color="0.9", lw=0.6, zorder=0)
+        ax.grid(True, color="0.9", lw=0.6)
+        ax.set_axisbelow(True)
     if title:
         ax.set_title(title)
     return ax
@@ -448,8 +455,10 @@ def draw(model, q, ax=None, *, points=None, plane="auto", title=None, labels: bo
     -------
     matplotlib Axes
         Each body's line has gid ``"body:<name>"``, the pins ``"joints"``,
-        the ground pivots ``"ground"``, the strokes ``"slide:<joint>"``, the
-        points ``"point:<name>"``.
+        the ground pivots ``"ground"``, the strokes ``"slide:<joint>"`` (and a
+        block ``"slider:<joint>"`` on a guide fixed to the ground), the
+        points ``"point:<name>"``, the revolute axes of a serial chain in 3D
+        ``"axis:<joint>"``.
     """
     q = _one_configuration(model, q)
     sk = skeleton(model, q, points)

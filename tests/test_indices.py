@@ -178,6 +178,20 @@ def test_five_bar_near_its_workspace_boundary_and_at_a_regular_pose():
     assert not c.singular.any()
 
 
+def test_five_bar_exactly_at_a_type_one_singularity():
+    """Elbow 1 stretched: the task Jacobian loses rank (its inverse does not exist);
+    the measures stay finite and say type I."""
+    fb = mechanisms.five_bar(**FIVE_BAR)
+    C = (FIVE_BAR["crank1"] + FIVE_BAR["coupler1"]) * np.array([np.cos(1.3), np.sin(1.3)])
+    q, elbows = five_bar_cranks(C)
+    assert abs(elbows[0]) < 1e-6
+    c = ki.point_conditioning(fb, q, "coupler1", (FIVE_BAR["coupler1"], 0, 0), length=0.25)
+    # rank lost to rounding (whether below singular's tolerance is up to the last digits)
+    assert c.condition > 1e12 and c.inverse_condition < 1e-12
+    assert c.type_one < 1e-12 and c.type_two > 0.3
+    assert c.manipulability < 1e-12
+
+
 def test_five_bar_type_two_approach():
     """Couplers nearly collinear (the direct-kinematic singularity, docs/closed.md
     section 10): type II -> 0 like the square root of the distance, type I stays."""

@@ -123,6 +123,32 @@ def test_puma560_drawn_in_3d_through_its_dh_frames():
     assert np.allclose(xyz(ground), [arm.base[:3, 3]])
 
 
+def test_slider_crank_in_2d_slider_block_on_its_guide():
+    sc = mechanisms.slider_crank(crank=0.1, rod=0.3)
+    th = 0.8
+    ax = kp.draw(sc, [th])
+    assert ax.name != "3d"
+    A = 0.1 * np.array([np.cos(th), np.sin(th)])
+    xB = A[0] + np.sqrt(0.3**2 - A[1]**2)                       # by hand, no offset
+    assert np.allclose(xy(one(ax, "body:crank")), [[0, 0], A], atol=1e-12)
+    assert np.allclose(xy(one(ax, "body:rod")), [A, [xB, 0]], atol=1e-9)
+    assert np.allclose(xy(one(ax, "slide:slide")), [[0, 0], [xB, 0]], atol=1e-9)
+    assert np.allclose(xy(one(ax, "slider:slide")), [[xB, 0]], atol=1e-9)
+    assert np.allclose(xy(one(ax, "ground")), [[0, 0]])          # the crank pivot only
+    assert np.allclose(xy(one(ax, "joints")), [A, [xB, 0]], atol=1e-9)
+
+
+def test_drawing_over_a_map_keeps_the_map_in_view():
+    fb = mechanisms.five_bar()
+    x, y = np.linspace(-0.5, 0.7, 5), np.linspace(-0.2, 0.7, 4)
+    ax = kp.workspace_map(x, y, np.ones((4, 5)))
+    kp.draw(fb, [2.0, 1.1], ax=ax)
+    assert ax.get_xlim()[0] <= -0.5 and ax.get_xlim()[1] >= 0.7
+    assert ax.get_ylim()[0] <= -0.2 and ax.get_ylim()[1] >= 0.7
+    with pytest.raises(kic.ModelError, match="3D"):
+        kp.draw(mechanisms.stewart_platform(), [0, 0, 0.6, 0, 0, 0], ax=ax)
+
+
 def test_planarity_decides_2d_or_3d():
     assert kp.skeleton(mechanisms.planar_two_link(), [0.3, 0.5]).plane == "xy"
     assert kp.skeleton(mechanisms.planar_two_link(), [0.0, 0.0]).plane == "xy"   # collinear
