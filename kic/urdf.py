@@ -908,14 +908,14 @@ def body_link(mech: Mechanism, body: str) -> Link | None:
 
 
 def _mechanism_parts(mech: Mechanism):
-    prims = mech_tree = mechanism_joints(mech)
+    prims = mechanism_joints(mech)
     nodes = list(mech.graph.nodes)
     if len(prims) != len(nodes) - 1:
         raise ModelError(f"mechanism {mech.name!r} has {len(prims) - len(nodes) + 1} loop(s); "
                          "URDF describes trees only: export it with to_mjcf, or cut the "
                          "loops")
     adj: dict = {n: [] for n in nodes}
-    for p in mech_tree:
+    for p in prims:
         adj[p.parent].append(p)
         adj[p.child].append(p)
     X = {GROUND: np.eye(4)}                 # body frame in its URDF link frame

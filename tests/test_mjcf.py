@@ -139,3 +139,24 @@ def test_serial_chain_export():
         d.qvel[:] = 0.0
         mujoco.mj_forward(m, d)
         assert np.abs(d.qfrc_bias - chain.gravity_load(q)).max() < 1e-10
+
+
+def test_random_chain_export():
+    """Skew axes, R and P joints, base, frame offsets: MuJoCo's inertia, gravity and
+    bias forces equal kic's, and the tool is a site at kic's tool frame."""
+    import helpers
+    rng = np.random.default_rng(21)
+    chain = helpers.random_chain(rng, 6, offsets=True)
+    m, d = load(to_mjcf(chain))
+    for q in rng.uniform(-1.5, 1.5, (3, 6)):
+        qd = rng.uniform(-1, 1, 6)
+        M = full_inertia(m, d, q)
+        I = chain.dynamics(q).I_star
+        assert np.abs(M - I).max() <= 1e-10 * max(1.0, np.abs(I).max())
+        d.qvel[:] = qd
+        mujoco.mj_forward(m, d)
+        bias = chain.inverse_dynamics(q, qd, np.zeros(6))
+        assert np.abs(d.qfrc_bias - bias).max() <= 1e-10 * max(1.0, np.abs(bias).max())
+        tool = chain.tool_frame(q)
+        assert np.abs(d.site("tool").xpos - tool[:3, 3]).max() < 1e-12
+        assert np.abs(d.site("tool").xmat.reshape(3, 3) - tool[:3, :3]).max() < 1e-12

@@ -432,3 +432,17 @@ def test_pinocchio_agrees(fname):
 
 def _sym(M):
     return np.triu(M) + np.triu(M, 1).T
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_random_chain_round_trip(seed):
+    """Skew axes, R and P joints, a base placement, frame offsets and a tool."""
+    import helpers
+    rng = np.random.default_rng(seed)
+    source = helpers.random_chain(rng, 6, offsets=True)
+    back = chain_from_urdf(to_urdf(source), gravity=source.gravity)
+    compare(back, source, 6, rng)
+    q = rng.uniform(-1.5, 1.5, (4, 6))
+    close(back.tool_frame(q), source.tool_frame(q))
+    # link frames: URDF's are kic's kinematic (joint) frames, before frame_offsets
+    close(back.frames(q), source.frames(q) @ np.linalg.inv(source.frame_offsets))
