@@ -65,11 +65,12 @@ from .errors import ModelError
 __all__ = ["singular_values", "condition_number", "distance_to_singularity",
            "manipulability", "homogeneous_jacobian", "characteristic_length",
            "singularity_measures", "Conditioning", "task_conditioning",
-           "point_conditioning"]
+           "point_conditioning", "SINGULAR_RTOL"]
 
 _TRANSLATIONAL = {"t", "p", "P", "T"}
 _ROTATIONAL = {"r", "R"}
 _SEARCH = 1e4          # L is sought within [L0 / _SEARCH, L0 * _SEARCH]
+SINGULAR_RTOL = 1e-9   # Conditioning.singular: inverse condition at or below this
 _GRID = 33             # coarse grid on log L before the root of the slope is refined
 
 
@@ -487,8 +488,12 @@ class Conditioning:
         Yoshikawa's ``sqrt(det(J J^T))`` of the homogeneous task Jacobian;
         0 at type I, ``inf`` at type II.
     singular : ndarray of bool
-        ``inverse_condition <= rtol`` (default ``max(m, n) * eps``): singular
-        to working precision.
+        ``inverse_condition <= rtol``, default :data:`SINGULAR_RTOL` = 1e-9:
+        the Jacobians come from configurations assembled to a closure
+        tolerance of about 1e-12, so an exactly singular design shows an
+        inverse condition anywhere from rounding (1e-17) up to about that;
+        beyond a condition number of 1e9 a pose is of no practical use anyway
+        (``condition`` itself is ``inf`` only below ``max(m, n) * eps``).
     """
 
     length: float | np.ndarray
@@ -564,10 +569,11 @@ def _finish(length, Jh, Gh, Jx, Jq, rtol) -> Conditioning:
     # whichever of the pair is finite at each pose carries the same singular values
     d_j, d_g = distance_to_singularity(Jh), distance_to_singularity(Gh)
     inv = np.where(np.isfinite(d_j), d_j, d_g)
-    tol = max(Jh.shape[-2:]) * np.finfo(float).eps if rtol is None else float(rtol)
+    eps = max(Jh.shape[-2:]) * np.finfo(float).eps          # rank lost to rounding
     with np.errstate(divide="ignore"):
-        cond = np.where(inv > tol, 1.0 / np.where(inv > tol, inv, 1.0), np.inf)
+        cond = np.where(inv > eps, 1.0 / np.where(inv > eps, inv, 1.0), np.inf)
     cond = np.where(np.isnan(inv), np.nan, cond)
+    tol = SINGULAR_RTOL if rtol is None else float(rtol)
     manip = manipulability(Gh)
     with np.errstate(divide="ignore"):
         manip = np.where(np.isfinite(manip), manip, 1.0 / manipulability(Jh))
@@ -610,7 +616,8 @@ def task_conditioning(model, x, actuators: Sequence[str] | None = None, *,
         Characteristic length (m); default :func:`characteristic_length` of the
         actuation Jacobian over all the poses given.
     rtol : float, optional
-        Relative tolerance of ``singular`` (default ``max(m, n) * eps``).
+        Threshold of ``inverse_condition`` for ``singular`` (default
+        :data:`SINGULAR_RTOL`, 1e-9).
 
     Returns
     -------

@@ -186,8 +186,8 @@ def test_five_bar_exactly_at_a_type_one_singularity():
     q, elbows = five_bar_cranks(C)
     assert abs(elbows[0]) < 1e-6
     c = ki.point_conditioning(fb, q, "coupler1", (FIVE_BAR["coupler1"], 0, 0), length=0.25)
-    # rank lost to rounding (whether below singular's tolerance is up to the last digits)
-    assert c.condition > 1e12 and c.inverse_condition < 1e-12
+    # rank lost to rounding (whether condition is inf is up to the last digits)
+    assert c.singular and c.condition > 1e12 and c.inverse_condition < 1e-12
     assert c.type_one < 1e-12 and c.type_two > 0.3
     assert c.manipulability < 1e-12
 
@@ -263,7 +263,7 @@ def test_stewart_singular_design_is_reported_singular():
     good = mechanisms.stewart_platform()
     bad = ki.task_conditioning(same, x)
     ok = ki.task_conditioning(good, x)
-    assert bad.singular.all() and np.all(bad.condition == np.inf)
+    assert bad.singular.all() and np.all(bad.condition > 1e12)
     assert np.all(bad.type_two < 1e-12) and np.all(bad.inverse_condition < 1e-12)
     assert np.all(bad.type_one > 0.1)                   # prismatic legs: never type I
     assert np.all(ki.task_conditioning(same, x, length=0.5).type_one > 0.1)
