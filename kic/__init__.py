@@ -33,7 +33,9 @@ from .actuation import (internal_loads, load_distribution, redundant_rates, task
 from .actuators import ActuatedSystem, DCMotor, NominalInputs
 from .backend import get_backend, set_backend
 from .chain import Joint, Link, SerialChain
-from .closure import BodyPose, ClosedModel, CoordinateFunction, PointPosition
+from .closure import ClosedModel
+from .coordinates import BodyPose, CoordinateFunction, PointPosition
+from .errors import Status
 from .dynamics import DynamicModel
 from .errors import ClosureError, KicError, ModelError, SingularityError
 from .kinematics import ChainKinematics, Influence
@@ -56,7 +58,7 @@ __all__ = [
     "task_inertia",
     "scalar_product", "cross_product",
     "Transfer", "solve_transfer", "transfer_influence",
-    "KicError", "ModelError", "SingularityError", "ClosureError",
+    "KicError", "ModelError", "SingularityError", "ClosureError", "Status",
     "set_backend", "get_backend",
 ]
 __version__ = "0.1.0"

@@ -163,7 +163,7 @@ class ActuatedSystem:
             self._idx = np.array([model.joint_index(j) for j in joints])
             self.joint_names = [model.joint_names[k] for k in self._idx]
         else:
-            self._idx = model._joint_indices(joints)
+            self._idx = model.joint_indices(joints)
             self.joint_names = [model.phi_names[k] for k in self._idx]
         if len(set(self._idx.tolist())) != Na:
             raise ModelError(f"actuated joints repeat: {joints}")
@@ -218,8 +218,7 @@ class ActuatedSystem:
             G = np.zeros((n, Na, M))
             G[:, np.arange(Na), self._idx] = 1.0
             return G, np.zeros((n, Na, M, M)), np.zeros((n, Na, M, M, M))
-        phi, kins = self.model._assemble(q)
-        tr, _ = self.model._transfer(phi, order, kins)
+        _, tr = self.model.transfer_at(q, order)
         return (tr.G[:, self._idx], None if tr.H is None else tr.H[:, self._idx],
                 None if tr.D is None else tr.D[:, self._idx])
 

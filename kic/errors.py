@@ -8,11 +8,34 @@ from __future__ import annotations
 import copy
 import re
 from contextlib import contextmanager
+from enum import IntEnum
 from typing import Any
 
 import numpy as np
 
-__all__ = ["KicError", "ModelError", "SingularityError", "ClosureError"]
+__all__ = ["KicError", "ModelError", "SingularityError", "ClosureError", "Status"]
+
+
+class Status(IntEnum):
+    """Per-configuration outcome of a batched call made with ``on_failure="nan"``.
+
+    Such calls return NaN where a configuration failed and say why here,
+    instead of raising for the whole batch (optimizers and design sweeps want
+    the rest of the batch).
+    """
+
+    OK = 0
+    #: no closure found: outside the workspace, or not reachable from the
+    #: reference along a path that stays in the model's assembly mode
+    UNASSEMBLABLE = 1
+    #: the closure's dependent-joint Jacobian is singular (condition above the limit)
+    SINGULAR = 2
+    #: the effective inertia I* or the actuation Jacobian is singular
+    SINGULAR_LOAD = 3
+    #: the loops close only in another assembly mode than the model's
+    OTHER_MODE = 4
+    #: a joint is outside its range
+    OUTSIDE_LIMITS = 5
 
 
 class KicError(Exception):
@@ -86,15 +109,22 @@ class ClosureError(KicError, ArithmeticError):
     residual : float
         Norm of the closure residual when the solver gave up (m or rad).
     index : tuple or None
-        Index of the offending configuration in the batch, when batched.
+        Index of the (first) offending configuration in the batch, when batched.
+    indices : list of tuple
+        Every failing configuration of the batch (empty when not batched).
+    status : list of Status
+        Why each of ``indices`` failed.
     """
 
     def __init__(self, message: str, *, loop: Any = None,
-                 residual: float = float("nan"), index: tuple | None = None) -> None:
+                 residual: float = float("nan"), index: tuple | None = None,
+                 indices: list | None = None, status: list | None = None) -> None:
         super().__init__(message)
         self.loop = loop
         self.residual = residual
         self.index = index
+        self.indices = list(indices or [])
+        self.status = list(status or [])
 
 
 @contextmanager

@@ -184,8 +184,7 @@ def _load_terms(chain, kin, loads, K, C, n, M):
 def _closed_linear(model, q, qd, qdd, loads):
     """I, C, K, T of a transferred (closed) model, from its chains."""
     n, M = q.shape
-    phi, kins = model._assemble(q)
-    tr, _ = model._transfer(phi, 3, kins)
+    phi, tr = model.transfer_at(q, 3)
     G, H, D = tr.G, tr.H, tr.D
     phid, phidd = tr.rates(qd, qdd)
     I = np.zeros((n, M, M))
@@ -195,11 +194,10 @@ def _closed_linear(model, q, qd, qdd, loads):
     Phi1 = np.einsum("bnae,be->bna", H, qd)
     Phi2 = np.einsum("bnae,be->bna", H, qdd) + np.einsum("bnade,bd,be->bna", D, qd, qd)
     Psi = Phi1 + np.einsum("bnea,be->bna", H, qd)                 # d phi''/d q'
-    for ci, chain in enumerate(model._chains):
-        cl = model._chain_loads(loads, ci) if loads else None
+    chain_loads = model.split_loads(loads) if loads else [None] * len(model.open_chains)
+    for (chain, idx), cl in zip(model.open_chains, chain_loads):
         if chain.total_mass <= 0 and cl is None:
             continue
-        idx = model._chain_idx[ci]
         lin = _chain_linear(chain, phi[:, idx], phid[:, idx], phidd[:, idx], cl)
         Ic, Cc, Kc, Tc = lin
         Gc, Hc = G[:, idx], H[:, idx]

@@ -22,7 +22,7 @@ from ._array import finite_array
 from .chain import Joint, Link, SerialChain, _check_rigid
 from .errors import ModelError
 
-__all__ = ["Mechanism", "GROUND"]
+__all__ = ["Mechanism", "GROUND", "PrimitiveJoint"]
 
 GROUND = "ground"
 
@@ -30,8 +30,8 @@ _COMPOUND = {"R": 1, "P": 1, "U": 2, "C": 2, "S": 3}
 
 
 @dataclass
-class _Primitive:
-    """A one-DOF joint of the expanded graph."""
+class PrimitiveJoint:
+    """A one-DOF joint of the expanded graph (R or P), as :class:`Mechanism` holds it."""
 
     name: str
     kind: str                   # "R" or "P"
@@ -42,19 +42,6 @@ class _Primitive:
     child_origin: np.ndarray    # joint frame in the child body frame (q = 0)
     virtual: bool = False
     compound: str | None = None
-
-
-@dataclass
-class _Loop:
-    """One closure: the tip of a chain must coincide with a frame on a body."""
-
-    name: str                   # the cut joint (or virtual closure) name
-    kind: str                   # "pose" (6 rows) or "point" (3 rows)
-    tip: tuple                  # (chain index, link index) of the tip frame
-    target: tuple               # (chain index, link index) of the target body, or None (ground)
-    target_frame: np.ndarray    # the frame (or point) on the target body, in its body frame
-    tip_frame: np.ndarray | None = None   # the frame (or point) on the tip body (default its
-                                          # link frame)
 
 
 class Mechanism:
@@ -83,13 +70,16 @@ class Mechanism:
     (1, 1)
     """
 
+    #: the name of the fixed body
+    ground = GROUND
+
     def __init__(self, gravity=(0.0, 0.0, -9.81), name: str | None = None) -> None:
         self.gravity = finite_array(gravity, "gravity", (3,))
         self.name = name
         self.graph = nx.MultiGraph()
         self.graph.add_node(GROUND, link=None)
         self._joints: dict[str, dict] = {}
-        self._primitives: list[_Primitive] = []
+        self._primitives: list[PrimitiveJoint] = []
 
     # ------------------------------------------------------------ building
     def add_body(self, name: str, mass: float = 0.0, com=(0.0, 0.0, 0.0), inertia=None,
@@ -164,7 +154,7 @@ class Mechanism:
             pname = name if n == 1 else f"{name}{k + 1}"
             if pname in self._primitive_names():
                 raise ModelError(f"{label}: primitive joint name {pname!r} is taken")
-            prim = _Primitive(pname, kinds[k], ax[k], bodies[k], bodies[k + 1],
+            prim = PrimitiveJoint(pname, kinds[k], ax[k], bodies[k], bodies[k + 1],
                               O if k == 0 else np.eye(4),
                               C if k == n - 1 else np.eye(4), compound=name if n > 1 else None)
             self._primitives.append(prim)
@@ -175,11 +165,63 @@ class Mechanism:
     def _primitive_names(self) -> set:
         return {p.name for p in self._primitives}
 
-    def _add_virtual(self, name: str, kind: str, axis, parent: str, child: str) -> None:
-        prim = _Primitive(name, kind, np.asarray(axis, float), parent, child, np.eye(4),
-                          np.eye(4), virtual=True)
+    def copy(self) -> "Mechanism":
+        """An independent copy of the description (bodies and joints are shared,
+        immutable data; the graph and joint lists are new)."""
+        m = Mechanism.__new__(Mechanism)
+        m.gravity, m.name = self.gravity, self.name
+        m.graph = self.graph.copy()
+        m._joints = {k: dict(v) for k, v in self._joints.items()}
+        m._primitives = list(self._primitives)
+        return m
+
+    def add_virtual_body(self, name: str) -> str:
+        """Add a massless body that only carries virtual joints (coordinates)."""
+        if name in self.graph:
+            raise ModelError(f"body {name!r} already exists")
+        self.graph.add_node(name, link=None, intermediate=True)
+        return name
+
+    def add_virtual_joint(self, name: str, kind: str, axis, parent: str, child: str) -> None:
+        """Add a massless R or P joint that realises a coordinate (e.g. the six
+        joints of a :class:`kic.BodyPose`); it is not a physical joint and is not
+        listed in :attr:`primitive_joints`."""
+        if name in self._primitive_names():
+            raise ModelError(f"virtual joint {name!r}: the name is taken")
+        for body in (parent, child):
+            if body not in self.graph:
+                raise ModelError(f"virtual joint {name!r}: unknown body {body!r}")
+        prim = PrimitiveJoint(name, kind, np.asarray(axis, float), parent, child, np.eye(4),
+                              np.eye(4), virtual=True)
         self._primitives.append(prim)
         self.graph.add_edge(parent, child, key=name, primitive=prim)
+
+    def joint_kind(self, name: str) -> str:
+        """Kind of the joint ``name`` as added (R, P, U, C or S)."""
+        if name not in self._joints:
+            raise ModelError(f"unknown joint {name!r}; joints are {self.joints}")
+        return self._joints[name]["kind"]
+
+    def joint_primitives(self, name: str) -> list:
+        """The R/P joints (:class:`PrimitiveJoint`) a joint expands into, in order."""
+        if name not in self._joints:
+            raise ModelError(f"unknown joint {name!r}; joints are {self.joints}")
+        names = self._joints[name]["primitives"]
+        return [p for p in self._primitives if p.name in names]
+
+    def all_primitives(self) -> list:
+        """Every primitive joint, the virtual ones included, in the order added."""
+        return list(self._primitives)
+
+    def remove_joint(self, name: str) -> None:
+        """Remove a joint, its primitive joints and the intermediate bodies between them."""
+        prims = self.joint_primitives(name)
+        self._primitives = [p for p in self._primitives if p not in prims]
+        for p in prims:
+            self.graph.remove_edge(p.parent, p.child, key=p.name)
+        for p in prims[1:]:
+            self.graph.remove_node(p.parent)
+        del self._joints[name]
 
     # --------------------------------------------------------- inspection
     @property
@@ -231,7 +273,7 @@ class Mechanism:
 
     # ---------------------------------------------------------- the model
     def model(self, coordinates, reference=None, guess=None, cuts: Sequence[str] = (),
-              name: str | None = None):
+              name: str | None = None, mode=None):
         """The dynamic model in the given coordinates (a :class:`kic.ClosedModel`).
 
         Parameters
@@ -252,14 +294,18 @@ class Mechanism:
         cuts : sequence of str, optional
             Joints that must be cut to open the loops (default: chosen from a
             shortest-path spanning tree).
+        mode : sequence of {-1, +1}, optional
+            The assembly mode (see :attr:`kic.ClosedModel.mode`); default the
+            mode of the reference configuration.
         """
         from .closure import ClosedModel
         return ClosedModel(self, coordinates, reference=reference, guess=guess, cuts=cuts,
-                           name=name)
+                           name=name, mode=mode)
 
     # --------------------------------------------------- tree and chains
-    def _tree(self, cuts: Sequence[str], avoid: Sequence[str] = ()):
-        """Spanning tree edges (oriented from the ground) and cut primitives.
+    def spanning_tree(self, cuts: Sequence[str] = (), avoid: Sequence[str] = ()):
+        """Spanning tree edges (oriented from the ground) and cut primitives:
+        ``(tree, cut_list)`` with ``tree[body] = (parent body, PrimitiveJoint)``.
 
         A shortest-path tree from the ground: virtual joints cost nothing, so
         bodies with pose coordinates hang on their virtual chains; physical
@@ -302,12 +348,13 @@ class Mechanism:
         cut_list = [p for p in self._primitives if p.name not in used]
         return tree, cut_list
 
-    def _chains(self, tree: dict, cut_list: list, extra_tips: Sequence = ()):
+    def open_chains(self, tree: dict, cut_list: list):
         """Open chains from the ground covering the tree and the cut-joint tips.
 
-        Returns (chains, index, owner, tips) where ``chains`` is a list of
-        (SerialChain, [primitive names]), ``owner[body] = (chain, link)``,
-        ``tips[cut name] = (chain, link)``.
+        Returns ``(chains, owner, tips, joint_owner)``: ``chains`` a list of
+        (SerialChain, [primitive names]), ``owner[body] = (chain, link)`` where the
+        body's mass is carried, ``tips[cut name] = (chain, link)`` and
+        ``joint_owner[joint] = (chain, link)`` of its first occurrence.
         """
         children: dict = {}
         for body, (parent, prim) in tree.items():

@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import ModelError, SingularityError
 
-__all__ = ["Transfer", "transfer_influence", "solve_transfer"]
+__all__ = ["Transfer", "transfer_influence", "solve_transfer", "closure_transfer"]
 
 
 def _sandwich(H: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -228,3 +228,82 @@ def solve_transfer(G_psi, H_psi=None, D_psi=None, m: int | None = None,
                  + np.einsum("...pln,...lc,...nab->...pcab", H_psi, G, H, optimize=True))
             D = -np.einsum("...np,...pcab->...ncab", Ji, X)
     return Transfer(G, H, D)
+
+
+def closure_transfer(system, phi: np.ndarray, order: int, max_condition: float, kins=None,
+                     velocity=None):
+    """The transfer G^phi_q, H^phi_qq, D^phi_qqq of a closed mechanism at assembled
+    joint values ``phi`` (n, N) (method.md, case b).
+
+    With phi = (q, p) and the closures c(phi) = 0 of ``system`` (a
+    :class:`kic.loops.LoopSystem`), block by block::
+
+        G^p_q  = -A^-1 B                                  (A = dc/dp, B = dc/dq)
+        H^p_qq = -A^-1 o (G^phi_q^T H^c G^phi_q)
+        D^p_qqq = -A^-1 o (the third-order chain rule without D^p)
+
+    Parameters
+    ----------
+    system : kic.loops.LoopSystem
+    phi : ndarray (n, N)
+    order : {1, 2, 3}
+    max_condition : float
+        A block whose dimensionless condition number passes it raises
+        :class:`kic.SingularityError`.
+    kins : dict, optional
+        The chains' kinematics at phi (reused when given).
+    velocity : (qd, qdd), optional
+        Rates (n, M): then also phi' and phi'' (from the acceleration-level
+        closure, without forming H) and the chains' screw motion.
+
+    Returns
+    -------
+    (Transfer, kins) or, with ``velocity``, (Transfer, kins, phid, phidd, motion)
+    """
+    n, M = phi.shape[0], system.dof
+    rows, kins = system.rows(phi, order, residual=False, kins=kins)
+    G = np.zeros((n, system.N, M))
+    G[:, system.q_idx, np.arange(M)] = 1.0
+    H = np.zeros((n, system.N, M, M)) if order >= 2 else None
+    D = np.zeros((n, system.N, M, M, M)) if order >= 3 else None
+    mats = [system.block_matrices(rows, block, n) for block in system.blocks]
+    inv = system.inverses([A for A, _ in mats], max_condition)
+    for block, (A, B), Ai in zip(system.blocks, mats, inv):
+        G[:, block.joints] = -Ai @ B
+    for block, Ai in zip(system.blocks, inv) if order >= 2 else ():
+        X = _closure_known(system, rows, block, 2, G, None, n)
+        H[:, block.joints] = -np.einsum("npr,nrab->npab", Ai, X)
+    for block, Ai in zip(system.blocks, inv) if order >= 3 else ():
+        X = _closure_known(system, rows, block, 3, G, H, n)
+        D[:, block.joints] = -np.einsum("npr,nrcab->npcab", Ai, X)
+    tr = Transfer(G, H, D)
+    if velocity is None:
+        return tr, kins
+    qd, qdd = velocity
+    phid = tr.rates(qd)
+    phidd = tr.rates(qdd)          # G q'', plus the velocity products below:
+    motion: dict = {}
+    bias = system.bias(rows, kins, phid, phi, motion)
+    for block, Ai in zip(system.blocks, inv):
+        b = np.concatenate([bias[i] for i in block.loops], axis=1)
+        phidd[:, block.joints] -= np.einsum("npr,nr->np", Ai, b)   # -A^-1 H^c(phi', phi')
+    return tr, kins, phid, phidd, motion
+
+
+def _closure_known(system, rows, block, order, G, H, n) -> np.ndarray:
+    """The part of a block's order-2 (or 3) constraint that does not involve the
+    dependent joints' own H (or D): the chain rule summed over the loops' sides."""
+    R = block.rows[-1].stop
+    M = system.dof
+    X = np.zeros((n, R) + (M,) * order)
+    for i, rs in zip(block.loops, block.rows):
+        rw = rows[i]
+        for side, Gc, Hc, Dc in zip(system.loops[i].sides, rw.G, rw.H, rw.D):
+            Gs = G[:, side.cols]
+            if order == 2:
+                X[:, rs] += np.einsum("nrmk,nma,nkb->nrab", Hc, Gs, Gs, optimize=True)
+            else:
+                Hs = H[:, side.cols]
+                zero = np.zeros(Hs.shape[:-2] + (M, M, M))
+                X[:, rs] += transfer_influence(Gc, Hc, Dc, Gs, Hs, zero)[2]
+    return X

@@ -10,6 +10,8 @@ about the centroid) and every revolute axis is +z.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 import kic
@@ -29,13 +31,14 @@ def _rod_body(mech, name, m, L, extra=()):
     mech.add_body(name, mass=M, com=c, inertia=I)
 
 
-def _circle_meet(A, B, ra, rb, left=True, what="loop"):
-    """Points at distance ra from A and rb from B (batched), left of A -> B."""
+def _circle_meet(A, B, ra, rb, left=True, what="loop", strict=True):
+    """Points at distance ra from A and rb from B (batched), left of A -> B; NaN
+    where the circles do not meet, or a ClosureError when ``strict``."""
     d = B - A
     L = np.hypot(d[..., 0], d[..., 1])
     tol = 1e-12 * (ra + rb)
     out = (L > ra + rb + tol) | (L < abs(ra - rb) - tol) | (L == 0)
-    if np.any(out):
+    if strict and np.any(out):
         bad = np.argwhere(np.atleast_1d(out))[0]
         Lb = np.atleast_1d(L)[tuple(bad)]
         raise ClosureError(f"the {what} cannot be assembled: the two sides are {Lb:.4g} m "
@@ -43,11 +46,13 @@ def _circle_meet(A, B, ra, rb, left=True, what="loop"):
                            f"{ra + rb:.4g} m", loop=what,
                            residual=float(max(Lb - ra - rb, abs(ra - rb) - Lb, 0)),
                            index=tuple(int(i) for i in bad) if np.ndim(out) else None)
-    a = (ra ** 2 - rb ** 2 + L ** 2) / (2 * L)
-    h = np.sqrt(np.maximum(ra ** 2 - a ** 2, 0.0))
-    u = d / L[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = (ra ** 2 - rb ** 2 + L ** 2) / (2 * L)
+        h = np.sqrt(np.maximum(ra ** 2 - a ** 2, 0.0))
+        u = d / L[..., None]
     n = np.stack([-u[..., 1], u[..., 0]], axis=-1)
-    return A + a[..., None] * u + (h if left else -h)[..., None] * n
+    C = A + a[..., None] * u + (h if left else -h)[..., None] * n
+    return np.where(np.asarray(out)[..., None], np.nan, C)
 
 
 def _angle(v):
@@ -123,20 +128,24 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
     mech.add_joint("elbow2", "R", "crank2", "coupler2", origin=translation(l2))
     mech.add_joint("tip", "R", "coupler1", "coupler2", origin=translation(k1),
                    child_origin=translation(k2))
-    up = branch == "up"
-
-    def guess(q):
-        q = np.asarray(q, float).reshape(-1, 2)
-        A1 = l1 * np.stack([np.cos(q[:, 0]), np.sin(q[:, 0])], -1)
-        A2 = np.array([base, 0.0]) + l2 * np.stack([np.cos(q[:, 1]), np.sin(q[:, 1])], -1)
-        C = _circle_meet(A1, A2, k1, k2, left=up, what="five-bar loop")
-        p1, p2 = _angle(C - A1), _angle(C - A2)
-        return np.stack([q[:, 0], q[:, 1], _wrap(p1 - q[:, 0]), _wrap(p2 - q[:, 1]),
-                         _wrap(p2 - p1)], -1)
-
+    guess = partial(_five_bar_guess, l1=l1, l2=l2, base=base, k1=k1, k2=k2,
+                    up=branch == "up")
     q0 = np.array([np.pi / 2 + 0.3, np.pi / 2 - 0.3])
-    ref = dict(zip(["crank1", "crank2", "elbow1", "elbow2", "tip"], guess(q0)[0]))
+    ref = dict(zip(["crank1", "crank2", "elbow1", "elbow2", "tip"],
+                   guess(q0, strict=True)[0]))
     return mech.model(["crank1", "crank2"], reference=ref, guess=guess, name="five-bar")
+
+
+def _five_bar_guess(q, l1, l2, base, k1, k2, up, strict=False):
+    """All joint values of the five-bar at crank angles q (n, 2) on a branch
+    (closed form; NaN where the loop does not close)."""
+    q = np.asarray(q, float).reshape(-1, 2)
+    A1 = l1 * np.stack([np.cos(q[:, 0]), np.sin(q[:, 0])], -1)
+    A2 = np.array([base, 0.0]) + l2 * np.stack([np.cos(q[:, 1]), np.sin(q[:, 1])], -1)
+    C = _circle_meet(A1, A2, k1, k2, left=up, what="five-bar loop", strict=strict)
+    p1, p2 = _angle(C - A1), _angle(C - A2)
+    return np.stack([q[:, 0], q[:, 1], _wrap(p1 - q[:, 0]), _wrap(p2 - q[:, 1]),
+                     _wrap(p2 - p1)], -1)
 
 
 # --------------------------------------------------------------- four-bar
@@ -194,21 +203,20 @@ def four_bar(ground=0.3, crank=0.1, coupler=0.35, rocker=0.25, m_crank=0.5, m_co
     mech.add_joint("rocker", "R", "ground", "rocker", origin=translation(d))
     mech.add_joint("B", "R", "coupler", "rocker", origin=translation(c),
                    child_origin=translation(r))
-    up = branch == "up"
-
-    def solve(theta):
-        A = a * np.stack([np.cos(theta), np.sin(theta)], -1)
-        B = _circle_meet(A, np.broadcast_to([d, 0.0], A.shape), c, r, left=up,
-                         what="four-bar loop")
-        pc, pr = _angle(B - A), _angle(B - np.array([d, 0.0]))
-        return np.stack([theta, _wrap(pc - theta), pr, _wrap(pr - pc)], -1)
-
-    ref = dict(zip(["crank", "A", "rocker", "B"], solve(np.array([1.0]))[0]))
-    if coordinate == "crank":
-        guess = lambda q: solve(np.asarray(q, float).reshape(-1))    # noqa: E731
-    else:
-        guess = None
+    solve = partial(_four_bar_guess, a=a, c=c, r=r, d=d, up=branch == "up")
+    ref = dict(zip(["crank", "A", "rocker", "B"], solve(np.array([1.0]), strict=True)[0]))
+    guess = solve if coordinate == "crank" else None
     return mech.model([coordinate], reference=ref, guess=guess, name="four-bar")
+
+
+def _four_bar_guess(theta, a, c, r, d, up, strict=False):
+    """All joint values of the four-bar at crank angles theta (n,) on a branch."""
+    theta = np.asarray(theta, float).reshape(-1)
+    A = a * np.stack([np.cos(theta), np.sin(theta)], -1)
+    B = _circle_meet(A, np.broadcast_to([d, 0.0], A.shape), c, r, left=up,
+                     what="four-bar loop", strict=strict)
+    pc, pr = _angle(B - A), _angle(B - np.array([d, 0.0]))
+    return np.stack([theta, _wrap(pc - theta), pr, _wrap(pr - pc)], -1)
 
 
 # ----------------------------------------------------------- slider-crank
@@ -266,15 +274,20 @@ def slider_crank(crank=0.1, rod=0.3, offset=0.0, m_crank=0.5, m_rod=1.0, m_slide
                    origin=translation(0.0, e))
     mech.add_joint("B", "R", "rod", "slider", origin=translation(L))
 
-    def guess(q):
-        th = np.asarray(q, float).reshape(-1)
-        Ay, Ax = a * np.sin(th), a * np.cos(th)
-        phi_rod = np.arcsin((e - Ay) / L)
-        xB = Ax + L * np.cos(phi_rod)
-        return np.stack([th, _wrap(phi_rod - th), xB, -phi_rod], -1)
-
+    guess = partial(_slider_crank_guess, a=a, L=L, e=e)
     ref = dict(zip(["crank", "A", "slide", "B"], guess([0.5])[0]))
     return mech.model(["crank"], reference=ref, guess=guess, name="slider-crank")
+
+
+def _slider_crank_guess(q, a, L, e):
+    """All joint values of the slider-crank at crank angles q (n,) (NaN where the
+    rod cannot reach the slider's line)."""
+    th = np.asarray(q, float).reshape(-1)
+    Ay, Ax = a * np.sin(th), a * np.cos(th)
+    with np.errstate(invalid="ignore"):
+        phi_rod = np.arcsin((e - Ay) / L)
+    xB = Ax + L * np.cos(phi_rod)
+    return np.stack([th, _wrap(phi_rod - th), xB, -phi_rod], -1)
 
 
 # --------------------------------------------------------------- Bricard
@@ -438,22 +451,7 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
         mech.add_joint(f"leg{i}.s", "S", f"leg{i}.rod", "platform",
                        child_origin=translation(*P[i]))
 
-    def guess(q):
-        """Closed-form leg inverse kinematics: joint name -> values (n,)."""
-        q = np.asarray(q, float).reshape(-1, 6)
-        R = _rz(q[:, 3]) @ _ry(q[:, 4]) @ _rx(q[:, 5])                  # (n, 3, 3)
-        d = q[:, None, :3] + np.einsum("nij,lj->nli", R, P) - B           # (n, 6, 3) legs
-        L = np.linalg.norm(d, axis=-1)
-        u = d / L[..., None]
-        u2 = np.arcsin(np.clip(u[..., 0], -1, 1))
-        u1 = np.arctan2(-u[..., 1], u[..., 2])
-        out = {}                     # (the S joints close as points: no angles needed)
-        for name, v in zip(("u1", "u2", "p"), (u1, u2, L)):
-            for i in range(6):
-                out[f"leg{i}.{name}"] = v[:, i]
-        for name, v in zip(("x", "y", "z", "yaw", "pitch", "roll"), q.T):
-            out[f"platform.{name}"] = v
-        return out
+    guess = partial(_stewart_guess, B=B, P=P)
 
     q0 = np.array([0.0, 0.0, h0, 0.0, 0.0, 0.0])
     ref = {k: float(v[0]) for k, v in guess(q0).items() if k.startswith("leg")}
@@ -462,6 +460,24 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     model.actuators = [f"leg{i}.p" for i in range(6)]
     model.anchors = (B, P)
     return model
+
+
+def _stewart_guess(q, B, P):
+    """Closed-form leg inverse kinematics: joint name -> values (n,)."""
+    q = np.asarray(q, float).reshape(-1, 6)
+    R = _rz(q[:, 3]) @ _ry(q[:, 4]) @ _rx(q[:, 5])                  # (n, 3, 3)
+    d = q[:, None, :3] + np.einsum("nij,lj->nli", R, P) - B           # (n, 6, 3) legs
+    L = np.linalg.norm(d, axis=-1)
+    u = d / L[..., None]
+    u2 = np.arcsin(np.clip(u[..., 0], -1, 1))
+    u1 = np.arctan2(-u[..., 1], u[..., 2])
+    out = {}                     # (the S joints close as points: no angles needed)
+    for name, v in zip(("u1", "u2", "p"), (u1, u2, L)):
+        for i in range(6):
+            out[f"leg{i}.{name}"] = v[:, i]
+    for name, v in zip(("x", "y", "z", "yaw", "pitch", "roll"), q.T):
+        out[f"platform.{name}"] = v
+    return out
 
 
 def _rx4(a: float) -> np.ndarray:
@@ -493,20 +509,28 @@ def _rz(a):
 
 
 # ------------------------------------------------------- redundant arm
-def _two_link_ik(P, l1, l2, up=True, what="arm"):
-    """Joint angles (batched) of a planar 2R arm at the origin reaching P."""
+def _two_link_ik(P, l1, l2, up=True, what="arm", strict=True):
+    """Joint angles (batched) of a planar 2R arm at the origin reaching P (NaN out
+    of reach unless ``strict``)."""
     r2 = (P ** 2).sum(-1)
     c2 = (r2 - l1 ** 2 - l2 ** 2) / (2 * l1 * l2)
-    if np.any(np.abs(c2) > 1):
+    if strict and np.any(np.abs(c2) > 1):
         worst = int(np.argmax(np.abs(c2)))
         raise ClosureError(f"the {what} cannot reach {P.reshape(-1, 2)[worst]}"
                            f" (reach {abs(l1 - l2):.4g} to {l1 + l2:.4g} m)", loop=what,
                            residual=float(np.max(np.abs(c2)) - 1),
                            index=tuple(int(i) for i in np.unravel_index(worst, np.shape(c2)))
                            if np.ndim(c2) else None)
-    t2 = np.arccos(np.clip(c2, -1, 1)) * (1 if up else -1)
+    t2 = np.where(np.abs(c2) > 1, np.nan, np.arccos(np.clip(c2, -1, 1))) * (1 if up else -1)
     t1 = np.arctan2(P[..., 1], P[..., 0]) - np.arctan2(l2 * np.sin(t2), l1 + l2 * np.cos(t2))
     return t1, t2
+
+
+def _redundant_arm_guess(q, L, up):
+    q = np.asarray(q, float).reshape(-1, 3)
+    W = q[:, :2] - L[2] * np.stack([np.cos(q[:, 2]), np.sin(q[:, 2])], -1)
+    t1, t2 = _two_link_ik(W, L[0], L[1], up, "redundant arm", strict=False)
+    return np.stack([t1, t2, _wrap(q[:, 2] - t1 - t2), q[:, 0], q[:, 1], q[:, 2]], -1)
 
 
 def redundant_planar_arm(l1=0.5, l2=0.4, l3=0.3, m1=2.0, m2=1.5, m3=1.0, g=9.81,
@@ -568,16 +592,14 @@ def redundant_planar_arm(l1=0.5, l2=0.4, l3=0.3, m1=2.0, m2=1.5, m3=1.0, g=9.81,
     mech.add_joint("j2", "R", "link1", "link2", origin=translation(L[0]))
     mech.add_joint("j3", "R", "link2", "link3", origin=translation(L[1]),
                    child_origin=translation(-L[2]))
-    up = elbow == "up"
+    guess = partial(_redundant_arm_guess, L=tuple(L), up=elbow == "up")
 
-    def guess(q):
-        q = np.asarray(q, float).reshape(-1, 3)
-        W = q[:, :2] - L[2] * np.stack([np.cos(q[:, 2]), np.sin(q[:, 2])], -1)
-        t1, t2 = _two_link_ik(W, L[0], L[1], up, "redundant arm")
-        return np.stack([t1, t2, _wrap(q[:, 2] - t1 - t2), q[:, 0], q[:, 1], q[:, 2]], -1)
-
-    th0 = np.array([0.4, 0.8, -0.5])
-    ref = dict(zip(["j1", "j2", "j3"], th0))
+    th0 = np.array([0.4, 0.8, -0.5])           # the reference tip pose, reached on the branch
+    a1, a12 = th0[0], th0[0] + th0[1]
+    q0 = np.array([L[0] * np.cos(a1) + L[1] * np.cos(a12) + L[2] * np.cos(th0.sum()),
+                   L[0] * np.sin(a1) + L[1] * np.sin(a12) + L[2] * np.sin(th0.sum()),
+                   th0.sum()])
+    ref = dict(zip(["j1", "j2", "j3"], guess(q0)[0, :3]))
     model = mech.model([kic.BodyPose("link3", ("x", "y", "yaw"), prefix="tip.")],
                        reference=ref, guess=guess, name="redundant planar arm")
     model.actuators = ["j1", "j2", "j3"]
@@ -585,6 +607,16 @@ def redundant_planar_arm(l1=0.5, l2=0.4, l3=0.3, m1=2.0, m2=1.5, m3=1.0, g=9.81,
 
 
 # ------------------------------------------------ overconstrained: two arms
+def _two_arm_guess(q, base, a1, a2, b1, b2, w, strict=False):
+    q = np.asarray(q, float).reshape(-1, 3)
+    u = np.stack([np.cos(q[:, 2]), np.sin(q[:, 2])], -1)
+    GA, GB = q[:, :2] - u * w / 2, q[:, :2] + u * w / 2
+    ta1, ta2 = _two_link_ik(GA, a1, a2, True, "arm A", strict)
+    tb1, tb2 = _two_link_ik(GB - np.array([base, 0.0]), b1, b2, False, "arm B", strict)
+    return np.stack([ta1, ta2, tb1, tb2, _wrap(q[:, 2] - ta1 - ta2),
+                     _wrap(q[:, 2] - tb1 - tb2), q[:, 0], q[:, 1], q[:, 2]], -1)
+
+
 def two_arm_object(base=0.6, a1=0.4, a2=0.35, b1=0.4, b2=0.35, width=0.2, m_a1=1.5,
                    m_a2=1.0, m_b1=1.5, m_b2=1.0, m_obj=2.0, g=9.81) -> kic.ClosedModel:
     """Two planar two-link arms holding one object (overconstrained actuation).
@@ -654,17 +686,10 @@ def two_arm_object(base=0.6, a1=0.4, a2=0.35, b1=0.4, b2=0.35, width=0.2, m_a1=1
     mech.add_joint("gripB", "R", "armB2", "object", origin=translation(b2),
                    child_origin=translation(w / 2))
 
-    def guess(q):
-        q = np.asarray(q, float).reshape(-1, 3)
-        u = np.stack([np.cos(q[:, 2]), np.sin(q[:, 2])], -1)
-        GA, GB = q[:, :2] - u * w / 2, q[:, :2] + u * w / 2
-        ta1, ta2 = _two_link_ik(GA, a1, a2, True, "arm A")
-        tb1, tb2 = _two_link_ik(GB - np.array([base, 0.0]), b1, b2, False, "arm B")
-        return np.stack([ta1, ta2, tb1, tb2, _wrap(q[:, 2] - ta1 - ta2),
-                         _wrap(q[:, 2] - tb1 - tb2), q[:, 0], q[:, 1], q[:, 2]], -1)
-
+    guess = partial(_two_arm_guess, base=base, a1=a1, a2=a2, b1=b1, b2=b2, w=w)
     q0 = np.array([base / 2, 0.45, 0.0])
-    ref = dict(zip(["a1", "a2", "b1", "b2", "gripA", "gripB"], guess(q0)[0, :6]))
+    ref = dict(zip(["a1", "a2", "b1", "b2", "gripA", "gripB"],
+                   guess(q0, strict=True)[0, :6]))
     model = mech.model([kic.BodyPose("object", ("x", "y", "yaw"))], reference=ref,
                        guess=guess, name="two arms and an object")
     model.actuators = ["a1", "a2", "b1", "b2"]

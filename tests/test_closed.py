@@ -18,7 +18,7 @@ H_STEP = 1e-5     # finite-difference step; the closure converges to ~1e-15
 
 
 def _near(model, rng, scale=0.05):
-    q0 = model._phi_ref[model._q_idx]
+    q0 = model.reference
     return q0 + scale * rng.uniform(-1, 1, model.dof)
 
 
@@ -64,9 +64,9 @@ def _rel(a, b):
 def test_assembly_closes_every_loop(case):
     name, model, q, _ = case
     phi = model.assemble(q)
-    res, _ = model._residuals(phi[None])
+    res, _ = model.system.residuals(phi[None])
     assert max(np.abs(r).max() for r in res) < 1e-12
-    assert np.allclose(phi[model._q_idx], q)
+    assert np.allclose(phi[model.system.q_idx], q)
 
 
 def test_transfer_H_and_D_by_finite_differences(case):
@@ -83,7 +83,7 @@ def test_transfer_H_and_D_by_finite_differences(case):
 def test_body_influence_by_finite_differences(case):
     """A body point's G in q against the motion of the point, and its H."""
     name, model, q, rng = case
-    body = sorted(model._owner)[-1]
+    body = sorted(model.system.owner)[-1]
     p = rng.normal(size=3) * 0.1
     kin = model.kinematics(q, 2)
     inf = kin.point(body, p)
@@ -146,7 +146,7 @@ def test_point_coordinate_constrains_only_its_axes():
     """A coupler point's x as the coordinate of a four-bar: y and z stay free."""
     fb = mechanisms.four_bar(coordinate=kic.PointPosition("coupler", (0.2, 0.05, 0.0),
                                                           axes="x"))
-    q = fb._phi_ref[fb._q_idx] + 0.01
+    q = fb.reference + 0.01
     F = fb.kinematics(q, 1).frame("coupler")
     assert abs((F[:3, :3] @ [0.2, 0.05, 0.0] + F[:3, 3])[0] - q[0]) < 1e-12
     crank = mechanisms.four_bar()
@@ -165,9 +165,15 @@ def test_batched_assembly_continues_along_a_trajectory():
     one = np.array([m.assemble(x) for x in q])          # one call per sample, warm started
     assert np.allclose(np.cos(phi), np.cos(one)) and np.allclose(np.sin(phi), np.sin(one))
     assert np.allclose(np.cos(phi[0]), np.cos(phi[-1]))  # back on the same branch
+    # no path is needed: a far crank angle is reached by continuation on the branch
+    far = m.assemble(np.array([[1.0], [1.2], [np.pi / 2 + 2.0]]))
+    assert np.allclose(far[2], m.assemble(np.array([[np.pi / 2 + 2.0]]))[0])
+    rocker = mechanisms.four_bar().in_coordinates(["rocker"])
+    r0 = rocker.reference[0]
     with pytest.raises(kic.ClosureError, match=r"batch index \(2,\)") as err:
-        m.assemble(np.array([[1.0], [1.2], [np.pi / 2 + 2.0]]))
-    assert err.value.index == (2,)
+        rocker.assemble(np.array([[r0], [r0 + 0.01], [0.0]]))   # B out of reach at 0 rad
+    assert err.value.index == (2,) and err.value.indices == [(2,)]
+    assert err.value.status == [kic.Status.UNASSEMBLABLE]
 
 
 def test_transfers_compose():
@@ -282,12 +288,12 @@ def test_leg_rates_are_anchor_velocities_along_the_legs():
 def test_bricard_rank_deficient_closure_is_reduced():
     br = mechanisms.bricard()
     assert br.mechanism.grubler() == 0 and br.mobility == 1
-    assert [l.mode for l in br._loops] == ["svd"] and br._loops[0].rank == 5
+    assert [l.reduction for l in br.system.loops] == ["svd"] and br.system.loops[0].rank == 5
 
 
 def test_planar_loops_keep_three_rows():
     fb = mechanisms.five_bar()
-    assert [(l.mode, l.rank) for l in fb._loops] == [("fixed", 3)]
+    assert [(l.reduction, l.rank) for l in fb.system.loops] == [("fixed", 3)]
 
 
 def test_condition_grows_towards_a_singularity():
@@ -332,9 +338,9 @@ def test_unreachable_configuration_is_a_closure_error():
         fb.assemble([np.pi, 0.0])            # cranks point apart: the couplers cannot meet
     assert "cannot be assembled" in str(err.value)
     four = mechanisms.four_bar()
-    m = four.in_coordinates(["crank"])       # no closed-form guess: Newton reports the loop
+    m = four.in_coordinates(["rocker"])      # no closed-form guess: Newton reports the loop
     with pytest.raises(kic.ClosureError) as err:
-        m.assemble([np.pi / 2 + 2.0])
+        m.assemble([0.0])                    # the rocker's tip out of the crank's reach
     assert err.value.loop == "B" and err.value.residual > 0
 
 

@@ -415,7 +415,7 @@ def test_state_space_other_closed_plants(name):
     in the rocker angle, four motors for three coordinates, augmented coordinates."""
     build, joints, dq = OTHER_PLANTS[name]
     model = build()
-    q0 = model._phi_ref[model._q_idx]
+    q0 = model.reference
     tr = kic.Trajectory.quintic(q0, q0 + dq * np.linspace(0.5, 1.0, model.dof), duration=0.5,
                                 samples=11)
     motors = [kic.DCMotor(**SMALL_MOTOR)] * len(joints)

@@ -1,0 +1,213 @@
+"""Assembly: the joint values phi of a closed mechanism at its coordinates q.
+
+Newton's method on the dependent joints, block by block (the blocks of
+:class:`kic.loops.LoopSystem`), with every configuration of a batch iterating
+together in array form.  Where several assemblies exist, the *mode* decides:
+a model's assembly mode is the sign of ``det A`` of each block (``A = dc/dp``,
+the dependent-joint Jacobian), fixed at the model's reference configuration
+or given by name; the signs change only across a singular configuration,
+which is where the modes meet.  Every assembled configuration is checked to be
+in the model's mode.
+
+Where to start, in order of preference: an explicit warm start (``start``,
+e.g. the previous step of a simulation), the model's guess function (a
+closed-form inverse kinematics on the desired branch), the reference
+configuration.  A configuration that does not converge in the mode from there
+is reached by continuation: a straight path in q, in growing numbers of
+steps, from the nearest configuration of the batch that did (or from the
+reference), each step checked to stay in the mode.
+
+The answer at q never depends on earlier calls: a model keeps no state
+between calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._array import inverse_with_condition
+from .errors import Status
+from .loops import MAX_ITERATIONS, TOLERANCE, LoopSystem
+
+__all__ = ["Assembly", "assemble", "newton", "in_mode"]
+
+_CONTINUATION_STEPS = (4, 16, 64)
+
+
+@dataclass
+class Assembly:
+    """Joint values at a batch of coordinates, with how each configuration fared.
+
+    Attributes
+    ----------
+    phi : ndarray (n, N)
+        All joint values (NaN where the configuration could not be assembled).
+    status : ndarray (n,) of int
+        :class:`kic.Status` codes: OK, UNASSEMBLABLE or OTHER_MODE.
+    residual : ndarray (n,)
+        Worst closure residual (rad, and lengths divided by the model's
+        characteristic length).
+    mode : ndarray (n, B)
+        Sign of ``det A`` of every block at phi (0 where not assembled or not
+        defined).
+    attempt : ndarray (n, N)
+        Where the solver stopped (equal to phi where it succeeded): what a
+        report on a failure looks at.
+    """
+
+    phi: np.ndarray
+    status: np.ndarray
+    residual: np.ndarray
+    mode: np.ndarray
+    attempt: np.ndarray | None = None
+
+    @property
+    def ok(self) -> np.ndarray:
+        return self.status == Status.OK
+
+
+def newton(system: LoopSystem, phi: np.ndarray):
+    """Newton on the dependent joints from ``phi`` (n, N), all configurations at
+    once; a configuration leaves the iteration when it converges or its step
+    becomes undefined (a singular block).  Returns (phi, worst scaled residual)."""
+    phi = phi.copy()
+    n = phi.shape[0]
+    worst = np.full(n, np.inf)
+    active = np.arange(n)
+    sub = phi
+    kins = None
+    for it in range(MAX_ITERATIONS + 1):
+        w, kins = system.scaled_residual(sub, kins)
+        worst[active] = w
+        keep = np.isfinite(w) & (w >= TOLERANCE)
+        if it == MAX_ITERATIONS or not keep.any():
+            break
+        if not keep.all():
+            active, sub, kins = active[keep], sub[keep], None
+        rows, kins = system.rows(sub, 1, kins=kins)
+        m = sub.shape[0]
+        for block in system.blocks:
+            r = system.block_residual(rows, block)
+            A, _ = system.block_matrices(rows, block, m, need_q=False)
+            try:
+                Ai, _ = inverse_with_condition(A)
+            except np.linalg.LinAlgError:
+                Ai = np.full(A.shape, np.nan)
+            step = -np.einsum("npr,nr->np", Ai, r)
+            lim = np.abs(step).max(axis=1, keepdims=True)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                step *= np.minimum(1.0, 0.5 / np.maximum(lim, 1e-300))
+            sub[:, block.joints] += step
+        phi[active] = sub
+        kins = None
+    return phi, worst
+
+
+def in_mode(found: np.ndarray, mode: np.ndarray) -> np.ndarray:
+    """Whether the block signs ``found`` (n, B) agree with ``mode`` (B,) wherever
+    both are defined."""
+    if found.shape[1] == 0:
+        return np.ones(found.shape[0], bool)
+    defined = (found != 0) & (mode != 0)
+    return np.all(~defined | (found == mode), axis=1)
+
+
+def _scaled_q(system: LoopSystem, q: np.ndarray) -> np.ndarray:
+    """Coordinates with lengths divided by L, to measure distances between poses."""
+    return q * np.where(system.is_prismatic[system.q_idx], 1.0 / system.length, 1.0)
+
+
+def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.ndarray,
+             start: np.ndarray | None = None, guess=None) -> Assembly:
+    """Assemble at coordinates ``q`` (n, M) in assembly ``mode`` (B,).
+
+    Parameters
+    ----------
+    system : LoopSystem
+    q : ndarray (n, M)
+    mode : ndarray (B,)
+        Signs of ``det A`` per block (0: not checked).
+    reference : ndarray (N,)
+        An assembled configuration in the mode (the model's reference).
+    start : ndarray (n, N) or (N,), optional
+        Warm start (its coordinate values are replaced by q).
+    guess : callable, optional
+        ``guess(q) -> phi`` (n, N) or a mapping joint name -> values (n,).
+
+    Returns
+    -------
+    Assembly
+    """
+    n = q.shape[0]
+    N = system.N
+    if start is not None:
+        phi0 = np.array(np.broadcast_to(np.asarray(start, float).reshape(-1, N), (n, N)))
+    elif guess is not None:
+        g = guess(q)
+        if isinstance(g, dict):
+            phi0 = np.array(np.broadcast_to(reference, (n, N)))
+            for k, v in g.items():
+                if k in system.index:
+                    phi0[:, system.index[k]] = v
+        else:
+            phi0 = np.asarray(g, dtype=float).reshape(n, N).copy()
+    else:
+        phi0 = np.array(np.broadcast_to(reference, (n, N)))
+    lost = ~np.all(np.isfinite(phi0), axis=1)       # a guess that has no answer there
+    phi0[lost] = reference
+    phi0[:, system.q_idx] = q
+    phi, worst = newton(system, phi0)
+    converged = worst < TOLERANCE
+    found = np.zeros((n, len(system.blocks)))
+    if converged.any():
+        found[converged] = system.mode(phi[converged])
+    good = converged & in_mode(found, mode)
+    if not good.all():
+        phi, worst, found, good = _continue(system, q, mode, reference, phi, worst, found, good)
+    status = np.where(good, Status.OK, np.where(worst < TOLERANCE, Status.OTHER_MODE,
+                                                 Status.UNASSEMBLABLE)).astype(int)
+    attempt = phi.copy()
+    phi[~good] = np.nan
+    found[~good] = 0.0
+    return Assembly(phi, status, worst, found, attempt)
+
+
+def _continue(system, q, mode, reference, phi, worst, found, good):
+    """Reach the configurations that failed by continuation from the nearest
+    configuration of the batch that succeeded (or the reference)."""
+    seeds_q = np.concatenate([reference[system.q_idx][None], q[good]])
+    seeds_phi = np.concatenate([reference[None], phi[good]])
+    failed = np.nonzero(~good)[0]
+    sq = _scaled_q(system, seeds_q)
+    d = np.linalg.norm(_scaled_q(system, q[failed])[:, None] - sq[None], axis=-1)
+    nearest = np.argmin(d, axis=1)               # ties: the first seed (the reference)
+    q0, p0 = seeds_q[nearest], seeds_phi[nearest]
+    todo = np.arange(failed.size)
+    for steps in _CONTINUATION_STEPS:
+        if todo.size == 0:
+            break
+        cur = p0[todo].copy()
+        alive = np.ones(todo.size, bool)
+        for k in range(1, steps + 1):
+            t = k / steps
+            qt = q0[todo] + t * (q[failed[todo]] - q0[todo])
+            cur[:, system.q_idx] = qt
+            idx = np.nonzero(alive)[0]
+            sol, w = newton(system, cur[idx])
+            ok = w < TOLERANCE
+            if ok.any():
+                ok[ok] = in_mode(system.mode(sol[ok]), mode)
+            cur[idx] = sol
+            alive[idx[~ok]] = False
+            if not alive.any():
+                break
+        won = todo[alive]
+        if won.size:
+            i = failed[won]
+            phi[i] = cur[alive]
+            worst[i], _ = system.scaled_residual(phi[i])
+            found[i] = system.mode(phi[i])
+            good[i] = True
+        todo = todo[~alive]
+    return phi, worst, found, good
