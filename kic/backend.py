@@ -165,11 +165,11 @@ class ChainData:
     The same as Python floats and tuples for the plain-float kernels:
     ``base_t`` (12-tuple: rotation row by row, then the origin), ``joints_t`` (per
     joint: revolute, 12-tuple origin), ``links_t`` (per link: mass, centroid
-    3-tuple, inertia 6-tuple xx, xy, xz, yy, yz, zz).
+    3-tuple, inertia 6-tuple xx, xy, xz, yy, yz, zz); ``total_mass`` (kg).
     """
 
     __slots__ = ("base", "isR", "O", "O4", "mass", "com", "inertia", "gravity", "offsets",
-                 "tool", "base_t", "joints_t", "links_t")
+                 "tool", "base_t", "joints_t", "links_t", "total_mass")
 
     def __init__(self, base, is_revolute, origins, masses, com, inertia, gravity, offsets,
                  tool) -> None:
@@ -179,6 +179,7 @@ class ChainData:
         self.O4 = f(origins)
         self.O = f(self.O4[:, :3])
         self.mass = f(masses)
+        self.total_mass = float(self.mass.sum())
         self.com = f(com)
         self.inertia = f(inertia)
         self.gravity = f(gravity)

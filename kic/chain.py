@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import dynamics
 from ._array import finite_array, homogeneous, rot_x, rot_z
 from .errors import ModelError
 
@@ -295,7 +296,7 @@ class SerialChain:
     @property
     def total_mass(self) -> float:
         """Sum of the link masses (kg)."""
-        return float(self.masses.sum())
+        return self.kernel_data.total_mass
 
     def link_index(self, link: int | str) -> int:
         """Index of a link given by index or name (``ModelError`` if unknown)."""
@@ -349,8 +350,7 @@ class SerialChain:
 
         See :class:`kic.dynamics.DynamicModel`.
         """
-        from .dynamics import chain_dynamics
-        return chain_dynamics(self, q)
+        return dynamics.chain_dynamics(self, q)
 
     def inverse_dynamics(self, q, qd, qdd, loads: "Loads | None" = None) -> np.ndarray:
         """Required joint loads ``T = I* q'' + q'^T P* q' + T_L`` (..., M), N m or N.
@@ -358,28 +358,23 @@ class SerialChain:
         Computed recursively, without forming P*.  Includes gravity and, if
         given, the applied ``loads`` (:class:`kic.Loads`).
         """
-        from .dynamics import chain_inverse_dynamics
-        return chain_inverse_dynamics(self, q, qd, qdd, loads)
+        return dynamics.chain_inverse_dynamics(self, q, qd, qdd, loads)
 
     def forward_dynamics(self, q, qd, tau, loads: "Loads | None" = None) -> np.ndarray:
         """Joint accelerations ``q'' = I*^-1 (T - q'^T P* q' - T_L)`` (..., M)."""
-        from .dynamics import chain_forward_dynamics
-        return chain_forward_dynamics(self, q, qd, tau, loads)
+        return dynamics.chain_forward_dynamics(self, q, qd, tau, loads)
 
     def gravity_load(self, q) -> np.ndarray:
         """Joint loads that hold the chain against gravity, ``+dV/dq`` (..., M)."""
-        from .dynamics import chain_gravity_load
-        return chain_gravity_load(self, q)
+        return dynamics.chain_gravity_load(self, q)
 
     def kinetic_energy(self, q, qd) -> np.ndarray:
         """Kinetic energy ``q'^T I* q' / 2`` (J), shape ``(...)``."""
-        from .dynamics import chain_kinetic_energy
-        return chain_kinetic_energy(self, q, qd)
+        return dynamics.chain_kinetic_energy(self, q, qd)
 
     def potential_energy(self, q) -> np.ndarray:
         """Gravitational potential energy ``-sum m_j g . c_j`` (J), shape ``(...)``."""
-        from .dynamics import chain_potential_energy
-        return chain_potential_energy(self, q)
+        return dynamics.chain_potential_energy(self, q)
 
     # ------------------------------------------------------------ builders
     @classmethod
@@ -476,21 +471,3 @@ class SerialChain:
         return cls(joints, links, gravity=gravity, base=base, tool=tool,
                    frame_offsets=np.stack(offsets), name=name)
 
-    # ------------------------------------------------------- files (kic.urdf)
-    @classmethod
-    def from_urdf(cls, source, base_link: str | None = None, tip_link: str | None = None,
-                  gravity=(0.0, 0.0, -9.81), check_triangle: bool = True):
-        """The chain ``base_link`` -> ``tip_link`` of a URDF (text or path); see
-        :func:`kic.urdf.chain_from_urdf` (with mimic joints: a ``MimicModel``)."""
-        from .urdf import chain_from_urdf
-        return chain_from_urdf(source, base_link, tip_link, gravity, check_triangle)
-
-    def to_urdf(self, name: str | None = None, limits=None) -> str:
-        """URDF text of the chain (:func:`kic.urdf.to_urdf`)."""
-        from .urdf import to_urdf
-        return to_urdf(self, name=name, limits=limits)
-
-    def to_mjcf(self, name: str | None = None) -> str:
-        """MJCF (MuJoCo) text of the chain (:func:`kic.mjcf.to_mjcf`)."""
-        from .mjcf import to_mjcf
-        return to_mjcf(self, name=name)

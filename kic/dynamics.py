@@ -177,8 +177,7 @@ class ChainDynamics(DynamicModel):
             super().__init__(from_batch(qT, batch, 1), batch)
             self._rows = np.ascontiguousarray(qT.T)
         self._cache = {}
-        if not chain.total_mass > 0:
-            _require_mass(chain)
+        _require_mass(chain)
         self.chain = chain
 
     @property
