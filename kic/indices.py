@@ -56,7 +56,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -71,6 +71,7 @@ _TRANSLATIONAL = {"t", "p", "P", "T"}
 _ROTATIONAL = {"r", "R"}
 _SEARCH = 1e4          # L is sought within [L0 / _SEARCH, L0 * _SEARCH]
 SINGULAR_RTOL = 1e-9   # Conditioning.singular: inverse condition at or below this
+_TYPE_TWO_FROM_G = 1e-8  # point_conditioning: type II undetermined below this inverse condition
 _GRID = 33             # coarse grid on log L before the root of the slope is refined
 
 
@@ -669,7 +670,10 @@ def point_conditioning(model, q, body: str, point=(0.0, 0.0, 0.0), axes: str = "
     ``[-adj(G_h) | det(G_h) I]``, finite at a type I singularity where ``G``
     loses rank.  At a type II singularity the model itself raises
     :class:`kic.SingularityError` (the closure cannot be solved for the
-    passive joints).
+    passive joints).  Within an inverse condition of 1e-8 of a type I
+    singularity ``type_two`` is NaN: there ``G`` holds the equations of the
+    other legs only through its vanishing singular value (at the singularity
+    not at all), so their directions would be rounding noise.
 
     Parameters
     ----------
@@ -711,4 +715,11 @@ def point_conditioning(model, q, body: str, point=(0.0, 0.0, 0.0), axes: str = "
             Jh = np.stack([_safe_inv(a) for a in Gh.reshape((-1,) + Gh.shape[-2:])]
                           ).reshape(Gh.shape)
     eye = np.eye(model.dof) * det[..., None, None]
-    return _finish(L, Jh, Gh, -adj, eye, rtol)
+    out = _finish(L, Jh, Gh, -adj, eye, rtol)
+    # Near a type I singularity G carries the equations of the other legs only
+    # through its smallest singular value: their directions are accurate to about
+    # eps / inverse_condition, so type II is not known there from G alone.
+    lost = ~(out.inverse_condition > _TYPE_TWO_FROM_G)
+    if np.any(lost & ~np.isnan(out.inverse_condition)):
+        out = replace(out, type_two=np.where(lost, np.nan, out.type_two))
+    return out

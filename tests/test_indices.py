@@ -188,8 +188,13 @@ def test_five_bar_exactly_at_a_type_one_singularity():
     c = ki.point_conditioning(fb, q, "coupler1", (FIVE_BAR["coupler1"], 0, 0), length=0.25)
     # rank lost to rounding (whether condition is inf is up to the last digits)
     assert c.singular and c.condition > 1e12 and c.inverse_condition < 1e-12
-    assert c.type_one < 1e-12 and c.type_two > 0.3
+    assert c.type_one < 1e-12
+    assert np.isnan(c.type_two)          # the other leg's equation is lost in G there
     assert c.manipulability < 1e-12
+    # the independent relation still knows leg 2: type II is far (couplers not aligned)
+    Jx, Jq, _ = five_bar_relation(fb, q)
+    t1, t2 = ki.singularity_measures(Jx, Jq, "tt", "rr", 0.25)
+    assert t1 < 1e-12 and t2 > 0.3
 
 
 def test_five_bar_type_two_approach():
