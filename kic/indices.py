@@ -509,12 +509,8 @@ class Conditioning:
 
 
 def _joint_kinds(model, names: Sequence[str], what: str) -> str:
-    """'t'/'r' of joints (by the mechanism graph's public edge data)."""
-    kinds = {}
-    for _, _, key, data in model.mechanism.graph.edges(keys=True, data=True):
-        prim = data.get("primitive")
-        if prim is not None:
-            kinds[key] = "t" if prim.kind == "P" else "r"
+    """'t'/'r' of primitive joints."""
+    kinds = {p.name: "t" if p.kind == "P" else "r" for p in model.mechanism.all_primitives()}
     out = []
     for n in names:
         if n not in kinds:

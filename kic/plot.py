@@ -16,7 +16,7 @@ and trade-off (Pareto) plots, with matplotlib (the optional ``plot`` extra,
 Works for :class:`kic.SerialChain` (link frames from ``frames(q)``, joints at
 the joint frames, the tool at ``tool_frame(q)``) and :class:`kic.ClosedModel`
 (body frames from ``kinematics(q, order=1).frame(body)``; where each joint
-sits on its two bodies from the mechanism graph's edges, ``mechanism.graph``).
+sits on its two bodies from ``mechanism.joint_primitives(name)``).
 Lengths in m.
 """
 from __future__ import annotations
@@ -133,17 +133,9 @@ def _dedupe(pts: list) -> list:
     return out
 
 
-def _primitives(mech):
-    """The physical one-DOF joints of a mechanism graph, grouped by the joint
-    the user added: name -> list of edge records (in expansion order)."""
-    groups: dict[str, list] = {}
-    for _, _, key, data in mech.graph.edges(keys=True, data=True):
-        prim = data.get("primitive")
-        if prim is None or getattr(prim, "virtual", False):
-            continue
-        groups.setdefault(prim.compound or prim.name, []).append(prim)
-    order = {n: i for i, n in enumerate(mech.primitive_joints)}
-    return {k: sorted(v, key=lambda p: order.get(p.name, 0)) for k, v in groups.items()}
+def _primitives(mech) -> dict:
+    """The one-DOF joints each joint of the mechanism expands into, in order."""
+    return {name: mech.joint_primitives(name) for name in mech.joints}
 
 
 def _closed_skeleton(model, q) -> Skeleton:
@@ -155,8 +147,9 @@ def _closed_skeleton(model, q) -> Skeleton:
     frame = lambda b: ground if b == _GROUND else frames[b]          # noqa: E731
     sk = Skeleton()
     attached: dict[str, list] = {b: [] for b in mech.bodies}        # (local point, world)
+    expanded = _primitives(mech)
     for name in mech.joints:
-        prims = _primitives(mech).get(name)
+        prims = expanded[name]
         if not prims:
             continue
         first, last = prims[0], prims[-1]
@@ -174,8 +167,8 @@ def _closed_skeleton(model, q) -> Skeleton:
         Fj = frame(parent) @ first.origin
         for p in prims:          # axes of the expansion, for the planarity test
             sk.axes.append((p.kind, Fj[..., :3, :3] @ p.axis))
-    on_slide = {b for name in sk.slides for b in (_primitives(mech)[name][0].parent,
-                                                  _primitives(mech)[name][-1].child)}
+    on_slide = {b for name in sk.slides for b in (expanded[name][0].parent,
+                                                  expanded[name][-1].child)}
     for body, items in attached.items():
         if body == _GROUND:
             continue
