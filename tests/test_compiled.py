@@ -187,7 +187,8 @@ def test_read_only_and_strided_inputs_reuse_the_compiled_kernels():
     chain = random_chain(rng, 4)
     q = rng.uniform(-2, 2, (6, 4))
     qd = rng.normal(size=(6, 4))
-    kernels = ("_rnea", "_inertia", "_inertia_power", "_gravity", "_forward", "_pose")
+    kernels = ("_rnea", "_inertia", "_inertia_power", "_gravity", "_forward", "_pose",
+               "_rnea1", "_gravity1", "_inertia1", "_forward1")
 
     def run(q_, qd_):
         dyn = chain.dynamics(q_)
@@ -218,24 +219,146 @@ def test_read_only_and_strided_inputs_reuse_the_compiled_kernels():
 def test_compiled_motion_and_loads_from_motion_equal_numpy(seed, M):
     """The kernels the closed models use: link frames, screw motion, and joint loads
     from a given velocity-product motion (with and without gravity)."""
-    from kic.dynamics import _inverse_dynamics
-    from kic.kinematics import _Pose, link_motion
     rng = np.random.default_rng(900 + seed)
     chain = random_chain(rng, M)
+    d = backend.chain_data(chain)
     qT, qdT, qddT = (rng.uniform(-2, 2, (M, 37)) for _ in range(3))
 
     def run():
-        pose = _Pose(chain, qT)
-        out = [pose.R, pose.p, pose.sR, pose.sv]
-        out += list(link_motion(pose, qdT))
-        out += list(link_motion(pose, qdT, qddT, chain.gravity))
-        motion = link_motion(pose, qdT)
-        out += [_inverse_dynamics(chain, pose, qdT, qddT, motion=motion),
-                _inverse_dynamics(chain, pose, qdT, qddT, gravity=False, motion=motion),
-                _inverse_dynamics(chain, pose, qdT, qddT)]
+        k = backend.kernels()
+        Fc, sR, sv = k.pose(d, qT)
+        out = [Fc, sR, sv]
+        out += list(k.link_motion(sR, sv, qdT))
+        out += list(k.link_motion(sR, sv, qdT, qddT, chain.gravity))
+        motion = k.link_motion(sR, sv, qdT)
+        out += [k.loads_from_motion(d, Fc, sR, sv, motion, qddT, True),
+                k.loads_from_motion(d, Fc, sR, sv, motion, qddT, False)]
         return out
 
     ref, fast = both(run)
     for k, (a, b) in enumerate(zip(fast, ref)):
         assert a.shape == b.shape, k
         assert rel(a, b) < 1e-12, (k, rel(a, b))
+    # the loads from the motion are the inverse dynamics (gravity included)
+    tau = under("numpy", lambda: chain.inverse_dynamics(qT.T, qdT.T, qddT.T))
+    assert rel(ref[-2].T, tau) < 1e-12
+
+
+def test_kernel_sets_have_the_same_functions_and_signatures():
+    """One dispatch: both kernel sets provide every function of backend.KERNELS with
+    the same parameters, and kernels() follows set_backend."""
+    import inspect
+    from kic import _scalar
+    for name in backend.KERNELS:
+        a, b = getattr(_scalar, name), getattr(_compiled, name)
+        assert list(inspect.signature(a).parameters) == list(inspect.signature(b).parameters), name
+    assert under("numpy", backend.kernels) is _scalar
+    if _compiled.available:
+        assert under("numba", backend.kernels) is _compiled
+
+
+def test_import_kic_does_not_import_numba():
+    import subprocess
+    import sys
+    code = "import sys, kic, mechanisms; mechanisms.puma560(); print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "KIC_BACKEND": "numpy"}, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", ["numpy", pytest.param("numba", marks=needs_numba)])
+def test_one_configuration_path_equals_the_batch_and_validates(name):
+    """The one-configuration entry points (one kernel call) give the batch kernels'
+    values; inputs they do not take (lists, ints, read-only, strided, NaN, wrong size)
+    go through the validating path: same values, or a ModelError naming the argument."""
+    rng = np.random.default_rng(21)
+    chain = random_chain(rng, 5)
+    q, qd, qdd, tau = (rng.uniform(-2, 2, (3, 5)) for _ in range(4))
+
+    def run():
+        one = [np.array([f(k) for k in range(3)]) for f in (
+            lambda k: chain.inverse_dynamics(q[k], qd[k], qdd[k]),
+            lambda k: chain.forward_dynamics(q[k], qd[k], tau[k]),
+            lambda k: chain.gravity_load(q[k]),
+            lambda k: chain.dynamics(q[k]).I_star,
+            lambda k: chain.dynamics(q[k]).gravity_load,
+            lambda k: chain.dynamics(q[k]).P_star)]
+        dyn = chain.dynamics(q)
+        batch = [chain.inverse_dynamics(q, qd, qdd), chain.forward_dynamics(q, qd, tau),
+                 chain.gravity_load(q), dyn.I_star, dyn.gravity_load, dyn.P_star]
+        for a, b in zip(one, batch):
+            assert a.shape == b.shape
+            assert rel(a, b) < 1e-12
+        ref = chain.inverse_dynamics(q[0], qd[0], qdd[0])
+        frozen = q[0].copy()
+        frozen.flags.writeable = False
+        # a list, read-only, strided, (1, M)
+        for q_ in (q[0].tolist(), frozen, np.repeat(q[0], 2)[::2], q[0][None]):
+            got = chain.inverse_dynamics(q_, qd[0], qdd[0])
+            assert rel(got.ravel(), ref) < 1e-14
+        assert chain.inverse_dynamics(q[0], qd[0], np.zeros(5, dtype=int)).shape == (5,)
+        bad = qd[0].copy()
+        bad[2] = np.nan
+        with pytest.raises(kic.ModelError, match="qd"):
+            chain.inverse_dynamics(q[0], bad, qdd[0])
+        with pytest.raises(kic.ModelError, match="tau"):
+            chain.forward_dynamics(q[0], qd[0], np.r_[tau[0], 1.0])
+        with pytest.raises(kic.ModelError, match="q"):
+            chain.gravity_load(np.full(5, np.inf))
+        with pytest.raises(kic.ModelError, match="q"):
+            chain.dynamics(np.full(4, 0.0))
+    under(name, run)
+
+
+def test_spd_rule_is_relative_and_independent_of_units():
+    """The one singularity rule: a pivot below 1e-12 of its own diagonal entry.  Scaling
+    the coordinates (units: m vs mm for a prismatic joint) changes no decision; the
+    plain-float Cholesky, the batched numpy factor and spd_solve agree."""
+    from kic import _scalar
+    from kic._array import spd_solve
+    rng = np.random.default_rng(4)
+    B = rng.normal(size=(4, 4))
+    A = B @ B.T + 0.1 * np.eye(4)
+    b = rng.normal(size=4)
+    x = np.linalg.solve(A, b)
+    for scale in (np.ones(4), np.array([1e3, 1.0, 1e-3, 1e6])):
+        D = np.diag(scale)
+        As = D @ A @ D                           # the same system in other units
+        xs = [0.0] * 4
+        assert _compiled.plain.cholesky_solve(As.tolist(), (scale * b).tolist(),
+                                              [[0.0] * 4 for _ in range(4)], xs)
+        np.testing.assert_allclose(scale * np.array(xs), x, rtol=1e-9)
+        np.testing.assert_allclose(scale * spd_solve(As, scale * b), x, rtol=1e-9)
+        # a nearly dependent coordinate: the last pivot is 1e-14 of its diagonal entry
+        C = A.copy()
+        v = C[:3, :3] @ np.array([1.0, -2.0, 0.5])
+        C[3, :3] = C[:3, 3] = v
+        C[3, 3] = np.array([1.0, -2.0, 0.5]) @ v * (1 + 1e-14)
+        Cs = D @ C @ D
+        assert not _compiled.plain.cholesky_solve(Cs.tolist(), b.tolist(),
+                                                  [[0.0] * 4 for _ in range(4)], [0.0] * 4)
+        assert not _scalar.spd_factor(Cs[None])[1][0]
+        with pytest.raises(kic.SingularityError):
+            spd_solve(Cs, b)
+    assert _compiled.spd_pivot_ok(2e-12, 1.0) and not _compiled.spd_pivot_ok(1e-12, 1.0)
+    assert not _compiled.plain.spd_pivot_ok(np.nan, 1.0)
+
+
+@needs_numba
+def test_shared_arithmetic_compiled_equals_plain():
+    """The frame step, screw step and link wrench run compiled inside the kernels and
+    uncompiled in the plain-float kernels: the numba one-configuration results equal
+    the plain ones."""
+    from kic import _scalar
+    rng = np.random.default_rng(8)
+    chain = random_chain(rng, 6)
+    d = backend.chain_data(chain)
+    q, qd, qdd = (rng.uniform(-2, 2, 6) for _ in range(3))
+    for name, args, shape in (("inverse_dynamics_one", (q, qd, qdd), (6,)),
+                              ("gravity_load_one", (q,), (6,)),
+                              ("inertia_one", (q,), (6, 6)),
+                              ("forward_dynamics_one", (q, qd, qdd), (6,))):
+        a, b = np.empty(shape), np.empty(shape)
+        assert getattr(_scalar, name)(d, *args, a)
+        under("numba", lambda: getattr(_compiled, name)(d, *args, b))
+        assert rel(a, b) < 1e-13, name
