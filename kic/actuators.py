@@ -313,31 +313,12 @@ class ActuatedSystem:
         # the motor torques tau = C_M i act through G^T(q): their q-derivative
         Khat = (lin.K + np.einsum("nacb,na->nbc", H, y - tau)
                 + Gt @ (self.I_r @ dadd_dq + self.B_r @ Hv))
-        Ii = np.linalg.inv(Ihat)
-        Li = np.linalg.inv(self.L)
-        N = 2 * M + Na
-        A = np.zeros((n, N, N))
-        A[:, :M, M:2 * M] = np.eye(M)
-        A[:, M:2 * M, :M] = -Ii @ Khat
-        A[:, M:2 * M, M:2 * M] = -Ii @ Chat
-        A[:, M:2 * M, 2 * M:] = Ii @ Gt @ self.C_M
-        A[:, 2 * M:, :M] = -Li @ self.C_E @ Hv
-        A[:, 2 * M:, M:2 * M] = -Li @ self.C_E @ G
-        A[:, 2 * M:, 2 * M:] = -Li @ self.R
-        B = np.zeros((n, N, Na))
-        B[:, 2 * M:] = Li
-        E = np.zeros((n, N, M))
-        E[:, M:2 * M] = -Ii
         names = self._coordinate_names()
         motors = [m.name or f"m{k + 1}" for k, m in enumerate(self.motors)]
-        states = ([f"dq[{c}]" for c in names] + [f"dqd[{c}]" for c in names]
-                  + [f"di[{m}]" for m in motors])
         C, out_names = self._outputs(outputs, q, names, motors, n, M, Na)
-        return StateSpaceSequence(
-            t=tr.t, A=A, B=B, E=E, C=C, D=np.zeros((n, C.shape[1], Na)),
-            states=states, inputs=[f"dv[{m}]" for m in motors],
-            disturbances=[f"dT[{c}]" for c in names], outputs=out_names, nominal=nom,
-            trajectory=tr)
+        return StateSpaceSequence.electromechanical(
+            tr.t, Ihat, Chat, Khat, G, Hv, self.C_M, self.C_E, self.L, self.R, C,
+            coordinates=names, motors=motors, outputs=out_names, nominal=nom, trajectory=tr)
 
     def _coordinate_names(self):
         m = self.model

@@ -44,6 +44,70 @@ class StateSpaceSequence:
     def __len__(self) -> int:
         return self.t.size
 
+    @classmethod
+    def electromechanical(cls, t, inertia, damping, stiffness, G, dG, C_M, C_E, L, R,
+                          C=None, coordinates=None, motors=None, outputs=None, nominal=None,
+                          trajectory=None) -> "StateSpaceSequence":
+        """The plant of a mechanism driven by DC motors, linearized along a motion.
+
+        State ``x = (dq, dq', di)`` (2M + Na), inputs the voltage deviations
+        ``dv`` (Na), disturbance ``dT`` (M) a generalized load added to the
+        mechanism's load::
+
+            I dq'' + C dq' + K dq = G^T C_M di - dT
+            L di' + R di + C_E (G dq' + dG dq) = dv
+
+        Parameters
+        ----------
+        t : ndarray (K,)
+        inertia, damping, stiffness : ndarray (K, M, M)
+            ``I``, ``C``, ``K`` of the linearized mechanism with the rotors (kg m^2,
+            N m s/rad, N m/rad in rotational coordinates).
+        G : ndarray (K, Na, M)
+            ``G^a_q``: actuator rates per coordinate rate.
+        dG : ndarray (K, Na, M)
+            ``d(G^a_q q')/dq`` at the nominal rates.
+        C_M, C_E, L, R : ndarray (Na, Na)
+            Torque and back-emf constants through the drive train, inductances (H)
+            and resistances (ohm).
+        C : ndarray (K, p, 2M + Na), optional
+            Output rows; default ``y = dq``.
+        coordinates, motors, outputs : list of str, optional
+            Signal names.
+        """
+        inertia = np.asarray(inertia, float)
+        n, M = inertia.shape[:2]
+        Na = C_M.shape[0]
+        Gt = np.swapaxes(G, -1, -2)
+        Ii = np.linalg.inv(inertia)
+        Li = np.linalg.inv(L)
+        N = 2 * M + Na
+        A = np.zeros((n, N, N))
+        A[:, :M, M:2 * M] = np.eye(M)
+        A[:, M:2 * M, :M] = -Ii @ stiffness
+        A[:, M:2 * M, M:2 * M] = -Ii @ damping
+        A[:, M:2 * M, 2 * M:] = Ii @ Gt @ C_M
+        A[:, 2 * M:, :M] = -Li @ C_E @ dG
+        A[:, 2 * M:, M:2 * M] = -Li @ C_E @ G
+        A[:, 2 * M:, 2 * M:] = -Li @ R
+        B = np.zeros((n, N, Na))
+        B[:, 2 * M:] = Li
+        E = np.zeros((n, N, M))
+        E[:, M:2 * M] = -Ii
+        coordinates = list(coordinates or [f"q{k}" for k in range(M)])
+        motors = list(motors or [f"m{k + 1}" for k in range(Na)])
+        if C is None:
+            C = np.zeros((n, M, N))
+            C[:, :, :M] = np.eye(M)
+            outputs = [f"q[{c}]" for c in coordinates]
+        states = ([f"dq[{c}]" for c in coordinates] + [f"dqd[{c}]" for c in coordinates]
+                  + [f"di[{m}]" for m in motors])
+        return cls(t=np.asarray(t, float), A=A, B=B, E=E, C=C,
+                   D=np.zeros((n, C.shape[1], Na)), states=states,
+                   inputs=[f"dv[{m}]" for m in motors],
+                   disturbances=[f"dT[{c}]" for c in coordinates], outputs=list(outputs),
+                   nominal=nominal, trajectory=trajectory)
+
     def _k(self, k: int) -> int:
         K = len(self)
         if not -K <= int(k) < K:
