@@ -372,13 +372,11 @@ def characteristic_length(J, row_kinds, col_kinds, axis=None) -> float | np.ndar
     if axis is None:
         axes = tuple(range(nb))
     else:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        try:
-            axes = tuple(sorted({int(a) % nb if -nb <= int(a) < nb else int("x")
-                                 for a in axes}))
-        except ValueError:
+        axes = [int(a) for a in ((axis,) if np.ndim(axis) == 0 else axis)]
+        if any(not -nb <= a < nb for a in axes):
             raise ModelError(f"axis {axis!r} is not a batch axis of J with shape "
-                             f"{A.shape} ({nb} batch axes)") from None
+                             f"{A.shape} ({nb} batch axes)")
+        axes = tuple(sorted({a % nb for a in axes}))
     keep = tuple(a for a in range(nb) if a not in axes)
     B = np.moveaxis(A, keep + axes, tuple(range(nb)))
     kshape = B.shape[:len(keep)]

@@ -181,6 +181,20 @@ def test_animate_has_a_frame_per_time_and_ends_at_the_last_pose(tmp_path):
         kp.animate(fb, t[:3], q)
 
 
+def test_animate_a_spatial_mechanism_in_3d(tmp_path):
+    sp = mechanisms.stewart_platform()
+    t = np.linspace(0.0, 0.3, 4)
+    x = np.zeros((4, 6))
+    x[:, 2] = 0.6 + 0.5 * t
+    x[:, 3] = 0.2 * t
+    anim = kp.animate(sp, t, x, gif=str(tmp_path / "stewart.gif"))
+    assert len(list(anim.new_frame_seq())) == 4
+    ax = plt.gcf().axes[0]
+    assert ax.name == "3d" and len(lines(ax, "slide:")) == 6
+    plate = xyz(one(ax, "body:platform"))                  # the last frame after saving
+    assert np.allclose(plate[:, 2], x[-1, 2], atol=1e-9)
+
+
 def test_workspace_map_leaves_unreachable_points_blank():
     x = np.linspace(-0.2, 0.4, 7)
     y = np.linspace(0.1, 0.5, 5)
