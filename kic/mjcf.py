@@ -12,9 +12,10 @@ one body, applied in order as MuJoCo does) and closes each cut joint:
   out-of-plane row is redundant, as kic's planar loops are);
 * a cut revolute joint otherwise: two ``<connect>`` at two points of its
   axis (5 independent rows, the revolute joint's);
-* any other cut joint (P, U, C): the joint stays in the tree on a massless
-  "ghost" body on one side, and a ``<weld>`` makes the ghost's frame coincide
-  with the other body's frame (orientation fixed, 6 rows).
+* any other cut joint (P, U, C): the joint stays in the tree, joining a
+  "ghost" of the body it is cut from, and a ``<weld>`` makes the ghost's frame
+  coincide with that body's frame (orientation fixed, 6 rows); the ghost
+  carries a share of the body's mass properties (the same closed mechanism).
 
 Sites carry the constraint points, so the constraints hold wherever the two
 sites coincide, not only at MuJoCo's reference configuration (all joints
@@ -34,7 +35,7 @@ from .errors import ModelError
 from .topology import GROUND, Mechanism
 from .urdf import _chain_parts, _esc, _inv, _num, _vec, body_link, mechanism_joints
 
-__all__ = ["to_mjcf", "spanning_tree", "JointRecord", "joint_records"]
+__all__ = ["to_mjcf", "spanning_tree", "welded_side", "JointRecord", "joint_records"]
 
 
 @dataclass
@@ -72,6 +73,22 @@ def joint_records(mech: Mechanism) -> list[JointRecord]:
     return out
 
 
+def welded_side(r: JointRecord) -> str:
+    """The body that a cut P, U or C joint's ghost stands in for (its child, or its
+    parent when the child is the ground)."""
+    return r.parent if r.child == GROUND else r.child
+
+
+def _add_joint(tree: Mechanism, r: JointRecord, parent: str, child: str) -> None:
+    axes = [a for _, _, a in r.primitives]
+    if r.kind in ("U", "S"):
+        tree.add_joint(r.name, r.kind, parent, child, origin=r.origin,
+                       child_origin=r.child_origin, axes=axes)
+    else:
+        tree.add_joint(r.name, r.kind, parent, child, axis=axes[0], origin=r.origin,
+                       child_origin=r.child_origin)
+
+
 _KEEP = {"S": 1.0, "R": 2.0, "P": 3.0, "U": 3.0, "C": 3.0}   # cut S first, then R
 
 
@@ -86,7 +103,10 @@ def spanning_tree(mech: Mechanism, cuts: Sequence[str] = ()):
     tree : Mechanism
         The loop-free mechanism of the tree joints (same bodies, names and
         frames): ``tree.model(tree.primitive_joints).dynamics(phi).I_star`` is
-        the tree's joint-space inertia that MuJoCo's ``mj_fullM`` gives.
+        the tree's joint-space inertia that MuJoCo's ``mj_fullM`` gives.  A cut
+        P, U or C joint stays in it, joining a ghost body ``name + ":ghost"``
+        that has the frame and a share of the mass properties of the body the
+        joint is cut from (:func:`welded_side`; the shares add up to the body).
     cut : list of str
         The cut joints (as added), one per independent loop.
     """
@@ -113,19 +133,29 @@ def spanning_tree(mech: Mechanism, cuts: Sequence[str] = ()):
         raise ModelError(f"bodies {lost} are not connected to the ground"
                          + (f" once joints {list(cuts)} are cut" if cuts else ""))
     kept = {d["record"].name for _, _, d in T.edges(data=True)}
+    # a cut P, U or C joint stays in the tree on a ghost of the body it is welded to;
+    # the ghost carries a share of that body's mass properties (exact for the closed
+    # mechanism, where the two move as one, and MuJoCo's soft constraints need mass)
+    welds = [(r, welded_side(r)) for r in records if r.name not in kept and r.kind in "PUC"]
+    shares = {b: 1 + sum(side == b for _, side in welds) for b in bodies}
     tree = Mechanism(gravity=mech.gravity, name=mech.name)
+
+    def share(b):
+        L = body_link(mech, b)
+        n = shares[b]
+        return L if n == 1 else Link(L.mass / n, L.com, L.inertia / n, name=L.name,
+                                     check_triangle=False)
+
     for b in bodies:
         if b != GROUND:
-            tree.add_body(b, link=body_link(mech, b))
+            tree.add_body(b, link=share(b))
     for r in records:
         if r.name in kept:
-            axes = [a for _, _, a in r.primitives]
-            if r.kind in ("U", "S"):
-                tree.add_joint(r.name, r.kind, r.parent, r.child, origin=r.origin,
-                               child_origin=r.child_origin, axes=axes)
-            else:
-                tree.add_joint(r.name, r.kind, r.parent, r.child, axis=axes[0],
-                               origin=r.origin, child_origin=r.child_origin)
+            _add_joint(tree, r, r.parent, r.child)
+    for r, side in welds:
+        ghost = tree.add_body(f"{r.name}:ghost", link=share(side))
+        _add_joint(tree, r, r.parent if side == r.child else ghost,
+                   ghost if side == r.child else r.child)
     return tree, [r.name for r in records if r.name not in kept]
 
 
@@ -300,13 +330,13 @@ def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequen
         reference = phi
     tree_mech, cut = spanning_tree(mech, cuts)
     by_name = {r.name: r for r in records}
-    kept = set(tree_mech.joints)
-    # orient the tree from the ground, place the bodies, world frames at the reference
-    adj: dict = {b: [] for b in mech.bodies}
-    for r in records:
-        if r.name in kept:
-            adj[r.parent].append(r)
-            adj[r.child].append(r)
+    adj: dict = {b: [] for b in tree_mech.bodies}
+    for r in joint_records(tree_mech):
+        adj[r.parent].append(r)
+        adj[r.child].append(r)
+    for r in records:                       # a ghost is placed like its body
+        if r.name in cut and r.kind in "PUC" and welded_side(r) in targets:
+            targets[f"{r.name}:ghost"] = targets[welded_side(r)]
     bodies = {GROUND: _Body(GROUND, np.eye(4), [], None)}
     world = {GROUND: np.eye(4)}
     order = [GROUND]
@@ -318,7 +348,7 @@ def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequen
             pose, joints = _placement(r, r.parent == b)
             if other in targets and any(n not in known for n, *_ in joints):
                 phi.update(_solve_joint(pose, joints, _inv(world[b]) @ targets[other], r.name))
-            body = _Body(other, pose, joints, body_link(mech, other))
+            body = _Body(other, pose, joints, body_link(tree_mech, other))
             bodies[b].children.append(body)
             bodies[other] = body
             order.append(other)
@@ -347,15 +377,12 @@ def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequen
                                                + s * (r.child_origin[:3, :3] @ axis))))
                 equality.append(f'    <connect name="{_esc(cname)}:{k}" site1="{_esc(sa)}" '
                                 f'site2="{_esc(sb)}"/>')
-        else:                               # a ghost of the child on the parent, welded
-            pose, joints = _placement(r, True)
+        else:                               # the joint on a ghost, welded to its body
             gname = f"{cname}:ghost"
-            ghost = _Body(gname, pose, joints, None)
-            ghost.sites.append((f"{gname}:frame", np.eye(4)))
-            a.children.append(ghost)
-            b.sites.append((f"{cname}:child", np.eye(4)))
+            bodies[gname].sites.append((f"{gname}:frame", np.eye(4)))
+            bodies[welded_side(r)].sites.append((f"{cname}:body", np.eye(4)))
             equality.append(f'    <weld name="{_esc(cname)}" site1="{_esc(gname)}:frame" '
-                            f'site2="{_esc(cname)}:child"/>')
+                            f'site2="{_esc(cname)}:body"/>')
     qpos: list[float] = []
     lines = [f'<mujoco model="{_esc(name or mech.name or "kic")}">',
              f'  <compiler angle="radian" boundmass="{_num(min_mass)}" '
