@@ -182,15 +182,17 @@ def _closed_skeleton(model, q) -> Skeleton:
             if np.allclose(com, seen[0], rtol=0, atol=1e-12) or body in on_slide:
                 continue            # ... unless a stroke already shows it (a leg's cylinder)
             pts.append(_apply(frame(body), com))
-        elif len(pts) >= 3:                # a plate: its outline, by angle about the centre
+        elif len(pts) >= 3:
             P = np.stack(pts, -2)
-            Ploc = np.stack(seen)
-            c = Ploc.mean(0)
-            # angle in the plane of the body-frame points (their two main directions)
-            _, _, Vt = np.linalg.svd(Ploc - c)
-            ang = np.arctan2((Ploc - c) @ Vt[1], (Ploc - c) @ Vt[0])
-            order = np.argsort(ang, kind="stable")
-            pts = [P[..., i, :] for i in order] + [P[..., order[0], :]]
+            Ploc = np.stack(seen) - np.mean(seen, axis=0)
+            # the body-frame points' main directions (either sign gives the same figure)
+            _, sv, Vt = np.linalg.svd(Ploc)
+            if sv[1] <= 1e-9 * sv[0]:      # joints in a line: a bar through them
+                order = np.argsort(Ploc @ Vt[0], kind="stable")
+                pts = [P[..., i, :] for i in order]
+            else:                           # a plate: its outline, by angle about the centre
+                order = np.argsort(np.arctan2(Ploc @ Vt[1], Ploc @ Vt[0]), kind="stable")
+                pts = [P[..., i, :] for i in order] + [P[..., order[0], :]]
         sk.bodies[body] = np.stack(pts, -2)
     return sk
 
