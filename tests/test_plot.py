@@ -138,6 +138,36 @@ def test_slider_crank_in_2d_slider_block_on_its_guide():
     assert np.allclose(xy(one(ax, "joints")), [A, [xB, 0]], atol=1e-9)
 
 
+def test_own_mechanism_ternary_bar_and_a_body_on_one_joint():
+    """A four-bar whose coupler carries a third joint E on the line A-B, with an arm
+    on E: the coupler is one bar A-B-E, the arm a line from E to its centroid."""
+    def T(x=0.0):
+        M = np.eye(4)
+        M[0, 3] = x
+        return M
+    mech = kic.Mechanism(gravity=(0, -9.81, 0))
+    for b in ("crank", "coupler", "rocker", "arm"):
+        mech.add_body(b, mass=1.0, com=(0.05, 0, 0))
+    mech.add_joint("crank", "R", "ground", "crank")
+    mech.add_joint("A", "R", "crank", "coupler", origin=T(0.1))
+    mech.add_joint("rocker", "R", "ground", "rocker", origin=T(0.3))
+    mech.add_joint("B", "R", "coupler", "rocker", origin=T(0.35), child_origin=T(0.25))
+    mech.add_joint("E", "R", "coupler", "arm", origin=T(0.5))
+    model = mech.model(["crank", "E"], reference={"crank": 1.0, "A": -0.5, "rocker": 1.3})
+    ax = kp.draw(model, [1.0, 0.3])
+    A = 0.1 * np.array([np.cos(1.0), np.sin(1.0)])
+    O4 = np.array([0.3, 0.0])                       # B: |B - A| = 0.35, |B - O4| = 0.25, above
+    d = np.hypot(*(O4 - A))
+    a = (0.35**2 - 0.25**2 + d**2) / (2 * d)
+    u = (O4 - A) / d
+    B = A + a * u + np.sqrt(0.35**2 - a**2) * np.array([-u[1], u[0]])
+    E = A + (B - A) * 0.5 / 0.35
+    assert np.allclose(xy(one(ax, "body:coupler")), [A, B, E], atol=1e-9)
+    arm = xy(one(ax, "body:arm"))
+    phi = np.arctan2(*(B - A)[::-1]) + 0.3           # the arm's absolute angle
+    assert np.allclose(arm, [E, E + 0.05 * np.array([np.cos(phi), np.sin(phi)])], atol=1e-9)
+
+
 def test_drawing_over_a_map_keeps_the_map_in_view():
     fb = mechanisms.five_bar()
     x, y = np.linspace(-0.5, 0.7, 5), np.linspace(-0.2, 0.7, 4)
