@@ -718,6 +718,11 @@ class MimicDynamics:
         return (np.einsum("...mn,...n->...m", self.I_star, np.asarray(qdd, float))
                 + self.velocity_term(qd) + self.gravity_load)
 
+    def acceleration(self, qd, tau) -> np.ndarray:
+        """``I*^-1 (T - q'^T P* q' - gravity load)`` (..., M)."""
+        rhs = np.asarray(tau, float) - self.velocity_term(qd) - self.gravity_load
+        return np.linalg.solve(self.I_star, rhs[..., None])[..., 0]
+
 
 class MimicKinematics:
     """Influence coefficients of a :class:`MimicModel`: every method of the full

@@ -181,6 +181,7 @@ def test_tree_mimic_joint_by_transfer():
     close(tau, full.inverse_dynamics(phi, qd @ G.T, qdd @ G.T) @ G)
     close(tau, d.torque(qd, qdd))
     close(model.forward_dynamics(q, qd, tau), qdd, 1e-10)
+    close(d.acceleration(qd, tau), qdd, 1e-10)
     # P* symmetric part = Christoffel symbols of the first kind of I*(q), by differences
     h = 1e-6
     dI = np.stack([(model.dynamics(q + h * e).I_star - model.dynamics(q - h * e).I_star)
