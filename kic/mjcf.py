@@ -33,7 +33,9 @@ import numpy as np
 from .chain import Link, SerialChain
 from .errors import ModelError
 from .topology import GROUND, Mechanism
-from .urdf import _chain_parts, _esc, _inv, _num, _vec, body_link, mechanism_joints
+from .urdf import body_link, chain_parts, mechanism_joints
+from .urdf import format_number as _num, format_vector as _vec, rigid_inverse as _inv
+from .urdf import xml_escape as _esc
 
 __all__ = ["to_mjcf", "spanning_tree", "welded_side", "JointRecord", "joint_records"]
 
@@ -465,7 +467,7 @@ def _write_body(body: _Body, lines: list, ind: str, qpos: list, phi: dict, root=
 
 
 def _chain_mjcf(chain: SerialChain, name, timestep, min_mass) -> str:
-    links, joints = _chain_parts(chain, "base")
+    links, joints = chain_parts(chain, "base")
     data = {n: Link(m, c, I, check_triangle=False) for n, m, c, I in links}
     root = _Body(GROUND, np.eye(4), [], None)
     bodies = {links[0][0]: root}

@@ -97,7 +97,8 @@ def _transform(R=None, p=None) -> np.ndarray:
     return T
 
 
-def _inv(T: np.ndarray) -> np.ndarray:
+def rigid_inverse(T: np.ndarray) -> np.ndarray:
+    """Inverse of a 4x4 rigid transform, ``[R^T, -R^T p]``."""
     R, p = T[:3, :3], T[:3, 3]
     return _transform(R.T, -R.T @ p)
 
@@ -751,12 +752,14 @@ class MimicKinematics:
 # --------------------------------------------------------------------------
 # kic -> URDF
 # --------------------------------------------------------------------------
-def _num(x: float) -> str:
+def format_number(x: float) -> str:
+    """A float in full precision for XML (``repr``: reads back exactly)."""
     x = float(x)
     return "0" if x == 0 else repr(x)
 
 
-def _vec(v) -> str:
+def format_vector(v) -> str:
+    """Numbers separated by spaces, each as :func:`format_number`."""
     return " ".join(_num(x) for x in v)
 
 
@@ -776,9 +779,14 @@ def _link_xml(name: str, mass: float, com, I) -> str:
             f'    </inertial>\n  </link>')
 
 
-def _esc(s: str) -> str:
+def xml_escape(s: str) -> str:
+    """A name escaped for an XML attribute value."""
     return (str(s).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
             .replace(">", "&gt;"))
+
+
+# short names for this module's XML writers (and kic.mjcf's)
+_num, _vec, _esc, _inv = format_number, format_vector, xml_escape, rigid_inverse
 
 
 def _joint_xml(name, kind, parent, child, T, axis=None, limit=None, mimic=None) -> str:
@@ -850,7 +858,7 @@ def to_urdf(model, name: str | None = None, limits: Mapping | None = None,
         lim.update(limits)
     mimic = mimic or getattr(model, "mimic", None) or {}
     if isinstance(model, SerialChain):
-        links, joints = _chain_parts(model, base_link)
+        links, joints = chain_parts(model, base_link)
     elif isinstance(model, Mechanism):
         links, joints = _mechanism_parts(model)
     else:
@@ -865,7 +873,9 @@ def to_urdf(model, name: str | None = None, limits: Mapping | None = None,
     return "\n".join(body) + "\n"
 
 
-def _chain_parts(chain: SerialChain, base_link: str):
+def chain_parts(chain: SerialChain, base_link: str):
+    """A chain as URDF links ``(name, mass, com, inertia in the link frame)`` and
+    joints ``(name, kind, parent, child, origin, axis)``; the tool a fixed joint."""
     taken = set(chain.link_names)
     base = _unique(base_link, taken)
     links = [(base, 0.0, np.zeros(3), np.zeros((3, 3)))]
