@@ -263,6 +263,63 @@ def link_wrench(m, com, I, T, V):
             cx * Fy - cy * Fx + R20 * nx + R21 * ny + R22 * nz)
 
 
+@_shared
+def link_world(com, I, T):
+    """Centroid (3-tuple, m) and inertia about it in world axes (6-tuple: xx, xy, xz,
+    yy, yz, zz; R I R^T) of a link with ``com`` and ``I`` given in link axes, placed
+    at ``T`` (12-tuple, as in :func:`frame_step`)."""
+    R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
+    I00, I01, I02, I11, I12, I22 = I
+    c0, c1, c2 = com
+    # rows of R I, then (R I) R^T
+    a00 = R00 * I00 + R01 * I01 + R02 * I02
+    a01 = R00 * I01 + R01 * I11 + R02 * I12
+    a02 = R00 * I02 + R01 * I12 + R02 * I22
+    a10 = R10 * I00 + R11 * I01 + R12 * I02
+    a11 = R10 * I01 + R11 * I11 + R12 * I12
+    a12 = R10 * I02 + R11 * I12 + R12 * I22
+    a20 = R20 * I00 + R21 * I01 + R22 * I02
+    a21 = R20 * I01 + R21 * I11 + R22 * I12
+    a22 = R20 * I02 + R21 * I12 + R22 * I22
+    return ((R00 * c0 + R01 * c1 + R02 * c2 + px, R10 * c0 + R11 * c1 + R12 * c2 + py,
+             R20 * c0 + R21 * c1 + R22 * c2 + pz),
+            (a00 * R00 + a01 * R01 + a02 * R02, a00 * R10 + a01 * R11 + a02 * R12,
+             a00 * R20 + a01 * R21 + a02 * R22, a10 * R10 + a11 * R11 + a12 * R12,
+             a10 * R20 + a11 * R21 + a12 * R22, a20 * R20 + a21 * R21 + a22 * R22))
+
+
+@_shared
+def composite_step(m, c, Iw, a, t, S):
+    """Add a link (mass ``m``, world centroid ``c``, world inertia ``Iw`` about it,
+    as :func:`link_world` gives them) to the running composite ``S`` of the links
+    after it -- (mass, first moment (3), rotational inertia about the world origin
+    (6: xx, xy, xz, yy, yz, zz)) -- and return ``(S', (f, n))``: the new composite
+    and the composite momentum (force, moment about the origin) of a unit rate of
+    the link's joint (screw ``a``, ``t``): f = S0 t - S1 x a, n = J a + S1 x t.
+    I*[k, j] = a_k . n_j + t_k . f_j for k <= j."""
+    cx, cy, cz = c
+    S0, S1x, S1y, S1z, J00, J01, J02, J11, J12, J22 = S
+    cc = cx * cx + cy * cy + cz * cz
+    J00 += Iw[0] + m * (cc - cx * cx)
+    J01 += Iw[1] - m * cx * cy
+    J02 += Iw[2] - m * cx * cz
+    J11 += Iw[3] + m * (cc - cy * cy)
+    J12 += Iw[4] - m * cy * cz
+    J22 += Iw[5] + m * (cc - cz * cz)
+    S0 += m
+    S1x += m * cx
+    S1y += m * cy
+    S1z += m * cz
+    ax, ay, az = a
+    tx, ty, tz = t
+    return ((S0, S1x, S1y, S1z, J00, J01, J02, J11, J12, J22),
+            (S0 * tx - (S1y * az - S1z * ay), S0 * ty - (S1z * ax - S1x * az),
+             S0 * tz - (S1x * ay - S1y * ax),
+             J00 * ax + J01 * ay + J02 * az + S1y * tz - S1z * ty,
+             J01 * ax + J11 * ay + J12 * az + S1z * tx - S1x * tz,
+             J02 * ax + J12 * ay + J22 * az + S1x * ty - S1y * tx))
+
+
 # --------------------------------------------------------------------------
 # one configuration
 # --------------------------------------------------------------------------
@@ -302,31 +359,15 @@ def _inertia_tuple(I):
 
 
 @_jit
-def _centroids(R, p, com, c):
-    M = R.shape[0]
-    for j in range(M):
-        for i in range(3):
-            c[j, i] = R[j, i, 0] * com[j, 0] + R[j, i, 1] * com[j, 1] + R[j, i, 2] * com[j, 2] + p[j, i]
-
-
-@_jit
-def _world_inertias(R, Iloc, Iw):
-    """R I R^T per link (about the centroid, world axes; I symmetric)."""
-    M = R.shape[0]
-    for j in range(M):
-        I = Iloc[j]
-        Rj = R[j]
-        for a in range(3):
-            # row a of R I
-            x0 = Rj[a, 0] * I[0, 0] + Rj[a, 1] * I[1, 0] + Rj[a, 2] * I[2, 0]
-            x1 = Rj[a, 0] * I[0, 1] + Rj[a, 1] * I[1, 1] + Rj[a, 2] * I[2, 1]
-            x2 = Rj[a, 0] * I[0, 2] + Rj[a, 1] * I[1, 2] + Rj[a, 2] * I[2, 2]
-            for b in range(a, 3):
-                v = x0 * Rj[b, 0] + x1 * Rj[b, 1] + x2 * Rj[b, 2]
-                Iw[j, a, b] = v
-                Iw[j, b, a] = v
-
-
+def _link_world(R, p, com, Iloc, c, Iw):
+    """Centroids c (M, 3) and world inertias Iw (M, 3, 3) of the links."""
+    for j in range(R.shape[0]):
+        cj, Ij = link_world((com[j, 0], com[j, 1], com[j, 2]), _inertia_tuple(Iloc[j]),
+                            _frame_tuple(R[j], p[j]))
+        c[j, 0], c[j, 1], c[j, 2] = cj
+        Iw[j, 0, 0], Iw[j, 0, 1], Iw[j, 0, 2] = Ij[0], Ij[1], Ij[2]
+        Iw[j, 1, 0], Iw[j, 1, 1], Iw[j, 1, 2] = Ij[1], Ij[3], Ij[4]
+        Iw[j, 2, 0], Iw[j, 2, 1], Iw[j, 2, 2] = Ij[2], Ij[4], Ij[5]
 
 
 @_jit
@@ -391,8 +432,7 @@ def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out):
     bias = np.empty(M)
     _frames(base, isR, O, q, A, t, R, p)
     _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, np.zeros(M), True, W, bias)
-    _centroids(R, p, com, c)
-    _world_inertias(R, Iloc, Iw)
+    _link_world(R, p, com, Iloc, c, Iw)
     _inertia_one(mass, c, Iw, A, t, cols, I)
     for j in range(M):
         bias[j] = tau[j] - bias[j]
@@ -430,8 +470,7 @@ def _inertia(base, isR, O, mass, com, Iloc, q, out):
     cols = np.empty((M, 6))
     for n in range(N):
         _frames(base, isR, O, q[n], A, t, R, p)
-        _centroids(R, p, com, c)
-        _world_inertias(R, Iloc, Iw)
+        _link_world(R, p, com, Iloc, c, Iw)
         _inertia_one(mass, c, Iw, A, t, cols, out[n])
 
 
@@ -439,31 +478,14 @@ def _inertia(base, isR, O, mass, com, Iloc, q, out):
 def _inertia_one(mass, c, Iw, A, t, cols, out):
     """I* of one configuration from composite inertias about the world origin."""
     M = mass.shape[0]
-    S0 = S1x = S1y = S1z = 0.0
-    J00 = J01 = J02 = J11 = J12 = J22 = 0.0
+    S = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for j in range(M - 1, -1, -1):
-        m = mass[j]
-        cx, cy, cz = c[j, 0], c[j, 1], c[j, 2]
-        cc = cx * cx + cy * cy + cz * cz
-        J00 += Iw[j, 0, 0] + m * (cc - cx * cx)
-        J01 += Iw[j, 0, 1] - m * cx * cy
-        J02 += Iw[j, 0, 2] - m * cx * cz
-        J11 += Iw[j, 1, 1] + m * (cc - cy * cy)
-        J12 += Iw[j, 1, 2] - m * cy * cz
-        J22 += Iw[j, 2, 2] + m * (cc - cz * cz)
-        S0 += m
-        S1x += m * cx
-        S1y += m * cy
-        S1z += m * cz
-        ax, ay, az = A[j, 0], A[j, 1], A[j, 2]
-        tx, ty, tz = t[j, 0], t[j, 1], t[j, 2]
-        # composite momentum of a unit rate of joint j
-        cols[j, 0] = S0 * tx - (S1y * az - S1z * ay)
-        cols[j, 1] = S0 * ty - (S1z * ax - S1x * az)
-        cols[j, 2] = S0 * tz - (S1x * ay - S1y * ax)
-        cols[j, 3] = J00 * ax + J01 * ay + J02 * az + S1y * tz - S1z * ty
-        cols[j, 4] = J01 * ax + J11 * ay + J12 * az + S1z * tx - S1x * tz
-        cols[j, 5] = J02 * ax + J12 * ay + J22 * az + S1x * ty - S1y * tx
+        S, col = composite_step(mass[j], (c[j, 0], c[j, 1], c[j, 2]),
+                                (Iw[j, 0, 0], Iw[j, 0, 1], Iw[j, 0, 2], Iw[j, 1, 1], Iw[j, 1, 2],
+                                 Iw[j, 2, 2]),
+                                (A[j, 0], A[j, 1], A[j, 2]), (t[j, 0], t[j, 1], t[j, 2]), S)
+        for i in range(6):
+            cols[j, i] = col[i]
     for n in range(M):
         for k in range(n + 1):
             x = (A[k, 0] * cols[n, 3] + A[k, 1] * cols[n, 4] + A[k, 2] * cols[n, 5]
@@ -554,8 +576,7 @@ def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out)
     C = np.empty((M, M, 3))
     for n in range(N):
         _frames(base, isR, O, q[n], A, t, R, p)
-        _centroids(R, p, com, c)
-        _world_inertias(R, Iloc, Iw)
+        _link_world(R, p, com, Iloc, c, Iw)
         if with_inertia:
             _inertia_one(mass, c, Iw, A, t, cols, I_out[n])
         _power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, P_out[n])
@@ -609,8 +630,7 @@ def _inertia1(base, isR, O, mass, com, Iloc, q, out):
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     _frames(base, isR, O, q, A, t, R, p)
-    _centroids(R, p, com, c)
-    _world_inertias(R, Iloc, Iw)
+    _link_world(R, p, com, Iloc, c, Iw)
     _inertia_one(mass, c, Iw, A, t, np.empty((M, 6)), out)
     return True
 
@@ -963,7 +983,8 @@ def forward_dynamics_one(d, q, qd, tau, out) -> bool:
 _plain_ns = dict(globals())
 plain = types.SimpleNamespace()
 """The shared helpers (:func:`frame_step`, :func:`screw_step`, :func:`link_wrench`,
-:func:`cholesky_solve`, :func:`spd_pivot_ok`) as plain Python, for kic._scalar."""
+:func:`link_world`, :func:`composite_step`, :func:`cholesky_solve`, :func:`spd_pivot_ok`)
+as plain Python, for kic._scalar."""
 for _name in _SHARED:
     _f = _plain_ns[_name]
     _plain_ns[_name] = types.FunctionType(_f.__code__, _plain_ns, _name, _f.__defaults__)

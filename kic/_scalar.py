@@ -35,6 +35,8 @@ __all__ = []
 frame_step = plain.frame_step
 screw_step = plain.screw_step
 link_wrench = plain.link_wrench
+link_world = plain.link_world
+composite_step = plain.composite_step
 cholesky_solve = plain.cholesky_solve
 spd_pivot_ok = plain.spd_pivot_ok
 
@@ -83,41 +85,13 @@ def _loads(d, frames, qd, qdd, gravity=True):
 def _inertia_floats(d, frames):
     """I* (list of M lists) of one configuration by composite inertias."""
     M = len(frames)
-    S0 = S1x = S1y = S1z = 0.0
-    J00 = J01 = J02 = J11 = J12 = J22 = 0.0
+    S = (0.0,) * 10
     cols = [None] * M
     for j in range(M - 1, -1, -1):
-        T, (ax, ay, az), (tx, ty, tz) = frames[j]
-        m, (cx0, cy0, cz0), (I00, I01, I02, I11, I12, I22) = d.links_t[j]
-        R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
-        cx = R00 * cx0 + R01 * cy0 + R02 * cz0 + px
-        cy = R10 * cx0 + R11 * cy0 + R12 * cz0 + py
-        cz = R20 * cx0 + R21 * cy0 + R22 * cz0 + pz
-        # A = R I (rows), world inertia = A R^T
-        a00 = R00 * I00 + R01 * I01 + R02 * I02
-        a01 = R00 * I01 + R01 * I11 + R02 * I12
-        a02 = R00 * I02 + R01 * I12 + R02 * I22
-        a10 = R10 * I00 + R11 * I01 + R12 * I02
-        a11 = R10 * I01 + R11 * I11 + R12 * I12
-        a12 = R10 * I02 + R11 * I12 + R12 * I22
-        a20 = R20 * I00 + R21 * I01 + R22 * I02
-        a21 = R20 * I01 + R21 * I11 + R22 * I12
-        a22 = R20 * I02 + R21 * I12 + R22 * I22
-        cc = cx * cx + cy * cy + cz * cz
-        J00 += a00 * R00 + a01 * R01 + a02 * R02 + m * (cc - cx * cx)
-        J01 += a00 * R10 + a01 * R11 + a02 * R12 - m * cx * cy
-        J02 += a00 * R20 + a01 * R21 + a02 * R22 - m * cx * cz
-        J11 += a10 * R10 + a11 * R11 + a12 * R12 + m * (cc - cy * cy)
-        J12 += a10 * R20 + a11 * R21 + a12 * R22 - m * cy * cz
-        J22 += a20 * R20 + a21 * R21 + a22 * R22 + m * (cc - cz * cz)
-        S0 += m
-        S1x += m * cx; S1y += m * cy; S1z += m * cz      # noqa: E702
-        # composite momentum of a unit rate of joint j: f = S0 t - S1 x a, n = J a + S1 x t
-        cols[j] = (S0 * tx - (S1y * az - S1z * ay), S0 * ty - (S1z * ax - S1x * az),
-                   S0 * tz - (S1x * ay - S1y * ax),
-                   J00 * ax + J01 * ay + J02 * az + S1y * tz - S1z * ty,
-                   J01 * ax + J11 * ay + J12 * az + S1z * tx - S1x * tz,
-                   J02 * ax + J12 * ay + J22 * az + S1x * ty - S1y * tx)
+        T, a, t = frames[j]
+        m, com, I = d.links_t[j]
+        c, Iw = link_world(com, I, T)
+        S, cols[j] = composite_step(m, c, Iw, a, t, S)
     out = [[0.0] * M for _ in range(M)]
     for n in range(M):
         fx, fy, fz, nx, ny, nz = cols[n]
