@@ -1,0 +1,1133 @@
+"""Compiled kernels for closed mechanisms, one pose per loop iteration (internal).
+
+A :class:`kic.closed_plan.ClosedPlan` (plain arrays) describes the spanning tree
+of every joint phi, the closures ``c(phi) = 0`` and the independent blocks of
+dependent joints.  For each pose of a batch the kernels here, compiled by numba,
+
+1. assemble: Newton on the dependent joints of every block (steps limited to 0.5
+   in max-norm, as :mod:`kic.closure`), converged when every reduced position
+   row ``|r| < tol * L_char`` and every orientation row ``|r| < tol``;
+2. form the transfer ``G^phi_q`` (rows q_idx the identity, rows of block b
+   ``-A_b^-1 B_b``), with each block's dimensionless 2-norm condition number
+   and the sign of ``det A_b`` (the assembly mode);
+3. phi' = G q', phi'' = G q'' - A^-1 b (b the closure's velocity-product
+   accelerations at phi'' = 0), block by block;
+4. run one recursive Newton-Euler pass over the tree (world-frame screws, each
+   joint once; gravity as a base acceleration -g): ``T_q = G^T T_phi``;
+5. forward dynamics: ``I*_q = sum_bodies J_q^T I J_q`` (J_q the body's screw
+   Jacobian in q, the prefix sum of ``S_j G_j``), the bias ``G^T T_phi`` at
+   q'' = 0 and q'' by Cholesky;
+6. actuator loads: ``(G^a)^T tau_a = T_q`` (Na = M) or its least-norm solution
+   ``tau_a = G^a (G^a^T G^a)^-1 T_q`` (Na > M).
+
+The physics is kic's transfer (method.md); only the evaluation differs: the
+tree instead of overlapping chains, compiled loops instead of array passes.
+
+Failures are data, per pose: ``status`` 0 ok, 1 not assembled (Newton did not
+converge), 2 singular closure block (a zero pivot on the way, or the condition
+number of a block at the solution >= ``max_condition``), 3 singular I* or
+actuation, 4 assembled in another assembly mode than the one asked for (the
+codes of :class:`kic.Status`).  Outputs of a failed pose are NaN (phi stays
+finite for status 2, 3, 4).
+
+numba is imported on first use (:func:`load`); without it this module imports
+and :data:`available` is False, so that callers can keep the numpy path.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+__all__ = ["available", "load", "assemble", "inverse_dynamics", "forward_dynamics",
+           "actuator_loads", "rates", "transfer", "inertia", "OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK",
+           "SINGULAR_DYNAMICS", "OTHER_MODE"]
+
+# the codes of kic.Status
+OK, NOT_ASSEMBLED, SINGULAR_BLOCK, SINGULAR_DYNAMICS, OTHER_MODE = 0, 1, 2, 3, 4
+
+available = importlib.util.find_spec("numba") is not None
+"""numba is installed (imported, and the kernels compiled, on first use)."""
+
+_JITTED: list[str] = []
+_loaded = False
+
+
+def _jit(fn):
+    """Mark ``fn`` for compilation by :func:`load` (numba is imported lazily)."""
+    _JITTED.append(fn.__name__)
+    return fn
+
+
+def load() -> bool:
+    """Import numba and compile (or load from cache) the kernels; False if numba
+    cannot be imported."""
+    global _loaded, available
+    if _loaded:
+        return True
+    try:
+        import numba
+    except ImportError:
+        available = False
+        return False
+    g = globals()
+    for name in _JITTED:
+        g[name] = numba.njit(cache=True, nogil=True, error_model="numpy")(g[name])
+    _loaded = True
+    return True
+
+
+def _require() -> None:
+    if not (available and load()):
+        raise ImportError("kic's compiled closed-mechanism kernels need numba "
+                          "(pip install 'kic[fast]'); use the numpy ClosedModel instead")
+
+
+# --------------------------------------------------------------------------
+# one pose: small helpers
+# --------------------------------------------------------------------------
+@_jit
+def _frames(parent, order, isR, axis, origin, offset, phi, F, S):
+    """Body frames F (N, 4, 4) and world screws S (N, 6) = [omega; v at the origin]."""
+    J = np.empty((3, 4))
+    Rm = np.empty((3, 3))
+    for jj in range(order.shape[0]):
+        j = order[jj]
+        pj = parent[j]
+        O = origin[j]
+        # J = F_parent @ origin (rows 0..2)
+        if pj < 0:
+            for i in range(3):
+                for c in range(4):
+                    J[i, c] = O[i, c]
+        else:
+            P = F[pj]
+            for i in range(3):
+                for c in range(4):
+                    J[i, c] = P[i, 0] * O[0, c] + P[i, 1] * O[1, c] + P[i, 2] * O[2, c]
+                J[i, 3] += P[i, 3]
+        a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
+        s0 = J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2
+        s1 = J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2
+        s2 = J[2, 0] * a0 + J[2, 1] * a1 + J[2, 2] * a2
+        o0, o1, o2 = J[0, 3], J[1, 3], J[2, 3]
+        x = phi[j]
+        if isR[j]:
+            c = np.cos(x)
+            s = np.sin(x)
+            t = 1.0 - c
+            # Rodrigues: c I + s [a]x + (1 - c) a a^T
+            Rm[0, 0] = c + t * a0 * a0
+            Rm[0, 1] = t * a0 * a1 - s * a2
+            Rm[0, 2] = t * a0 * a2 + s * a1
+            Rm[1, 0] = t * a1 * a0 + s * a2
+            Rm[1, 1] = c + t * a1 * a1
+            Rm[1, 2] = t * a1 * a2 - s * a0
+            Rm[2, 0] = t * a2 * a0 - s * a1
+            Rm[2, 1] = t * a2 * a1 + s * a0
+            Rm[2, 2] = c + t * a2 * a2
+            for i in range(3):
+                b0 = J[i, 0] * Rm[0, 0] + J[i, 1] * Rm[1, 0] + J[i, 2] * Rm[2, 0]
+                b1 = J[i, 0] * Rm[0, 1] + J[i, 1] * Rm[1, 1] + J[i, 2] * Rm[2, 1]
+                b2 = J[i, 0] * Rm[0, 2] + J[i, 1] * Rm[1, 2] + J[i, 2] * Rm[2, 2]
+                J[i, 0] = b0
+                J[i, 1] = b1
+                J[i, 2] = b2
+            S[j, 0] = s0
+            S[j, 1] = s1
+            S[j, 2] = s2
+            # the velocity of the body point at the world origin: omega x (0 - o) = o x s
+            S[j, 3] = o1 * s2 - o2 * s1
+            S[j, 4] = o2 * s0 - o0 * s2
+            S[j, 5] = o0 * s1 - o1 * s0
+        else:
+            J[0, 3] += x * s0
+            J[1, 3] += x * s1
+            J[2, 3] += x * s2
+            S[j, 0] = 0.0
+            S[j, 1] = 0.0
+            S[j, 2] = 0.0
+            S[j, 3] = s0
+            S[j, 4] = s1
+            S[j, 5] = s2
+        Of = offset[j]
+        Fj = F[j]
+        for i in range(3):
+            for c in range(4):
+                Fj[i, c] = J[i, 0] * Of[0, c] + J[i, 1] * Of[1, c] + J[i, 2] * Of[2, c]
+            Fj[i, 3] += J[i, 3]
+        Fj[3, 0] = 0.0
+        Fj[3, 1] = 0.0
+        Fj[3, 2] = 0.0
+        Fj[3, 3] = 1.0
+
+
+@_jit
+def _side_frames(body_a, T_a, body_b, T_b, F, X):
+    """Frames X (L, 2, 4, 4) of the two sides of every loop (side B on the ground: T_b)."""
+    L = body_a.shape[0]
+    for l in range(L):
+        for side in range(2):
+            b = body_a[l] if side == 0 else body_b[l]
+            T = T_a[l] if side == 0 else T_b[l]
+            Xs = X[l, side]
+            if b < 0:
+                for i in range(4):
+                    for c in range(4):
+                        Xs[i, c] = T[i, c]
+            else:
+                Fb = F[b]
+                for i in range(3):
+                    for c in range(4):
+                        Xs[i, c] = Fb[i, 0] * T[0, c] + Fb[i, 1] * T[1, c] + Fb[i, 2] * T[2, c]
+                    Xs[i, 3] += Fb[i, 3]
+                Xs[3, 0] = 0.0
+                Xs[3, 1] = 0.0
+                Xs[3, 2] = 0.0
+                Xs[3, 3] = 1.0
+
+
+@_jit
+def _residual(loop_k, loop_r, loop_row, U, X, r):
+    """Reduced closure residuals r (R,): U^T [vex(R_A R_B^T); p_A - p_B] or U^T (p_A - p_B)."""
+    raw = np.empty(6)
+    e = np.empty((3, 3))
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        A = X[l, 0]
+        B = X[l, 1]
+        if k == 6:
+            # E = R_A R_B^T; vex of its skew part
+            for i in range(3):
+                for c in range(3):
+                    e[i, c] = A[i, 0] * B[c, 0] + A[i, 1] * B[c, 1] + A[i, 2] * B[c, 2]
+            raw[0] = 0.5 * (e[2, 1] - e[1, 2])
+            raw[1] = 0.5 * (e[0, 2] - e[2, 0])
+            raw[2] = 0.5 * (e[1, 0] - e[0, 1])
+            for i in range(3):
+                raw[3 + i] = A[i, 3] - B[i, 3]
+        else:
+            for i in range(3):
+                raw[i] = A[i, 3] - B[i, 3]
+        row = loop_row[l]
+        for c in range(loop_r[l]):
+            acc = 0.0
+            for i in range(k):
+                acc += U[l, i, c] * raw[i]
+            r[row + c] = acc
+
+
+@_jit
+def _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr):
+    """Reduced closure Jacobian Jr (R, N): U^T [s; s x (x - o)] (R) or U^T [0; s] (P)
+    summed over the joints from each side's body to the ground, side B subtracted."""
+    Jr[:, :] = 0.0
+    raw = np.empty(6)
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        row = loop_row[l]
+        for side in range(2):
+            j = body_a[l] if side == 0 else body_b[l]
+            sign = 1.0 if side == 0 else -1.0
+            x0, x1, x2 = X[l, side, 0, 3], X[l, side, 1, 3], X[l, side, 2, 3]
+            while j >= 0:
+                w0, w1, w2 = S[j, 0], S[j, 1], S[j, 2]
+                # velocity of the side's point: v_O + omega x x
+                v0 = S[j, 3] + w1 * x2 - w2 * x1
+                v1 = S[j, 4] + w2 * x0 - w0 * x2
+                v2 = S[j, 5] + w0 * x1 - w1 * x0
+                if k == 6:
+                    raw[0], raw[1], raw[2], raw[3], raw[4], raw[5] = w0, w1, w2, v0, v1, v2
+                else:
+                    raw[0], raw[1], raw[2] = v0, v1, v2
+                for c in range(loop_r[l]):
+                    acc = 0.0
+                    for i in range(k):
+                        acc += U[l, i, c] * raw[i]
+                    Jr[row + c, j] += sign * acc
+                j = parent[j]
+
+
+@_jit
+def _lu(A, n, piv):
+    """In-place LU with partial pivoting of A[:n, :n]; returns the sign of det A
+    (0.0 when a pivot is zero or not finite)."""
+    sgn = 1.0
+    for k in range(n):
+        p = k
+        big = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                big = abs(A[i, k])
+                p = i
+        piv[k] = p
+        if not (big > 0.0) or not np.isfinite(big):
+            return 0.0
+        if p != k:
+            sgn = -sgn
+            for c in range(n):
+                t = A[k, c]
+                A[k, c] = A[p, c]
+                A[p, c] = t
+        if A[k, k] < 0.0:
+            sgn = -sgn
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, n):
+            A[i, k] *= inv
+            f = A[i, k]
+            if f != 0.0:
+                for c in range(k + 1, n):
+                    A[i, c] -= f * A[k, c]
+    return sgn
+
+
+@_jit
+def _lu_solve(A, n, piv, b):
+    """Solve in place with the factors of :func:`_lu` (b of length >= n)."""
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            t = b[k]
+            b[k] = b[p]
+            b[p] = t
+    for i in range(n):
+        acc = b[i]
+        for c in range(i):
+            acc -= A[i, c] * b[c]
+        b[i] = acc
+    for i in range(n - 1, -1, -1):
+        acc = b[i]
+        for c in range(i + 1, n):
+            acc -= A[i, c] * b[c]
+        b[i] = acc / A[i, i]
+
+
+@_jit
+def _condition(A, work):
+    """2-norm condition number of A (m, n), m >= n, from its singular values by
+    one-sided Jacobi rotations (high relative accuracy, no LAPACK call; only the
+    values are used, never the vectors).  ``work`` (m, n) is overwritten.
+    inf if singular or not finite."""
+    m, n = A.shape
+    for i in range(m):
+        for c in range(n):
+            work[i, c] = A[i, c]
+    for sweep in range(60):
+        rotated = False
+        for p in range(n - 1):
+            for r in range(p + 1, n):
+                alpha = 0.0
+                beta = 0.0
+                gamma = 0.0
+                for i in range(m):
+                    alpha += work[i, p] * work[i, p]
+                    beta += work[i, r] * work[i, r]
+                    gamma += work[i, p] * work[i, r]
+                if not (abs(gamma) > 1e-15 * np.sqrt(alpha * beta)):
+                    continue
+                rotated = True
+                zeta = (beta - alpha) / (2.0 * gamma)
+                t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+                cs = 1.0 / np.sqrt(1.0 + t * t)
+                sn = cs * t
+                for i in range(m):
+                    x = work[i, p]
+                    y = work[i, r]
+                    work[i, p] = cs * x - sn * y
+                    work[i, r] = sn * x + cs * y
+        if not rotated:
+            break
+    smax = 0.0
+    smin = np.inf
+    for c in range(n):
+        acc = 0.0
+        for i in range(m):
+            acc += work[i, c] * work[i, c]
+        sv = np.sqrt(acc)
+        if not np.isfinite(sv):
+            return np.inf
+        smax = max(smax, sv)
+        smin = min(smin, sv)
+    if not (smin > 0.0):
+        return np.inf
+    return smax / smin
+
+
+@_jit
+def _work(N, M, R, L, B, nb):
+    """Per-call work buffers (reused by every pose of the batch)."""
+    return (np.empty((N, 4, 4)), np.empty((N, 6)), np.empty((L, 2, 4, 4)), np.empty(R),
+            np.zeros((R, N)), np.empty((B, nb, nb)), np.zeros((B, nb), np.int64),
+            np.empty((N, M)), np.empty(N), np.empty(N), np.empty((N, 6)), np.empty((N, 6)),
+            np.empty((N, 6)), np.empty(N), np.empty(R), np.empty((nb, nb)), np.empty((nb, nb)),
+            np.empty(3), np.empty((3, 3)), np.empty((3, 3)))
+
+
+# --------------------------------------------------------------------------
+# one pose: the stages
+# --------------------------------------------------------------------------
+@_jit
+def _assemble_pose(P, W, phi):
+    """Newton on the dependent joints from phi (q already in place); leaves the
+    frames, screws, side frames and closure Jacobian of the final phi in W.
+    Returns (status, dimensionless worst residual)."""
+    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
+     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
+     block_loops, q_idx, scal, max_iter) = P
+    F, S, X, r, Jr, LU, piv = W[0], W[1], W[2], W[3], W[4], W[5], W[6]
+    Ab = W[15]
+    step = W[14]
+    Lc, tol = scal[0], scal[1]
+    nB = block_row.shape[0] - 1
+    R = dep.shape[0]
+    worst = 0.0
+    for it in range(max_iter + 1):
+        _frames(parent, order, isR, axis, origin, offset, phi, F, S)
+        _side_frames(body_a, T_a, body_b, T_b, F, X)
+        _residual(loop_k, loop_r, loop_row, U, X, r)
+        worst = 0.0
+        for i in range(R):
+            e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
+            if not (e <= worst):          # NaN propagates as the worst
+                worst = e
+        if worst < tol:
+            _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+            return 0, worst
+        if it == max_iter or not np.isfinite(worst):
+            return 1, worst
+        _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+        for b in range(nB):
+            r0, r1 = block_row[b], block_row[b + 1]
+            nb = r1 - r0
+            bw = 0.0
+            for i in range(r0, r1):
+                e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
+                bw = max(bw, e)
+            if bw < tol:
+                continue
+            for i in range(nb):
+                for c in range(nb):
+                    Ab[i, c] = Jr[r0 + i, dep[r0 + c]]
+                step[i] = -r[r0 + i]
+            if _lu(Ab, nb, piv[b]) == 0.0:
+                return 2, worst
+            _lu_solve(Ab, nb, piv[b], step)
+            lim = 0.0
+            for i in range(nb):
+                lim = max(lim, abs(step[i]))
+            f = 1.0 if lim <= 0.5 else 0.5 / lim
+            for i in range(nb):
+                phi[dep[r0 + i]] += f * step[i]
+    return 1, worst
+
+
+@_jit
+def _transfer_pose(P, W, cond, dsign):
+    """G^phi_q (W[7]) from the closure Jacobian in W; the blocks' LU factors stay in
+    W for the acceleration closure.  Fills cond and dsign (B,); returns status."""
+    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
+     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
+     block_loops, q_idx, scal, max_iter) = P
+    Jr, LU, piv, G, col = W[4], W[5], W[6], W[7], W[14]
+    Lc, maxc = scal[0], scal[2]
+    N, M = G.shape
+    nB = block_row.shape[0] - 1
+    G[:, :] = 0.0
+    for m in range(M):
+        G[q_idx[m], m] = 1.0
+    status = 0
+    for b in range(nB):
+        r0, r1 = block_row[b], block_row[b + 1]
+        nb = r1 - r0
+        As = W[15][:nb, :nb]
+        A = LU[b]
+        for i in range(nb):
+            for c in range(nb):
+                a = Jr[r0 + i, dep[r0 + c]]
+                A[i, c] = a
+                # dimensionless: position rows / L, prismatic columns * L
+                if not row_is_rot[r0 + i]:
+                    a /= Lc
+                if not isR[dep[r0 + c]]:
+                    a *= Lc
+                As[i, c] = a
+        cond[b] = _condition(As, W[16][:nb, :nb])
+        dsign[b] = _lu(A, nb, piv[b])
+        if dsign[b] == 0.0 or not (cond[b] < maxc):
+            status = 2
+            continue
+        for m in range(M):
+            for i in range(nb):
+                col[i] = -Jr[r0 + i, q_idx[m]]
+            _lu_solve(A, nb, piv[b], col)
+            for i in range(nb):
+                G[dep[r0 + i], m] = col[i]
+    return status
+
+
+@_jit
+def _rates(P, W, qd, qdd):
+    """phi' = G q' (W[8]) and phi'' = G q'' - A^-1 b (W[9]); screw velocities V (W[10])
+    and the velocity-product accelerations Av (W[11], at phi'' = 0, no gravity)."""
+    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
+     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
+     block_loops, q_idx, scal, max_iter) = P
+    S, X, r, LU, piv, G = W[1], W[2], W[3], W[5], W[6], W[7]
+    phid, phidd, V, Av, col = W[8], W[9], W[10], W[11], W[14]
+    N, M = G.shape
+    for j in range(N):
+        a = 0.0
+        b = 0.0
+        for m in range(M):
+            a += G[j, m] * qd[m]
+            b += G[j, m] * qdd[m]
+        phid[j] = a
+        phidd[j] = b
+    for jj in range(N):
+        j = order[jj]
+        p = parent[j]
+        u = phid[j]
+        for i in range(6):
+            V[j, i] = (V[p, i] if p >= 0 else 0.0) + S[j, i] * u
+        # (V_parent x S_j) u: the motion cross product [w x w2; w x v2 + v x w2]
+        if p >= 0:
+            w0, w1, w2 = V[p, 0], V[p, 1], V[p, 2]
+            v0, v1, v2 = V[p, 3], V[p, 4], V[p, 5]
+        else:
+            w0 = w1 = w2 = v0 = v1 = v2 = 0.0
+        s0, s1, s2, t0, t1, t2 = S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5]
+        c0 = (w1 * s2 - w2 * s1) * u
+        c1 = (w2 * s0 - w0 * s2) * u
+        c2 = (w0 * s1 - w1 * s0) * u
+        c3 = (w1 * t2 - w2 * t1 + v1 * s2 - v2 * s1) * u
+        c4 = (w2 * t0 - w0 * t2 + v2 * s0 - v0 * s2) * u
+        c5 = (w0 * t1 - w1 * t0 + v0 * s1 - v1 * s0) * u
+        if p >= 0:
+            c0 += Av[p, 0]
+            c1 += Av[p, 1]
+            c2 += Av[p, 2]
+            c3 += Av[p, 3]
+            c4 += Av[p, 4]
+            c5 += Av[p, 5]
+        Av[j, 0], Av[j, 1], Av[j, 2], Av[j, 3], Av[j, 4], Av[j, 5] = c0, c1, c2, c3, c4, c5
+    # closure velocity-product accelerations, reduced: r <- b
+    raw = np.empty(6)
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        for i in range(6):
+            raw[i] = 0.0
+        for side in range(2):
+            j = body_a[l] if side == 0 else body_b[l]
+            if j < 0:
+                continue
+            sign = 1.0 if side == 0 else -1.0
+            x0, x1, x2 = X[l, side, 0, 3], X[l, side, 1, 3], X[l, side, 2, 3]
+            w0, w1, w2, v0, v1, v2 = V[j, 0], V[j, 1], V[j, 2], V[j, 3], V[j, 4], V[j, 5]
+            a0, a1, a2, b0, b1, b2 = Av[j, 0], Av[j, 1], Av[j, 2], Av[j, 3], Av[j, 4], Av[j, 5]
+            u0 = v0 + w1 * x2 - w2 * x1           # the point's velocity
+            u1 = v1 + w2 * x0 - w0 * x2
+            u2 = v2 + w0 * x1 - w1 * x0
+            p0 = b0 + a1 * x2 - a2 * x1 + w1 * u2 - w2 * u1
+            p1 = b1 + a2 * x0 - a0 * x2 + w2 * u0 - w0 * u2
+            p2 = b2 + a0 * x1 - a1 * x0 + w0 * u1 - w1 * u0
+            if k == 6:
+                raw[0] += sign * a0
+                raw[1] += sign * a1
+                raw[2] += sign * a2
+                raw[3] += sign * p0
+                raw[4] += sign * p1
+                raw[5] += sign * p2
+            else:
+                raw[0] += sign * p0
+                raw[1] += sign * p1
+                raw[2] += sign * p2
+        row = loop_row[l]
+        for c in range(loop_r[l]):
+            acc = 0.0
+            for i in range(k):
+                acc += U[l, i, c] * raw[i]
+            r[row + c] = acc
+    nB = block_row.shape[0] - 1
+    for b in range(nB):
+        r0, r1 = block_row[b], block_row[b + 1]
+        nb = r1 - r0
+        for i in range(nb):
+            col[i] = r[r0 + i]
+        _lu_solve(LU[b], nb, piv[b], col)
+        for i in range(nb):
+            phidd[dep[r0 + i]] -= col[i]
+
+
+@_jit
+def _rnea(P, W, with_gravity):
+    """Joint loads T_phi (W[13]) of the tree at (phi, phi', phi'') by recursive
+    Newton-Euler in world screws; uses V (W[10]) and Av (W[11]) from _rates."""
+    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
+     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
+     block_loops, q_idx, scal, max_iter) = P
+    F, S, phidd, V, Av, fo, tau = W[0], W[1], W[9], W[10], W[11], W[12], W[13]
+    c, Iw, RI = W[17], W[18], W[19]
+    N = S.shape[0]
+    A = np.empty(6)
+    for jj in range(N):
+        j = order[jj]
+        for i in range(6):
+            fo[j, i] = 0.0
+        m = mass[j]
+        if m <= 0.0:
+            continue
+        # body acceleration: the velocity products (Av) plus the joint accelerations
+        # of the path, plus the base acceleration -g
+        for i in range(6):
+            A[i] = Av[j, i]
+        k = j
+        while k >= 0:
+            u = phidd[k]
+            for i in range(6):
+                A[i] += S[k, i] * u
+            k = parent[k]
+        if with_gravity:
+            A[3] -= gravity[0]
+            A[4] -= gravity[1]
+            A[5] -= gravity[2]
+        Fj = F[j]
+        for i in range(3):
+            c[i] = Fj[i, 0] * com[j, 0] + Fj[i, 1] * com[j, 1] + Fj[i, 2] * com[j, 2] + Fj[i, 3]
+        # R I R^T
+        for i in range(3):
+            for q in range(3):
+                RI[i, q] = Fj[i, 0] * inertia[j, 0, q] + Fj[i, 1] * inertia[j, 1, q] \
+                    + Fj[i, 2] * inertia[j, 2, q]
+        for i in range(3):
+            for q in range(3):
+                Iw[i, q] = RI[i, 0] * Fj[q, 0] + RI[i, 1] * Fj[q, 1] + RI[i, 2] * Fj[q, 2]
+        w0, w1, w2, v0, v1, v2 = V[j, 0], V[j, 1], V[j, 2], V[j, 3], V[j, 4], V[j, 5]
+        vc0 = v0 + w1 * c[2] - w2 * c[1]
+        vc1 = v1 + w2 * c[0] - w0 * c[2]
+        vc2 = v2 + w0 * c[1] - w1 * c[0]
+        ac0 = A[3] + A[1] * c[2] - A[2] * c[1] + w1 * vc2 - w2 * vc1
+        ac1 = A[4] + A[2] * c[0] - A[0] * c[2] + w2 * vc0 - w0 * vc2
+        ac2 = A[5] + A[0] * c[1] - A[1] * c[0] + w0 * vc1 - w1 * vc0
+        f0, f1, f2 = m * ac0, m * ac1, m * ac2
+        h0 = Iw[0, 0] * w0 + Iw[0, 1] * w1 + Iw[0, 2] * w2
+        h1 = Iw[1, 0] * w0 + Iw[1, 1] * w1 + Iw[1, 2] * w2
+        h2 = Iw[2, 0] * w0 + Iw[2, 1] * w1 + Iw[2, 2] * w2
+        # moment about the world origin: Iw a + w x Iw w + c x f
+        fo[j, 0] = Iw[0, 0] * A[0] + Iw[0, 1] * A[1] + Iw[0, 2] * A[2] + w1 * h2 - w2 * h1 \
+            + c[1] * f2 - c[2] * f1
+        fo[j, 1] = Iw[1, 0] * A[0] + Iw[1, 1] * A[1] + Iw[1, 2] * A[2] + w2 * h0 - w0 * h2 \
+            + c[2] * f0 - c[0] * f2
+        fo[j, 2] = Iw[2, 0] * A[0] + Iw[2, 1] * A[1] + Iw[2, 2] * A[2] + w0 * h1 - w1 * h0 \
+            + c[0] * f1 - c[1] * f0
+        fo[j, 3], fo[j, 4], fo[j, 5] = f0, f1, f2
+    # backward: each joint transmits the wrench of its subtree
+    for jj in range(N - 1, -1, -1):
+        j = order[jj]
+        t = 0.0
+        for i in range(6):
+            t += S[j, i] * fo[j, i]
+        tau[j] = t
+        p = parent[j]
+        if p >= 0:
+            for i in range(6):
+                fo[p, i] += fo[j, i]
+
+
+@_jit
+def _project(G, tau, out):
+    """out = G^T tau."""
+    N, M = G.shape
+    for m in range(M):
+        acc = 0.0
+        for j in range(N):
+            acc += G[j, m] * tau[j]
+        out[m] = acc
+
+
+@_jit
+def _inertia_pose(P, W, I):
+    """I*_q = sum over massive bodies of J_q^T I J_q (J_q = prefix sums of S_j G_j)."""
+    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
+     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
+     block_loops, q_idx, scal, max_iter) = P
+    F, S, G = W[0], W[1], W[7]
+    N, M = G.shape
+    I[:, :] = 0.0
+    Jw = np.empty((3, M))
+    Jv = np.empty((3, M))
+    Iw = np.empty((3, 3))
+    RI = np.empty((3, 3))
+    H = np.empty((3, M))
+    c = np.empty(3)
+    for j in range(N):
+        m = mass[j]
+        if m <= 0.0:
+            continue
+        Jw[:, :] = 0.0
+        Jv[:, :] = 0.0
+        k = j
+        while k >= 0:
+            for a in range(M):
+                g = G[k, a]
+                if g != 0.0:
+                    for i in range(3):
+                        Jw[i, a] += S[k, i] * g
+                        Jv[i, a] += S[k, 3 + i] * g
+            k = parent[k]
+        Fj = F[j]
+        for i in range(3):
+            c[i] = Fj[i, 0] * com[j, 0] + Fj[i, 1] * com[j, 1] + Fj[i, 2] * com[j, 2] + Fj[i, 3]
+        for i in range(3):
+            for q in range(3):
+                RI[i, q] = Fj[i, 0] * inertia[j, 0, q] + Fj[i, 1] * inertia[j, 1, q] \
+                    + Fj[i, 2] * inertia[j, 2, q]
+        for i in range(3):
+            for q in range(3):
+                Iw[i, q] = RI[i, 0] * Fj[q, 0] + RI[i, 1] * Fj[q, 1] + RI[i, 2] * Fj[q, 2]
+        # centroid velocities per coordinate: v + w x c (overwrite Jv)
+        for a in range(M):
+            w0, w1, w2 = Jw[0, a], Jw[1, a], Jw[2, a]
+            Jv[0, a] += w1 * c[2] - w2 * c[1]
+            Jv[1, a] += w2 * c[0] - w0 * c[2]
+            Jv[2, a] += w0 * c[1] - w1 * c[0]
+            for i in range(3):
+                H[i, a] = Iw[i, 0] * w0 + Iw[i, 1] * w1 + Iw[i, 2] * w2
+        for a in range(M):
+            for b in range(a, M):
+                v = m * (Jv[0, a] * Jv[0, b] + Jv[1, a] * Jv[1, b] + Jv[2, a] * Jv[2, b]) \
+                    + Jw[0, a] * H[0, b] + Jw[1, a] * H[1, b] + Jw[2, a] * H[2, b]
+                I[a, b] += v
+    for a in range(M):
+        for b in range(a):
+            I[a, b] = I[b, a]
+
+
+@_jit
+def _cholesky_solve(A, b, x):
+    """Solve A x = b for SPD A by Cholesky (A overwritten by L).  False when a pivot
+    is <= 1e-12 of its diagonal entry (a relative rule, invariant under any
+    scaling of the coordinates' units)."""
+    n = A.shape[0]
+    for i in range(n):
+        d0 = A[i, i]
+        for k in range(i):
+            s = A[i, k]
+            for c in range(k):
+                s -= A[i, c] * A[k, c]
+            A[i, k] = s / A[k, k]
+        d = d0
+        for c in range(i):
+            d -= A[i, c] * A[i, c]
+        if not (d > 1e-12 * d0) or not np.isfinite(d):
+            return False
+        A[i, i] = np.sqrt(d)
+    for i in range(n):
+        s = b[i]
+        for c in range(i):
+            s -= A[i, c] * x[c]
+        x[i] = s / A[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for c in range(i + 1, n):
+            s -= A[c, i] * x[c]
+        x[i] = s / A[i, i]
+    return True
+
+
+# --------------------------------------------------------------------------
+# batch drivers
+# --------------------------------------------------------------------------
+@_jit
+def _dims(P):
+    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
+     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
+     block_loops, q_idx, scal, max_iter) = P
+    nB = block_row.shape[0] - 1
+    nb = 1
+    for b in range(nB):
+        nb = max(nb, block_row[b + 1] - block_row[b])
+    return parent.shape[0], q_idx.shape[0], dep.shape[0], loop_k.shape[0], nB, nb
+
+
+@_jit
+def _finite(a):
+    for v in a.ravel():
+        if not np.isfinite(v):
+            return False
+    return True
+
+
+@_jit
+def _batch(P, what, n, q, qd, x, act, phi0, path, mode):
+    """All entry points: what = 0 assemble, 1 inverse dynamics (x = q''), 2 forward
+    dynamics (x = tau), 3 actuator loads (x = q''), 4 transfer at given phi0,
+    5 inertia at given phi0.  q, qd, x, phi0 have n rows or one (used for every
+    pose).  ``mode`` (B,) of +1/-1 (0: any), or empty: the assembly mode a pose must
+    be in (else status 4).  Returns (out, phi, status, residual, cond, dsign, act_cond, bad) with
+    out (n, K): K = M, Na, N*M or M*M as the case needs, and ``bad`` 1-4 when q,
+    qd, x or phi0 is not finite (nothing evaluated), else 0."""
+    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
+     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
+     block_loops, q_idx, scal, max_iter) = P
+    N, M, R, L, nB, nb = _dims(P)
+    bad = 0
+    if not _finite(q):
+        bad = 1
+    elif not _finite(qd):
+        bad = 2
+    elif not _finite(x):
+        bad = 3
+    elif not _finite(phi0):
+        bad = 4
+    if bad:
+        n = 0
+    W = _work(N, M, R, L, nB, nb)
+    Na = act.shape[0]
+    K = 0
+    if what == 1 or what == 2:
+        K = M
+    elif what == 3:
+        K = Na
+    elif what == 4:
+        K = N * M
+    elif what == 5:
+        K = M * M
+    elif what == 6:
+        K = 2 * N
+    out = np.full((n, K), np.nan)
+    phi_out = np.empty((n, N))
+    status = np.zeros(n, np.int64)
+    resid = np.zeros(n)
+    cond = np.full((n, nB), np.nan)
+    dsign = np.zeros((n, nB))
+    acond = np.full(n, np.nan)
+    phi = np.empty(N)
+    last = np.empty(N)
+    have_last = False
+    Tq = np.empty(M)
+    zero = np.zeros(M)
+    Im = np.empty((M, M))
+    Ga = np.empty((Na, M))
+    Gs = np.empty((Na, M))
+    tmp = np.empty(max(Na, M))
+    Gw = np.empty((Na, M))
+    sol = np.empty(M)
+    At = np.empty((M, M))
+    pv = np.zeros(M, np.int64)
+    Lc, maxc = scal[0], scal[2]
+    for t in range(n):
+        tq = t if q.shape[0] > 1 else 0
+        tv = t if qd.shape[0] > 1 else 0
+        tx = t if x.shape[0] > 1 else 0
+        if path and have_last:
+            phi[:] = last
+        else:
+            phi[:] = phi0[t if phi0.shape[0] > 1 else 0]
+        if what <= 3 or what == 6:
+            for m in range(M):
+                phi[q_idx[m]] = q[tq, m]
+            st, res = _assemble_pose(P, W, phi)
+        else:
+            # given phi: evaluate there (its residual is reported, not corrected)
+            st = 0
+            res = 0.0
+            _frames(parent, order, isR, axis, origin, offset, phi, W[0], W[1])
+            _side_frames(body_a, T_a, body_b, T_b, W[0], W[2])
+            _residual(loop_k, loop_r, loop_row, U, W[2], W[3])
+            for i in range(R):
+                e = abs(W[3][i]) if row_is_rot[i] else abs(W[3][i]) / Lc
+                res = max(res, e)
+            _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, W[1], W[2], W[4])
+        resid[t] = res
+        if st == 1:
+            status[t] = 1
+            phi_out[t, :] = np.nan
+            continue
+        phi_out[t] = phi
+        st2 = _transfer_pose(P, W, cond[t], dsign[t])
+        if st != 0:
+            # a zero pivot on the way: not assembled (cond, dsign: at the last iterate)
+            status[t] = 2
+            phi_out[t, :] = np.nan
+            continue
+        if st2 != 0:
+            status[t] = 2
+            continue
+        if mode.shape[0]:
+            other = False
+            for b in range(nB):
+                if mode[b] != 0.0 and dsign[t, b] != mode[b]:
+                    other = True
+            if other:
+                status[t] = 4
+                continue
+        # a path continues from poses that are regular and in the mode only
+        last[:] = phi
+        have_last = True
+        if what == 0:
+            continue
+        G = W[7]
+        if what == 4:
+            for j in range(N):
+                for m in range(M):
+                    out[t, j * M + m] = G[j, m]
+            continue
+        if what == 5:
+            _inertia_pose(P, W, Im)
+            for a in range(M):
+                for b in range(M):
+                    out[t, a * M + b] = Im[a, b]
+            continue
+        if what == 2:
+            _rates(P, W, qd[tv], zero)
+        else:
+            _rates(P, W, qd[tv], x[tx])
+        if what == 6:
+            for j in range(N):
+                out[t, j] = W[8][j]
+                out[t, N + j] = W[9][j]
+            continue
+        _rnea(P, W, True)
+        _project(G, W[13], Tq)
+        if what == 1:
+            for m in range(M):
+                out[t, m] = Tq[m]
+        elif what == 2:
+            _inertia_pose(P, W, Im)
+            for m in range(M):
+                tmp[m] = x[tx, m] - Tq[m]
+            if _cholesky_solve(Im, tmp[:M].copy(), sol):
+                for m in range(M):
+                    out[t, m] = sol[m]
+            else:
+                status[t] = 3
+        else:
+            for i in range(Na):
+                a = act[i]
+                for m in range(M):
+                    g = G[a, m]
+                    Ga[i, m] = g
+                    # dimensionless: prismatic coordinates * L, prismatic actuators / L
+                    if not isR[q_idx[m]]:
+                        g *= Lc
+                    if not isR[a]:
+                        g /= Lc
+                    Gs[i, m] = g
+            acond[t] = _condition(Gs, Gw)
+            if not (acond[t] < maxc):
+                status[t] = 3
+                continue
+            if Na == M:
+                for i in range(M):
+                    for m in range(M):
+                        At[m, i] = Ga[i, m]
+                    tmp[i] = Tq[i]
+                if _lu(At, M, pv) == 0.0:
+                    status[t] = 3
+                    continue
+                _lu_solve(At, M, pv, tmp)
+                for i in range(M):
+                    out[t, i] = tmp[i]
+            else:
+                # least-norm loads: tau = G (G^T G)^-1 T_q
+                for a in range(M):
+                    for b in range(M):
+                        s = 0.0
+                        for i in range(Na):
+                            s += Ga[i, a] * Ga[i, b]
+                        Im[a, b] = s
+                if not _cholesky_solve(Im, Tq.copy(), sol):
+                    status[t] = 3
+                    continue
+                for i in range(Na):
+                    s = 0.0
+                    for m in range(M):
+                        s += Ga[i, m] * sol[m]
+                    out[t, i] = s
+    return out, phi_out, status, resid, cond, dsign, acond, bad
+
+
+# --------------------------------------------------------------------------
+# Python entry points
+# --------------------------------------------------------------------------
+_F8 = np.dtype(np.float64)
+_EMPTY_I = np.zeros(0, np.int64)
+_NAMES = ("", "q", "qd", "qdd or tau", "phi_start")
+
+
+def _rows(a, width: int, name: str) -> np.ndarray:
+    """A C-contiguous float64 (k, width) view or copy of ``a`` ((width,) -> (1, width)).
+    Kept lean: this runs on every single-pose call."""
+    if type(a) is not np.ndarray or a.dtype is not _F8 or not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a, dtype=np.float64)
+    if a.ndim == 1:
+        a = a.reshape(1, -1)
+    if a.ndim != 2 or a.shape[1] != width:
+        from .errors import ModelError
+        raise ModelError(f"{name} must have shape (n, {width}) or ({width},), got {a.shape}")
+    return a
+
+
+_NO_MODE = np.zeros(0)
+
+
+def _mode(plan, mode) -> np.ndarray:
+    if mode is None:
+        return _NO_MODE
+    m = np.ascontiguousarray(np.asarray(mode, dtype=np.float64).reshape(-1))
+    if m.shape[0] != plan.block_row.shape[0] - 1 or not np.all(np.isin(m, (-1.0, 0.0, 1.0))):
+        from .errors import ModelError
+        raise ModelError(f"mode must give -1, 0 or +1 for each of the "
+                         f"{plan.block_row.shape[0] - 1} blocks, got {mode!r}")
+    return m
+
+
+def _call(plan, what: int, q, qd, x, act, phi, path: bool, mode=None):
+    """Check the batch sizes, run the kernel, turn non-finite inputs into ModelError."""
+    n = max(q.shape[0], qd.shape[0], x.shape[0], phi.shape[0])
+    for a, name in ((q, "q"), (qd, "qd"), (x, "qdd or tau"), (phi, "phi_start")):
+        if a.shape[0] not in (1, n):
+            from .errors import ModelError
+            raise ModelError(f"{name} has {a.shape[0]} rows for a batch of {n}")
+    out = _batch(plan.args, what, n, q, qd, x, act, phi, path, _mode(plan, mode))
+    if out[7]:
+        from .errors import ModelError
+        raise ModelError(f"{_NAMES[out[7]]} contains NaN or infinite values")
+    return out
+
+
+def assemble(plan, q, phi_start, path: bool = False, mode=None):
+    """Assemble poses: Newton on the dependent joints from ``phi_start``.
+
+    Parameters
+    ----------
+    plan : ClosedPlan
+    q : array_like, shape (n, M) or (M,)
+    phi_start : array_like, shape (n, N) or (N,)
+        Start values of every joint (the coordinates are replaced by q); one
+        row is used for every pose.
+    path : bool
+        Treat the batch as a path: each pose starts from the previous assembled
+        pose (the first from ``phi_start``), which keeps the assembly branch.
+    mode : array_like (B,), optional
+        The assembly mode (sign of ``det A_b`` per block, 0 for any) the poses
+        must be in, e.g. ``model.mode``; status 4 where they are not.
+
+    Returns
+    -------
+    phi : ndarray (n, N)
+        NaN where not assembled (status 1, or 2 when Newton met a zero pivot).
+    status : ndarray (n,) int64
+        0 ok, 1 not assembled, 2 singular block, 4 other assembly mode.
+    residual : ndarray (n,)
+        Worst reduced closure row at the last iterate, position rows divided by
+        ``L_char`` (converged: < ``plan.tol``).
+    condition : ndarray (n, B)
+        Dimensionless 2-norm condition number of each block's ``A_b``.
+    det_sign : ndarray (n, B)
+        Sign of ``det A_b`` (the assembly mode; 0 if singular).
+
+    Raises
+    ------
+    kic.ModelError
+        Wrong shapes, or NaN/inf inputs.
+    ImportError
+        numba is not available (check :data:`available` first).
+    """
+    _require()
+    M, N = plan.q_idx.shape[0], plan.parent.shape[0]
+    qa = _rows(q, M, "q")
+    out = _call(plan, 0, qa, qa, qa, _EMPTY_I, _rows(phi_start, N, "phi_start"), path, mode)
+    return out[1], out[2], out[3], out[4], out[5]
+
+
+def inverse_dynamics(plan, q, qd, qdd, phi_start, path: bool = False, mode=None):
+    """Required coordinate loads ``T_q = G^T T_phi`` (n, M), gravity included, after
+    assembly (arguments as :func:`assemble`; qd, qdd (n, M) or (M,)).
+
+    Returns ``(T_q, phi, status, residual, condition, det_sign)``; NaN rows where
+    status != 0.
+    """
+    _require()
+    M, N = plan.q_idx.shape[0], plan.parent.shape[0]
+    out = _call(plan, 1, _rows(q, M, "q"), _rows(qd, M, "qd"), _rows(qdd, M, "qdd"),
+                _EMPTY_I, _rows(phi_start, N, "phi_start"), path, mode)
+    return out[0], out[1], out[2], out[3], out[4], out[5]
+
+
+def forward_dynamics(plan, q, qd, tau, phi_start, path: bool = False, mode=None):
+    """Coordinate accelerations ``q'' = I*^-1 (tau - bias)`` (n, M), after assembly.
+
+    Returns ``(qdd, phi, status, residual, condition, det_sign)``; status 3 where
+    I* is singular (a Cholesky pivot <= 1e-12 of its diagonal entry).
+    """
+    _require()
+    M, N = plan.q_idx.shape[0], plan.parent.shape[0]
+    out = _call(plan, 2, _rows(q, M, "q"), _rows(qd, M, "qd"), _rows(tau, M, "tau"),
+                _EMPTY_I, _rows(phi_start, N, "phi_start"), path, mode)
+    return out[0], out[1], out[2], out[3], out[4], out[5]
+
+
+def actuator_loads(plan, q, qd, qdd, act_idx, phi_start, path: bool = False, mode=None):
+    """Loads of the actuated joints ``act_idx`` (n, Na) for a motion, after assembly.
+
+    ``(G^a)^T tau_a = T_q`` solved exactly when Na = M, by its least-norm solution
+    ``tau_a = G^a (G^a^T G^a)^-1 T_q`` when Na > M.  Returns ``(tau_a, phi,
+    status, residual, condition, det_sign, actuation_condition)``, the last the
+    dimensionless 2-norm condition number of ``G^a`` (prismatic coordinates
+    times ``L_char``, prismatic actuators divided by it); status 3 where it is
+    >= ``plan.max_condition``.
+    """
+    _require()
+    M, N = plan.q_idx.shape[0], plan.parent.shape[0]
+    act = act_idx
+    if type(act) is not np.ndarray or act.dtype != np.int64 or act.ndim != 1:
+        act = np.ascontiguousarray(np.asarray(act_idx, dtype=np.int64).reshape(-1))
+    if act.shape[0] < M or act.min() < 0 or act.max() >= N or \
+            np.unique(act).shape[0] != act.shape[0]:
+        from .errors import ModelError
+        raise ModelError(f"act_idx must name at least {M} distinct joints in 0..{N - 1}, "
+                         f"got {act.tolist()}")
+    out = _call(plan, 3, _rows(q, M, "q"), _rows(qd, M, "qd"), _rows(qdd, M, "qdd"), act,
+                _rows(phi_start, N, "phi_start"), path, mode)
+    return out[0], out[1], out[2], out[3], out[4], out[5], out[6]
+
+
+def rates(plan, q, qd, qdd, phi_start, path: bool = False, mode=None):
+    """Joint rates phi' = G q' and accelerations phi'' = G q'' - A^-1 b (n, N) each,
+    after assembly.  Returns ``(phid, phidd, phi, status, residual, condition,
+    det_sign)``."""
+    _require()
+    M, N = plan.q_idx.shape[0], plan.parent.shape[0]
+    out = _call(plan, 6, _rows(q, M, "q"), _rows(qd, M, "qd"), _rows(qdd, M, "qdd"),
+                _EMPTY_I, _rows(phi_start, N, "phi_start"), path, mode)
+    return out[0][:, :N], out[0][:, N:], out[1], out[2], out[3], out[4], out[5]
+
+
+def _at_phi(plan, phi, what: int):
+    _require()
+    M, N = plan.q_idx.shape[0], plan.parent.shape[0]
+    ph = _rows(phi, N, "phi")
+    z = np.zeros((1, M))
+    return _call(plan, what, z, z, z, _EMPTY_I, ph, False)
+
+
+def transfer(plan, phi):
+    """``G^phi_q`` (n, N, M) at assembled joint values ``phi`` (n, N) or (N,).
+
+    Returns ``(G, status, residual, condition, det_sign)``; the residual of phi
+    is reported, not corrected.
+    """
+    out = _at_phi(plan, phi, 4)
+    n, N, M = out[1].shape[0], plan.parent.shape[0], plan.q_idx.shape[0]
+    return out[0].reshape(n, N, M), out[2], out[3], out[4], out[5]
+
+
+def inertia(plan, phi):
+    """Effective inertia ``I*_q`` (n, M, M) at assembled joint values ``phi``.
+
+    Returns ``(I_star, status, residual, condition, det_sign)``.
+    """
+    out = _at_phi(plan, phi, 5)
+    n, M = out[1].shape[0], plan.q_idx.shape[0]
+    return out[0].reshape(n, M, M), out[2], out[3], out[4], out[5]

@@ -1,0 +1,425 @@
+"""The compiled closed-mechanism kernels (kic._closed_kernels) and their plan.
+
+Two kinds of evidence: agreement with the numpy ClosedModel (assembly, G, I*,
+inverse and forward dynamics, actuator loads) to 1e-10 relative, and checks
+that use none of kic's closed-mechanism code: finite differences of the
+assembled phi(q) against G and of phi along a path against phi' and phi'',
+the energy balance d(T + V)/dt = tau . q' of the forward dynamics with the
+kinetic energy from finite differences of the body frames, and the reported
+condition numbers against an SVD of a finite-difference closure Jacobian.
+The closure residual of those checks is written here from the plan's
+documented definition (closed_plan module docstring), in numpy.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import kic
+import mechanisms
+from kic import _closed_kernels as K
+from kic.closed_plan import ClosedPlan, body_frames, joint_indices, plan_from_model
+
+compiled = pytest.mark.skipif(not (K.available and K.load()), reason="needs numba")
+
+RTOL = 1e-10
+
+
+def rel(a, b) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))
+
+
+# --------------------------------------------------------------------- cases
+def _five_bar():
+    return mechanisms.five_bar(), np.array([[2.0, 1.1], [1.9, 1.0], [2.2, 0.8]])
+
+
+def _four_bar():
+    return mechanisms.four_bar(), np.array([[0.3], [1.2], [2.5]])
+
+
+def _slider_crank():
+    return mechanisms.slider_crank(), np.array([[0.3], [2.2], [4.0]])
+
+
+def _stewart():
+    return mechanisms.stewart_platform(), np.array([[0, 0, 0.6, 0, 0, 0],
+                                                    [0.05, -0.03, 0.62, 0.1, -0.05, 0.08],
+                                                    [-0.04, 0.06, 0.55, -0.2, 0.07, -0.1]])
+
+
+def _five_bar_tip():
+    fb = mechanisms.five_bar()
+    tip = fb.in_coordinates([kic.PointPosition("coupler1", (0.35, 0, 0))])
+    C = [fb.kinematics(np.array(q), 1).frame("coupler1") @ [0.35, 0, 0, 1]
+         for q in ([2.0, 1.1], [1.9, 1.0], [2.2, 0.8])]
+    return tip, np.array([c[:2] for c in C])
+
+
+CASES = {"five_bar": _five_bar, "four_bar": _four_bar, "slider_crank": _slider_crank,
+         "stewart": _stewart, "five_bar_tip": _five_bar_tip}
+_cache: dict = {}
+
+
+def case(name):
+    """(model, plan, q, phi) with phi assembled by the numpy model (cached)."""
+    if name not in _cache:
+        model, q = CASES[name]()
+        plan = plan_from_model(model)
+        assert plan is not None
+        _cache[name] = (model, plan, q, model.assemble(q))
+    return _cache[name]
+
+
+def motion(q, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=q.shape), rng.normal(size=q.shape), rng.normal(size=q.shape)
+
+
+# ----------------------------------------------- the plan's own definitions
+def residual_np(plan: ClosedPlan, phi) -> np.ndarray:
+    """Reduced closure rows (R,) from the plan's documented definition (numpy)."""
+    F, _ = body_frames(plan, phi)
+    r = np.zeros(plan.dep.shape[0])
+    for l in range(plan.loop_k.shape[0]):
+        Xa = F[plan.body_a[l]] @ plan.T_a[l]
+        Xb = (F[plan.body_b[l]] if plan.body_b[l] >= 0 else np.eye(4)) @ plan.T_b[l]
+        dp = Xa[:3, 3] - Xb[:3, 3]
+        if plan.loop_k[l] == 6:
+            E = Xa[:3, :3] @ Xb[:3, :3].T
+            raw = np.concatenate([0.5 * np.array([E[2, 1] - E[1, 2], E[0, 2] - E[2, 0],
+                                                  E[1, 0] - E[0, 1]]), dp])
+        else:
+            raw = dp
+        k, rr, row = plan.loop_k[l], plan.loop_r[l], plan.loop_row[l]
+        r[row:row + rr] = plan.U[l, :k, :rr].T @ raw
+    return r
+
+
+def energy_np(plan: ClosedPlan, phi_m, phi_p, h) -> float:
+    """Kinetic + potential energy at the midpoint of two poses 2h apart in time,
+    velocities from central differences of the body frames (numpy)."""
+    Fm, _ = body_frames(plan, phi_m)
+    Fp, _ = body_frames(plan, phi_p)
+    E = 0.0
+    for j in np.nonzero(plan.mass > 0)[0]:
+        m = plan.mass[j]
+        cm = Fm[j, :3, :3] @ plan.com[j] + Fm[j, :3, 3]
+        cp = Fp[j, :3, :3] @ plan.com[j] + Fp[j, :3, 3]
+        c = 0.5 * (cm + cp)
+        v = (cp - cm) / (2 * h)
+        D = Fp[j, :3, :3] @ Fm[j, :3, :3].T                 # exp(2h [w]x)
+        w = 0.5 * np.array([D[2, 1] - D[1, 2], D[0, 2] - D[2, 0], D[1, 0] - D[0, 1]]) / (2 * h)
+        R = 0.5 * (Fm[j, :3, :3] + Fp[j, :3, :3])
+        Iw = R @ plan.inertia[j] @ R.T
+        E += 0.5 * m * v @ v + 0.5 * w @ Iw @ w - m * plan.gravity @ c
+    return E
+
+
+# ------------------------------------------------------------------- plans
+def test_plan_frames_match_the_model():
+    """The merged tree puts every body where the model does (public frames), holds
+    the mechanism's mass once, and lists parents before children."""
+    for name in CASES:
+        model, plan, q, phi = case(name)
+        frames = model.frames(q)                          # (n, B, 4, 4)
+        for k in range(q.shape[0]):
+            F, _ = body_frames(plan, phi[k])
+            for b, body in enumerate(model.bodies):
+                j = plan.body_names.index(body)
+                assert np.abs(F[j] - frames[k, b]).max() < 1e-12
+        heavy = [b for b in model.mechanism.bodies if b in model.bodies]
+        total = sum(model.mechanism.graph.nodes[b]["link"].mass for b in heavy)
+        assert plan.mass.sum() == pytest.approx(total, rel=1e-14)
+        pos = np.empty(plan.N, int)
+        pos[plan.order] = np.arange(plan.N)
+        assert all(p < 0 or pos[p] < pos[j] for j, p in enumerate(plan.parent))
+
+
+def test_plan_unsupported_models_return_none():
+    def diff(phi):
+        n = phi.shape[0]
+        return (phi[:, 1] - phi[:, 0], np.broadcast_to([-1.0, 1.0], (n, 2)),
+                np.zeros((n, 2, 2)), np.zeros((n, 2, 2, 2)))
+    fb = mechanisms.five_bar()
+    fs = fb.in_coordinates(["crank1", kic.CoordinateFunction("spread", ["crank1", "crank2"],
+                                                             diff)])
+    assert plan_from_model(fs) is None
+    assert plan_from_model(mechanisms.bricard()) is None      # per-pose SVD row reduction
+
+
+def test_plan_scale_is_a_length():
+    """L_char scales with the mechanism (the tolerance and conditions are unit-free)
+    and is the model's characteristic length."""
+    a = plan_from_model(mechanisms.five_bar())
+    b = plan_from_model(mechanisms.five_bar(base=2.0, crank1=2.5, crank2=2.5, coupler1=3.5,
+                                            coupler2=3.5))
+    assert 0.3 < a.L_char < 1.0
+    assert b.L_char == pytest.approx(10 * a.L_char, rel=1e-9)
+    assert a.L_char == mechanisms.five_bar().characteristic_length
+
+
+# ------------------------------------------- agreement with the numpy model
+@compiled
+@pytest.mark.parametrize("name", list(CASES))
+def test_assemble_matches_numpy(name):
+    model, plan, q, phi = case(name)
+    start = phi + 0.03 * np.cos(np.arange(plan.N))       # off the solution
+    start[:, plan.q_idx] = 0.0                            # replaced by q
+    ph, status, res, cond, dsign = K.assemble(plan, q, start)
+    assert np.all(status == 0) and np.all(res < plan.tol)
+    assert np.abs(ph - phi).max() < 1e-10 * max(1.0, np.abs(phi).max())
+    assert cond.shape == (q.shape[0], plan.n_blocks) and np.all(cond >= 1)
+    assert np.all(np.abs(dsign) == 1)
+    # along a fine path, each pose started from its predecessor, the branch is kept
+    qp = q[0] + np.linspace(0.0, 1.0, 40)[:, None] * (q[1] - q[0])
+    ph2, status2, _, _, dsign2 = K.assemble(plan, qp, phi[0], path=True)
+    assert np.all(status2 == 0) and np.abs(ph2 - model.assemble(qp)).max() < 1e-10
+    assert np.all(dsign2 == dsign2[0])
+
+
+@compiled
+@pytest.mark.parametrize("name", list(CASES))
+def test_transfer_and_inertia_match_numpy(name):
+    model, plan, q, phi = case(name)
+    G, status, res, *_ = K.transfer(plan, phi)
+    assert np.all(status == 0)
+    assert rel(G, model.kinematics(q, 1).transfer.G) < RTOL
+    I, status, *_ = K.inertia(plan, phi)
+    assert np.all(status == 0)
+    assert rel(I, model.dynamics(q).I_star) < RTOL
+
+
+@compiled
+@pytest.mark.parametrize("name", list(CASES))
+def test_dynamics_match_numpy(name):
+    model, plan, q, phi = case(name)
+    qd, qdd, tau = motion(q)
+    T, ph, status, *_ = K.inverse_dynamics(plan, q, qd, qdd, phi)
+    assert np.all(status == 0)
+    assert rel(T, model.inverse_dynamics(q, qd, qdd)) < RTOL
+    a, ph, status, *_ = K.forward_dynamics(plan, q, qd, tau, phi)
+    assert np.all(status == 0)
+    assert rel(a, model.forward_dynamics(q, qd, tau)) < RTOL
+    # one pose at a time, single rows broadcast
+    for k in range(q.shape[0]):
+        T1 = K.inverse_dynamics(plan, q[k], qd[k], qdd[k], phi[k])[0]
+        assert T1.shape == (1, plan.dof) and rel(T1[0], T[k]) < 1e-14
+
+
+@compiled
+@pytest.mark.parametrize("name", ["five_bar", "four_bar", "slider_crank", "stewart"])
+def test_actuator_loads_match_numpy(name):
+    model, plan, q, phi = case(name)
+    qd, qdd, _ = motion(q, 1)
+    act = joint_indices(model, model.actuators)
+    tau, ph, status, res, cond, dsign, acond = K.actuator_loads(plan, q, qd, qdd, act, phi)
+    assert np.all(status == 0) and np.all(acond >= 1)
+    assert rel(tau, model.actuator_loads(q, qd, qdd, model.actuators)) < RTOL
+
+
+@compiled
+def test_overactuated_loads_are_least_norm():
+    model, plan, q, phi = case("five_bar")
+    qd, qdd, _ = motion(q, 2)
+    three = ["crank1", "crank2", "elbow1"]
+    tau = K.actuator_loads(plan, q, qd, qdd, joint_indices(model, three), phi)[0]
+    assert rel(tau, model.actuator_loads(q, qd, qdd, three)) < RTOL
+
+
+@compiled
+def test_leg_forces_symmetric_at_rest():
+    """The Stewart actuation is well conditioned; at rest in the symmetric pose the
+    six leg forces are equal."""
+    model, plan, q, phi = case("stewart")
+    act = joint_indices(model, model.actuators)
+    acond = K.actuator_loads(plan, q, 0 * q, 0 * q, act, phi)[-1]
+    assert np.all(np.isfinite(acond)) and np.all(acond >= 1)
+    f = K.actuator_loads(plan, q[0], np.zeros(6), np.zeros(6), act, phi[0])[0][0]
+    assert np.allclose(f, f[0], rtol=1e-12)
+
+
+# ------------------------------------------------ independent evidence
+@compiled
+@pytest.mark.parametrize("name", list(CASES))
+def test_G_is_the_derivative_of_the_assembly(name):
+    """Central differences of the assembled phi(q) (plan kernels only) against G."""
+    model, plan, q, phi = case(name)
+    G = K.transfer(plan, phi)[0]
+    h = 1e-6
+    for k in range(q.shape[0]):
+        Gfd = np.empty((plan.N, plan.dof))
+        for m in range(plan.dof):
+            e = np.zeros(plan.dof)
+            e[m] = h
+            pp, sp, *_ = K.assemble(plan, q[k] + e, phi[k])
+            pm, sm, *_ = K.assemble(plan, q[k] - e, phi[k])
+            assert sp[0] == 0 and sm[0] == 0
+            Gfd[:, m] = (pp[0] - pm[0]) / (2 * h)
+        assert np.abs(Gfd - G[k]).max() < 1e-7 * max(1.0, np.abs(G[k]).max())
+
+
+@compiled
+@pytest.mark.parametrize("name", list(CASES))
+def test_rates_are_the_derivatives_along_a_path(name):
+    """phi' and phi'' against central differences of phi(q(t)) along
+    q(t) = q + q' t + q'' t^2 / 2, and the closure residual stays zero (numpy)."""
+    model, plan, q, phi = case(name)
+    qd, qdd, _ = motion(q, 4)
+    phid, phidd, ph, status, *_ = K.rates(plan, q, qd, qdd, phi)
+    assert np.all(status == 0)
+    h = 1e-4
+    for k in range(q.shape[0]):
+        assert np.abs(residual_np(plan, ph[k])).max() < 1e-11
+        at = lambda t: K.assemble(plan, q[k] + qd[k] * t + 0.5 * qdd[k] * t * t,  # noqa
+                                  phi[k])[0][0]
+        p_m, p0, p_p = at(-h), at(0.0), at(h)
+        scale = max(1.0, np.abs(phid[k]).max(), np.abs(phidd[k]).max())
+        assert np.abs((p_p - p_m) / (2 * h) - phid[k]).max() < 1e-6 * scale
+        assert np.abs((p_p - 2 * p0 + p_m) / h**2 - phidd[k]).max() < 1e-4 * scale
+
+
+@compiled
+@pytest.mark.parametrize("name", list(CASES))
+def test_forward_dynamics_energy_rate(name):
+    """d(T + V)/dt = tau . q' at the forward-dynamics acceleration, with T and V
+    from the plan's body frames by finite differences (no kic dynamics)."""
+    model, plan, q, phi = case(name)
+    qd, _, tau = motion(q, 5)
+    qdd, ph, status, *_ = K.forward_dynamics(plan, q, qd, tau, phi)
+    assert np.all(status == 0)
+    h, d = 1e-5, 1e-3
+
+    def E(k, t):
+        at = lambda s: K.assemble(plan, q[k] + qd[k] * s + 0.5 * qdd[k] * s * s,  # noqa
+                                  phi[k])[0][0]
+        return energy_np(plan, at(t - h), at(t + h), h)
+
+    for k in range(q.shape[0]):
+        rate = (-E(k, 2 * d) + 8 * E(k, d) - 8 * E(k, -d) + E(k, -2 * d)) / (12 * d)
+        power = tau[k] @ qd[k]
+        scale = np.abs(tau[k]).max() * np.abs(qd[k]).max() + abs(power)
+        assert abs(rate - power) < 1e-5 * scale, (rate, power)
+
+
+# --------------------------------------------------- failures as data
+@compiled
+def test_unreachable_pose_is_flagged_and_the_rest_fine():
+    """With a 0.4 m base the cranks at (pi, 0) put A1 and A2 0.9 m apart, beyond
+    the 0.7 m the couplers reach: status 1 and NaN there, the other poses exact."""
+    model = mechanisms.five_bar(base=0.4)
+    plan = plan_from_model(model)
+    q = np.array([[2.0, 1.1], [1.9, 1.0], [2.0, 1.3]])
+    phi = model.assemble(q)
+    qq = np.concatenate([q[:1], [[np.pi, 0.0]], q[1:]])
+    start = np.concatenate([phi[:1], phi[:1], phi[1:]])
+    qd, qdd, tau = motion(qq, 6)
+    ph, status, res, cond, dsign = K.assemble(plan, qq, start)
+    assert status.tolist() == [0, 1, 0, 0]
+    assert np.all(np.isnan(ph[1])) and res[1] > 1e-3
+    assert np.abs(ph[[0, 2, 3]] - phi).max() < 1e-10
+    for out in (K.inverse_dynamics(plan, qq, qd, qdd, start),
+                K.forward_dynamics(plan, qq, qd, tau, start)):
+        assert out[2].tolist() == [0, 1, 0, 0]
+        assert np.all(np.isnan(out[0][1])) and np.all(np.isfinite(out[0][[0, 2, 3]]))
+    T = K.inverse_dynamics(plan, qq, qd, qdd, start)[0]
+    assert rel(T[[0, 2, 3]], model.inverse_dynamics(q, qd[[0, 2, 3]], qdd[[0, 2, 3]])) < RTOL
+    with pytest.raises(kic.ClosureError):             # the numpy model agrees
+        model.assemble(qq[1])
+    # a path does not carry the failure over
+    ph, status, *_ = K.assemble(plan, qq, phi[0], path=True)
+    assert status.tolist() == [0, 1, 0, 0] and np.abs(ph[[0, 2, 3]] - phi).max() < 1e-10
+
+
+@compiled
+def test_condition_near_a_singular_block():
+    """Towards the five-bar's type II singularity the reported condition (and
+    det sign) agree with an SVD of a finite-difference closure Jacobian in the
+    plan's scaling, grow like 1/sqrt(distance), and past max_condition the pose
+    is flagged singular (status 2) with NaN outputs."""
+    from scipy.optimize import brentq
+    wide = mechanisms.five_bar(base=0.4)
+    plan = plan_from_model(wide)
+    th1 = np.pi / 2 + 0.4
+    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
+    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
+    th2 = brentq(gap, -1.0, 1.0, xtol=1e-15)
+    path = np.stack([np.full(4, th1), th2 + np.array([0.3, 0.1, 1e-2, 1e-4])], axis=-1)
+    phi = wide.assemble(path)
+    ph, status, res, cond, dsign = K.assemble(plan, path, phi)
+    assert np.all(status == 0)
+    c = cond[:, 0]
+    assert np.all(np.diff(c) > 0) and 5 < c[3] / c[2] < 20
+    dep = plan.dep
+    for k in range(path.shape[0]):
+        A = np.empty((dep.size, dep.size))
+        h = 1e-7
+        for i, d in enumerate(dep):
+            e = np.zeros(plan.N)
+            e[d] = h
+            A[:, i] = (residual_np(plan, ph[k] + e) - residual_np(plan, ph[k] - e)) / (2 * h)
+        scale_r = np.where(plan.row_is_rot, 1.0, 1.0 / plan.L_char)
+        scale_c = np.where(plan.is_revolute[dep], 1.0, plan.L_char)
+        sv = np.linalg.svd(scale_r[:, None] * A * scale_c, compute_uv=False)
+        assert c[k] == pytest.approx(sv[0] / sv[-1], rel=1e-5)
+        assert dsign[k, 0] == np.sign(np.linalg.det(A))
+    tight = dataclasses.replace(plan, max_condition=float(np.sqrt(c[2] * c[3])))
+    qd = np.full((4, 2), 0.1)
+    T, ph2, status, *_ = K.inverse_dynamics(tight, path, qd, 0 * qd, phi)
+    assert status.tolist() == [0, 0, 0, 2]
+    assert np.all(np.isnan(T[3])) and np.all(np.isfinite(ph2[3]))
+    assert np.all(np.isfinite(T[:3]))
+
+
+@compiled
+def test_singular_inertia_is_flagged():
+    """A massless mechanism has no I*: forward dynamics reports status 3."""
+    model, plan, q, phi = case("four_bar")
+    light = dataclasses.replace(plan, mass=np.zeros_like(plan.mass),
+                                inertia=np.zeros_like(plan.inertia))
+    qdd, ph, status, *_ = K.forward_dynamics(light, q, 0 * q, 0 * q + 1.0, phi)
+    assert np.all(status == 3) and np.all(np.isnan(qdd))
+
+
+@compiled
+def test_bad_input_raises_model_error():
+    model, plan, q, phi = case("five_bar")
+    with pytest.raises(kic.ModelError):
+        K.assemble(plan, [np.nan, 1.0], phi[0])
+    with pytest.raises(kic.ModelError):
+        K.assemble(plan, np.zeros(3), phi[0])
+    with pytest.raises(kic.ModelError):
+        K.inverse_dynamics(plan, q, np.zeros((2, 2)), np.zeros(2), phi)
+    with pytest.raises(kic.ModelError):
+        K.forward_dynamics(plan, q, np.zeros(2), [np.inf, 0.0], phi)
+    with pytest.raises(kic.ModelError):
+        K.actuator_loads(plan, q, np.zeros(2), np.zeros(2), [0], phi)
+
+
+def test_module_imports_without_compiling():
+    """The kernels module reports availability; the plan needs no numba."""
+    assert isinstance(K.available, bool)
+    assert plan_from_model(mechanisms.four_bar()).N == 4
+
+
+@compiled
+def test_assembly_mode():
+    """det signs are the model's mode; asking for the other mode flags every pose
+    (status 4, NaN loads), and the elbow-flipped assembly is found in it."""
+    model, plan, q, phi = case("five_bar")
+    qd, qdd, _ = motion(q, 7)
+    ph, status, _, _, dsign = K.assemble(plan, q, phi, mode=model.mode)
+    assert np.all(status == 0) and np.all(dsign == np.array(model.mode))
+    other = -np.array(model.mode, float)
+    T, ph, status, *_ = K.inverse_dynamics(plan, q, qd, qdd, phi, mode=other)
+    assert np.all(status == 4) and np.all(np.isnan(T)) and np.all(np.isfinite(ph))
+    # the five-bar built on its other branch is in the other mode
+    flipped = mechanisms.five_bar(branch="down")
+    assert flipped.phi_names == model.phi_names and np.all(np.array(flipped.mode) == other)
+    phf = flipped.assemble(q)
+    ph2, status2, _, _, dsign2 = K.assemble(plan, q, phf, mode=other)
+    assert np.all(status2 == 0) and np.all(dsign2 == other)
+    assert np.abs(ph2 - phf).max() < 1e-10
