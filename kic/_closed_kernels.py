@@ -738,6 +738,65 @@ def _cholesky_solve(A, b, x):
 # batch drivers
 # --------------------------------------------------------------------------
 @_jit
+def _unpack(fb, ib):
+    """The plan's arrays as views of its two flat buffers (layout: ClosedPlan.args)."""
+    N, M, L, R, B, max_iter = ib[0], ib[1], ib[2], ib[3], ib[4], ib[5]
+    k = 6
+    parent = ib[k:k + N]
+    k += N
+    order = ib[k:k + N]
+    k += N
+    isR = ib[k:k + N]
+    k += N
+    loop_k = ib[k:k + L]
+    k += L
+    loop_r = ib[k:k + L]
+    k += L
+    loop_row = ib[k:k + L]
+    k += L
+    body_a = ib[k:k + L]
+    k += L
+    body_b = ib[k:k + L]
+    k += L
+    row_is_rot = ib[k:k + R]
+    k += R
+    dep = ib[k:k + R]
+    k += R
+    block_row = ib[k:k + B + 1]
+    k += B + 1
+    block_loop = ib[k:k + B + 1]
+    k += B + 1
+    block_loops = ib[k:k + L]
+    k += L
+    q_idx = ib[k:k + M]
+    f = 0
+    axis = fb[f:f + 3 * N].reshape((N, 3))
+    f += 3 * N
+    origin = fb[f:f + 16 * N].reshape((N, 4, 4))
+    f += 16 * N
+    offset = fb[f:f + 16 * N].reshape((N, 4, 4))
+    f += 16 * N
+    mass = fb[f:f + N]
+    f += N
+    com = fb[f:f + 3 * N].reshape((N, 3))
+    f += 3 * N
+    inertia = fb[f:f + 9 * N].reshape((N, 3, 3))
+    f += 9 * N
+    gravity = fb[f:f + 3]
+    f += 3
+    T_a = fb[f:f + 16 * L].reshape((L, 4, 4))
+    f += 16 * L
+    T_b = fb[f:f + 16 * L].reshape((L, 4, 4))
+    f += 16 * L
+    U = fb[f:f + 36 * L].reshape((L, 6, 6))
+    f += 36 * L
+    scal = fb[f:f + 3]
+    return (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k,
+            loop_r, loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row,
+            block_loop, block_loops, q_idx, scal, max_iter)
+
+
+@_jit
 def _dims(P):
     (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
      loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
@@ -758,14 +817,17 @@ def _finite(a):
 
 
 @_jit
-def _batch(P, what, n, q, qd, x, act, phi0, path, mode):
+def _batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
     """All entry points: what = 0 assemble, 1 inverse dynamics (x = q''), 2 forward
     dynamics (x = tau), 3 actuator loads (x = q''), 4 transfer at given phi0,
     5 inertia at given phi0.  q, qd, x, phi0 have n rows or one (used for every
     pose).  ``mode`` (B,) of +1/-1 (0: any), or empty: the assembly mode a pose must
-    be in (else status 4).  Returns (out, phi, status, residual, cond, dsign, act_cond, bad) with
-    out (n, K): K = M, Na, N*M or M*M as the case needs, and ``bad`` 1-4 when q,
-    qd, x or phi0 is not finite (nothing evaluated), else 0."""
+    be in (else status 4).  Returns (buf, status, bad): buf (n, K + N + 2 + 2B) holds
+    out (n, K) (K = M, Na, N*M, M*M or 2N as the case needs), phi, the residual,
+    the blocks' conditions and det signs and the actuation condition (see
+    :func:`_split`); ``bad`` is 1-4 when q, qd, x or phi0 is not finite (nothing
+    evaluated), else 0."""
+    P = _unpack(fbuf, ibuf)
     (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
      loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
      block_loops, q_idx, scal, max_iter) = P
@@ -794,13 +856,18 @@ def _batch(P, what, n, q, qd, x, act, phi0, path, mode):
         K = M * M
     elif what == 6:
         K = 2 * N
-    out = np.full((n, K), np.nan)
-    phi_out = np.empty((n, N))
+    # one output buffer (each array handed back to Python costs about a microsecond):
+    # columns [out K | phi N | residual | condition B | det sign B | actuation cond]
+    buf = np.empty((n, K + N + 2 + 2 * nB))
+    buf[:, :] = np.nan
+    out = buf[:, :K]
+    phi_out = buf[:, K:K + N]
+    resid = buf[:, K + N]
+    cond = buf[:, K + N + 1:K + N + 1 + nB]
+    dsign = buf[:, K + N + 1 + nB:K + N + 1 + 2 * nB]
+    acond = buf[:, K + N + 1 + 2 * nB]
+    dsign[:, :] = 0.0
     status = np.zeros(n, np.int64)
-    resid = np.zeros(n)
-    cond = np.full((n, nB), np.nan)
-    dsign = np.zeros((n, nB))
-    acond = np.full(n, np.nan)
     phi = np.empty(N)
     last = np.empty(N)
     have_last = False
@@ -944,13 +1011,14 @@ def _batch(P, what, n, q, qd, x, act, phi0, path, mode):
                     for m in range(M):
                         s += Ga[i, m] * sol[m]
                     out[t, i] = s
-    return out, phi_out, status, resid, cond, dsign, acond, bad
+    return buf, status, bad
 
 
 # --------------------------------------------------------------------------
 # Python entry points
 # --------------------------------------------------------------------------
 _F8 = np.dtype(np.float64)
+_I8 = np.dtype(np.int64)
 _EMPTY_I = np.zeros(0, np.int64)
 _NAMES = ("", "q", "qd", "qdd or tau", "phi_start")
 
@@ -989,11 +1057,21 @@ def _call(plan, what: int, q, qd, x, act, phi, path: bool, mode=None):
         if a.shape[0] not in (1, n):
             from .errors import ModelError
             raise ModelError(f"{name} has {a.shape[0]} rows for a batch of {n}")
-    out = _batch(plan.args, what, n, q, qd, x, act, phi, path, _mode(plan, mode))
-    if out[7]:
+    buf, status, bad = _batch(plan.args[0], plan.args[1], what, n, q, qd, x, act, phi, path,
+                              _mode(plan, mode))
+    if bad:
         from .errors import ModelError
-        raise ModelError(f"{_NAMES[out[7]]} contains NaN or infinite values")
-    return out
+        raise ModelError(f"{_NAMES[bad]} contains NaN or infinite values")
+    return _split(plan, buf, status)
+
+
+def _split(plan, buf, status):
+    """(out, phi, status, residual, condition, det_sign, actuation_condition): views
+    of the kernel's one output buffer."""
+    N, B = plan.parent.shape[0], plan.block_row.shape[0] - 1
+    K = buf.shape[1] - N - 2 - 2 * B
+    return (buf[:, :K], buf[:, K:K + N], status, buf[:, K + N], buf[:, K + N + 1:K + N + 1 + B],
+            buf[:, K + N + 1 + B:K + N + 1 + 2 * B], buf[:, K + N + 1 + 2 * B])
 
 
 def assemble(plan, q, phi_start, path: bool = False, mode=None):
@@ -1081,13 +1159,14 @@ def actuator_loads(plan, q, qd, qdd, act_idx, phi_start, path: bool = False, mod
     _require()
     M, N = plan.q_idx.shape[0], plan.parent.shape[0]
     act = act_idx
-    if type(act) is not np.ndarray or act.dtype != np.int64 or act.ndim != 1:
+    if type(act) is not np.ndarray or act.dtype is not _I8 or act.ndim != 1 or \
+            not act.flags.c_contiguous:
         act = np.ascontiguousarray(np.asarray(act_idx, dtype=np.int64).reshape(-1))
-    if act.shape[0] < M or act.min() < 0 or act.max() >= N or \
-            np.unique(act).shape[0] != act.shape[0]:
+    idx = act.tolist()                  # plain ints: cheaper than numpy reductions here
+    if len(idx) < M or min(idx) < 0 or max(idx) >= N or len(set(idx)) != len(idx):
         from .errors import ModelError
         raise ModelError(f"act_idx must name at least {M} distinct joints in 0..{N - 1}, "
-                         f"got {act.tolist()}")
+                         f"got {idx}")
     out = _call(plan, 3, _rows(q, M, "q"), _rows(qd, M, "qd"), _rows(qdd, M, "qdd"), act,
                 _rows(phi_start, N, "phi_start"), path, mode)
     return out[0], out[1], out[2], out[3], out[4], out[5], out[6]

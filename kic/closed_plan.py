@@ -59,8 +59,8 @@ MAX_ITER = 60        # Newton steps, as kic.closure
 class ClosedPlan:
     """Plain arrays describing a closed model for :mod:`kic._closed_kernels`.
 
-    See the module docstring for the conventions.  ``args`` is the tuple of
-    arrays the kernels take, in their order (built once).
+    See the module docstring for the conventions.  ``args`` holds the same data
+    as the two flat buffers (float64, int64) the kernels take (built once).
     """
 
     parent: np.ndarray          # (N,) int64
@@ -97,12 +97,22 @@ class ClosedPlan:
     args: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        args = (self.parent, self.order, self.is_revolute, self.axis, self.origin, self.offset, self.mass,
-                self.com, self.inertia, self.gravity, self.loop_k, self.loop_r, self.loop_row,
-                self.body_a, self.T_a, self.body_b, self.T_b, self.U, self.row_is_rot, self.dep,
-                self.block_row, self.block_loop, self.block_loops, self.q_idx,
-                np.array([self.L_char, self.tol, self.max_condition]),
-                np.int64(self.max_iter))
+        # the kernels take two flat buffers (one numba dispatch argument each, rather
+        # than a tuple of ~26 arrays that costs microseconds to type per call); the
+        # layout is _closed_kernels._unpack's
+        N, M, L = self.parent.shape[0], self.q_idx.shape[0], self.loop_k.shape[0]
+        R, B = self.dep.shape[0], self.block_row.shape[0] - 1
+        ints = [np.array([N, M, L, R, B, self.max_iter]), self.parent, self.order,
+                self.is_revolute, self.loop_k, self.loop_r, self.loop_row, self.body_a,
+                self.body_b, self.row_is_rot, self.dep, self.block_row, self.block_loop,
+                self.block_loops, self.q_idx]
+        floats = [self.axis, self.origin, self.offset, self.mass, self.com, self.inertia,
+                  self.gravity, self.T_a, self.T_b, self.U,
+                  np.array([self.L_char, self.tol, self.max_condition])]
+        args = (np.ascontiguousarray(np.concatenate([np.ravel(a).astype(np.float64)
+                                                     for a in floats])),
+                np.ascontiguousarray(np.concatenate([np.ravel(a).astype(np.int64)
+                                                     for a in ints])))
         object.__setattr__(self, "args", args)
 
     @property
