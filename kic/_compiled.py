@@ -644,7 +644,7 @@ def _forward1(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out):
 
 @_jit
 def _pose(base, isR, O, qT, Fc, sR, sv):
-    """Link frames by columns, batch last (the layout of ``kinematics._Pose``):
+    """Link frames by columns, batch last (the layout of ``kinematics.Pose``):
     Fc[j, k, i, n] = T_j[i, k]; sR, sv (3, M, N) the joint screws.
 
     Joint by joint over the whole batch, so that every array is walked in
@@ -826,8 +826,6 @@ def small_inverse(A: np.ndarray) -> np.ndarray:
     """Inverses of stacked (..., m, m) float matrices; NaN where singular."""
     return inverse_with_condition(A)[0]
 
-
-inverse = small_inverse
 
 
 def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:

@@ -339,7 +339,7 @@ def inverse_dynamics(d, q, qd, qdd, gravity: bool = True) -> np.ndarray:
         Fc, sR, sv = pose(d, qT)
         motion = link_motion(sR, sv, qdT[:, sl])
         return loads_from_motion(d, Fc, sR, sv, motion, qddT[:, sl], gravity)
-    return _by_blocks(q, (d.dof,), run).reshape(np.shape(q))   # (M,) in, (M,) out
+    return _by_blocks(q, (d.dof,), run)
 
 
 def gravity_load(d, q) -> np.ndarray:

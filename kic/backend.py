@@ -143,7 +143,7 @@ def kernels():
     True
     """
     global _set
-    if _set is None:
+    if _set is None or _use is None:
         if use_compiled():
             from . import _compiled as module
         else:
@@ -202,8 +202,3 @@ def chain_data(chain) -> ChainData:
     """The :class:`ChainData` of a :class:`kic.SerialChain` (built with the chain)."""
     return chain.kernel_data
 
-
-def compiled_data(chain):
-    """The chain's constants when the compiled kernels are in force, else None
-    (kept for callers not yet moved to :func:`kernels`)."""
-    return chain.kernel_data if use_compiled() else None

@@ -285,7 +285,6 @@ class SerialChain:
         #: the constants as kic's kernels take them (:class:`kic.backend.ChainData`)
         self.kernel_data = ChainData(self.base, self.is_revolute, self._origin_z, self.masses,
                                      self._com, self._inertia, self.gravity, Fo, self._tool_kin)
-        self._scalar = self.kernel_data     # the name the closed models used (until moved)
 
     # ---------------------------------------------------------------- naming
     @property

@@ -33,20 +33,9 @@ import numpy as np
 from ._array import as_batch, blocks, from_batch, match_batch, spd_solve
 from .backend import kernels
 from .errors import ModelError, located
-from .kinematics import _Pose
+from .kinematics import Pose
 
 __all__ = ["DynamicModel"]
-
-
-def _inverse_dynamics(chain, pose: _Pose, qdT, qddT, gravity=True, motion=None) -> np.ndarray:
-    """Joint loads (M, N) of a chain at ``pose`` (batch last); ``motion`` may give the
-    velocity part already computed, ``link_motion(pose, qdT)``.  (Kept for the
-    closed models until they call ``kernels().loads_from_motion`` themselves.)"""
-    k = kernels()
-    if motion is None:
-        motion = k.link_motion(pose.sR, pose.sv, qdT)
-    return k.loads_from_motion(chain.kernel_data, pose.Fc, pose.sR, pose.sv, motion, qddT,
-                               gravity)
 
 
 # --------------------------------------------------------------------------
@@ -171,6 +160,7 @@ class ChainDynamics(DynamicModel):
         M = chain.dof
         if type(q) is np.ndarray and q.shape == (M,) and q.dtype == np.float64 \
                 and math.isfinite(q.dot(q)):          # one configuration: no reshaping
+            q = q.copy()                      # the caller may change q afterwards
             self.q, self._batch, self._rows = q, (), q[None]
         else:
             qT, batch = as_batch(q, M)
@@ -232,7 +222,7 @@ class ChainDynamics(DynamicModel):
     def _by_blocks(self, fn) -> np.ndarray:
         """``fn(sl, pose, qT)`` over blocks of the batch (batch last out)."""
         qT = self._rows.T
-        parts = [fn(sl, _Pose(self.chain, qT[:, sl]), qT[:, sl]) for sl in blocks(qT.shape[1])]
+        parts = [fn(sl, Pose(self.chain, qT[:, sl]), qT[:, sl]) for sl in blocks(qT.shape[1])]
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
 
     def _potential(self):
@@ -286,7 +276,7 @@ def _applied_rows(chain, loads, q, qd, batch) -> np.ndarray:
     qT, qdT = q.T, qd.T
     out = np.empty(q.shape)
     for sl in blocks(q.shape[0]):
-        out[sl] = bound.load(_Pose(chain, qT[:, sl]), qT[:, sl], qdT[:, sl], sl).T
+        out[sl] = bound.load(Pose(chain, qT[:, sl]), qT[:, sl], qdT[:, sl], sl).T
     return out
 
 

@@ -30,13 +30,13 @@ from .backend import kernels
 from ._array import as_batch, cross, from_batch, match_batch
 from .errors import ModelError
 
-__all__ = ["Influence", "ChainKinematics", "link_frames"]
+__all__ = ["Influence", "ChainKinematics", "Pose", "link_frames"]
 
 
 # --------------------------------------------------------------------------
 # forward kinematics (batch last)
 # --------------------------------------------------------------------------
-class _Pose:
+class Pose:
     """World geometry of a chain at N configurations, batch last.
 
     Attributes: ``R`` (3, 3, M, N) rotations and ``p`` (3, M, N) origins of
@@ -61,7 +61,7 @@ class _Pose:
         self.r = self.p
 
 
-def link_motion(pose: _Pose, qdT: np.ndarray, qddT: np.ndarray | None = None,
+def link_motion(pose: Pose, qdT: np.ndarray, qddT: np.ndarray | None = None,
                 gravity: np.ndarray | None = None):
     """World screw motion of every link, batch last: (w, v, aw, av), each (3, M, N).
 
@@ -88,10 +88,10 @@ def point_acceleration(w, v, aw, av, P) -> np.ndarray:
 def link_frames(chain, q, tool: bool = False) -> np.ndarray:
     """World frames of the links (..., M, 4, 4), or of the tool (..., 4, 4)."""
     qT, batch = as_batch(q, chain.dof)
-    return _frames(chain, _Pose(chain, qT), batch, tool)
+    return _frames(chain, Pose(chain, qT), batch, tool)
 
 
-def _frames(chain, pose: "_Pose", batch: tuple, tool: bool = False) -> np.ndarray:
+def _frames(chain, pose: "Pose", batch: tuple, tool: bool = False) -> np.ndarray:
     M, N = pose.p.shape[1:]
     F = np.zeros((N, M, 4, 4))
     F[..., :3, :3] = pose.R.transpose(3, 2, 0, 1)
@@ -252,7 +252,7 @@ class ChainKinematics:
         self.order = order
         self._qT, self._batch = as_batch(q, chain.dof)
         self.q = from_batch(self._qT, self._batch, 1)
-        self._pose = _Pose(chain, self._qT)
+        self._pose = Pose(chain, self._qT)
 
     def _out(self, x):
         return None if x is None else from_batch(x, self._batch, x.ndim - 1)
@@ -286,6 +286,12 @@ class ChainKinematics:
         Fo = self.chain.kernel_data.offsets[j]
         X = Fo if T is None else Fo @ T
         return F @ X
+
+    @property
+    def pose(self) -> Pose:
+        """The link frames and joint screws at ``q``, batch last (:class:`Pose`), as
+        the kernels of :func:`kic.backend.kernels` take them."""
+        return self._pose
 
     @property
     def axes(self) -> np.ndarray:

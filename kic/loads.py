@@ -168,10 +168,10 @@ class Loads:
 
     def chain_load(self, chain, q, qd=None) -> np.ndarray:
         """T_L of these loads on a serial ``chain`` at ``q`` (..., M)."""
-        from .kinematics import _Pose
+        from .kinematics import Pose
         qT, batch = as_batch(q, chain.dof)
         qdT = None if qd is None else match_batch(qd, chain.dof, batch, "qd")
-        TL = self.resolve(chain, batch).load(_Pose(chain, qT), qT, qdT, slice(None))
+        TL = self.resolve(chain, batch).load(Pose(chain, qT), qT, qdT, slice(None))
         return TL.T.reshape(batch + (chain.dof,))
 
 
