@@ -59,8 +59,15 @@ def _five_bar_tip():
     return tip, np.array([c[:2] for c in C])
 
 
+def _near_reference(model):
+    q0 = model.reference_phi[[model.phi_names.index(c) for c in model.coordinate_names]]
+    return model, q0 + np.array([[0.0], [0.02], [-0.03]]) * np.cos(np.arange(q0.size))
+
+
 CASES = {"five_bar": _five_bar, "four_bar": _four_bar, "slider_crank": _slider_crank,
-         "stewart": _stewart, "five_bar_tip": _five_bar_tip}
+         "stewart": _stewart, "five_bar_tip": _five_bar_tip,
+         "redundant_arm": lambda: _near_reference(mechanisms.redundant_planar_arm()),
+         "two_arms": lambda: _near_reference(mechanisms.two_arm_object())}
 _cache: dict = {}
 
 
@@ -211,8 +218,11 @@ def test_dynamics_match_numpy(name):
 
 
 @compiled
-@pytest.mark.parametrize("name", ["five_bar", "four_bar", "slider_crank", "stewart"])
+@pytest.mark.parametrize("name", ["five_bar", "four_bar", "slider_crank", "stewart",
+                                  "redundant_arm", "two_arms"])
 def test_actuator_loads_match_numpy(name):
+    """Na = M (cranks, Stewart legs) and Na > M (two arms holding an object: four
+    motors on three coordinates, least norm)."""
     model, plan, q, phi = case(name)
     qd, qdd, _ = motion(q, 1)
     act = joint_indices(model, model.actuators)
@@ -399,10 +409,26 @@ def test_bad_input_raises_model_error():
         K.actuator_loads(plan, q, np.zeros(2), np.zeros(2), [0], phi)
 
 
-def test_module_imports_without_compiling():
-    """The kernels module reports availability; the plan needs no numba."""
-    assert isinstance(K.available, bool)
-    assert plan_from_model(mechanisms.four_bar()).N == 4
+def test_without_numba_the_module_imports_and_says_so():
+    """With numba unimportable the module imports, reports unavailability and the
+    entry points raise ImportError (the caller keeps the numpy path)."""
+    import subprocess
+    import sys
+    code = (
+        "import sys; sys.modules['numba'] = None\n"
+        "import numpy as np, mechanisms\n"
+        "from kic import _closed_kernels as K\n"
+        "from kic.closed_plan import plan_from_model\n"
+        "m = mechanisms.four_bar(); plan = plan_from_model(m)\n"
+        "assert K.available is False and K.load() is False\n"
+        "try:\n"
+        "    K.assemble(plan, [0.3], m.reference_phi)\n"
+        "except ImportError:\n"
+        "    print('fallback')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "fallback"
 
 
 @compiled
