@@ -820,7 +820,7 @@ def _finite(a):
 def _batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
     """All entry points: what = 0 assemble, 1 inverse dynamics (x = q''), 2 forward
     dynamics (x = tau), 3 actuator loads (x = q''), 4 transfer at given phi0,
-    5 inertia at given phi0.  q, qd, x, phi0 have n rows or one (used for every
+    5 inertia at given phi0, 6 rates (phi', phi''; x = q'').  q, qd, x, phi0 have n rows or one (used for every
     pose).  ``mode`` (B,) of +1/-1 (0: any), or empty: the assembly mode a pose must
     be in (else status 4).  Returns (buf, status, bad): buf (n, K + N + 2 + 2B) holds
     out (n, K) (K = M, Na, N*M, M*M or 2N as the case needs), phi, the residual,
