@@ -264,13 +264,38 @@ def link_wrench(m, com, I, T, V):
 
 
 @_shared
+def centroid(com, T):
+    """World position (3-tuple, m) of a link's centroid ``com`` (link axes) at ``T``."""
+    R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
+    c0, c1, c2 = com
+    return (R00 * c0 + R01 * c1 + R02 * c2 + px, R10 * c0 + R11 * c1 + R12 * c2 + py,
+            R20 * c0 + R21 * c1 + R22 * c2 + pz)
+
+
+@_shared
+def gravity_step(m, c, a, t, g, S):
+    """Add a link (mass ``m``, world centroid ``c``) to the running mass and first
+    moment ``S = (S0, S1x, S1y, S1z)`` of the links after it and return ``(S', T)``,
+    T the gravity load of the link's joint (screw ``a``, ``t``) in the field ``g``:
+    +dV/dq = -(a . (S1 x g) + S0 t . g)."""
+    S0, S1x, S1y, S1z = S
+    S0 += m
+    S1x += m * c[0]
+    S1y += m * c[1]
+    S1z += m * c[2]
+    gx, gy, gz = g
+    return ((S0, S1x, S1y, S1z),
+            -(a[0] * (S1y * gz - S1z * gy) + a[1] * (S1z * gx - S1x * gz)
+              + a[2] * (S1x * gy - S1y * gx) + S0 * (t[0] * gx + t[1] * gy + t[2] * gz)))
+
+
+@_shared
 def link_world(com, I, T):
     """Centroid (3-tuple, m) and inertia about it in world axes (6-tuple: xx, xy, xz,
     yy, yz, zz; R I R^T) of a link with ``com`` and ``I`` given in link axes, placed
     at ``T`` (12-tuple, as in :func:`frame_step`)."""
     R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
     I00, I01, I02, I11, I12, I22 = I
-    c0, c1, c2 = com
     # rows of R I, then (R I) R^T
     a00 = R00 * I00 + R01 * I01 + R02 * I02
     a01 = R00 * I01 + R01 * I11 + R02 * I12
@@ -281,8 +306,7 @@ def link_world(com, I, T):
     a20 = R20 * I00 + R21 * I01 + R22 * I02
     a21 = R20 * I01 + R21 * I11 + R22 * I12
     a22 = R20 * I02 + R21 * I12 + R22 * I22
-    return ((R00 * c0 + R01 * c1 + R02 * c2 + px, R10 * c0 + R11 * c1 + R12 * c2 + py,
-             R20 * c0 + R21 * c1 + R22 * c2 + pz),
+    return (centroid(com, T),
             (a00 * R00 + a01 * R01 + a02 * R02, a00 * R10 + a01 * R11 + a02 * R12,
              a00 * R20 + a01 * R21 + a02 * R22, a10 * R10 + a11 * R11 + a12 * R12,
              a10 * R20 + a11 * R21 + a12 * R22, a20 * R20 + a21 * R21 + a22 * R22))
@@ -402,20 +426,13 @@ def _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, use_gravity, W, o
 
 @_jit
 def _gravity_one(mass, com, grav, A, t, R, p, out):
-    """+dV/dq = -sum_k (A_k . (S1_k x g) + t_k . S0_k g) by suffix sums."""
-    M = mass.shape[0]
-    gx, gy, gz = grav[0], grav[1], grav[2]
-    S0 = S1x = S1y = S1z = 0.0
-    for j in range(M - 1, -1, -1):
-        m = mass[j]
-        Rj, pj, cj = R[j], p[j], com[j]
-        S0 += m
-        S1x += m * (Rj[0, 0] * cj[0] + Rj[0, 1] * cj[1] + Rj[0, 2] * cj[2] + pj[0])
-        S1y += m * (Rj[1, 0] * cj[0] + Rj[1, 1] * cj[1] + Rj[1, 2] * cj[2] + pj[1])
-        S1z += m * (Rj[2, 0] * cj[0] + Rj[2, 1] * cj[1] + Rj[2, 2] * cj[2] + pj[2])
-        out[j] = -(A[j, 0] * (S1y * gz - S1z * gy) + A[j, 1] * (S1z * gx - S1x * gz)
-                   + A[j, 2] * (S1x * gy - S1y * gx)
-                   + S0 * (t[j, 0] * gx + t[j, 1] * gy + t[j, 2] * gz))
+    """+dV/dq of one configuration by suffix sums of mass and first moment."""
+    g = (grav[0], grav[1], grav[2])
+    S = (0.0, 0.0, 0.0, 0.0)
+    for j in range(mass.shape[0] - 1, -1, -1):
+        S, out[j] = gravity_step(mass[j], centroid((com[j, 0], com[j, 1], com[j, 2]),
+                                                   _frame_tuple(R[j], p[j])),
+                                 (A[j, 0], A[j, 1], A[j, 2]), (t[j, 0], t[j, 1], t[j, 2]), g, S)
 
 
 @_jit
@@ -981,7 +998,8 @@ def forward_dynamics_one(d, q, qd, tau, out) -> bool:
 _plain_ns = dict(globals())
 plain = types.SimpleNamespace()
 """The shared helpers (:func:`frame_step`, :func:`screw_step`, :func:`link_wrench`,
-:func:`link_world`, :func:`composite_step`, :func:`cholesky_solve`, :func:`spd_pivot_ok`)
+:func:`centroid`, :func:`gravity_step`, :func:`link_world`, :func:`composite_step`,
+:func:`cholesky_solve`, :func:`spd_pivot_ok`)
 as plain Python, for kic._scalar."""
 for _name in _SHARED:
     _f = _plain_ns[_name]

@@ -35,6 +35,8 @@ __all__ = []
 frame_step = plain.frame_step
 screw_step = plain.screw_step
 link_wrench = plain.link_wrench
+centroid = plain.centroid
+gravity_step = plain.gravity_step
 link_world = plain.link_world
 composite_step = plain.composite_step
 cholesky_solve = plain.cholesky_solve
@@ -119,8 +121,15 @@ def gravity_load_one(d, q, out) -> bool:
     q = _floats(q, d.dof)
     if q is None:
         return False
-    zero = [0.0] * d.dof
-    out[:] = _loads(d, _frames(d, q), zero, zero)
+    frames = _frames(d, q)
+    g = tuple(d.gravity.tolist())
+    S = (0.0, 0.0, 0.0, 0.0)
+    tau = [0.0] * d.dof
+    for j in range(d.dof - 1, -1, -1):
+        T, a, t = frames[j]
+        m, com, _ = d.links_t[j]
+        S, tau[j] = gravity_step(m, centroid(com, T), a, t, g, S)
+    out[:] = tau
     return True
 
 
