@@ -160,21 +160,21 @@ def _chain_linear(chain, q, qd, qdd, loads):
 
 def _load_terms(chain, kin, loads, K, C, n, M):
     """Stiffness and damping of applied loads (constant forces and moments)."""
-    for f in loads._forces:
+    for f in loads.forces:
         if f.force.ndim != 1:
             raise ModelError("linearization takes constant applied forces (a (3,) vector)")
         H = kin.point(f.link, f.point).H.reshape(n, 3, M, M)
         K = K - np.einsum("bpnm,p->bmn", H, f.force)
-    for mo in loads._moments:
+    for mo in loads.moments:
         if mo.moment.ndim != 1:
             raise ModelError("linearization takes constant applied moments (a (3,) vector)")
         H = kin.rotation(mo.link).H.reshape(n, 3, M, M)
         K = K - np.einsum("bpnm,p->bmn", H, mo.moment)
-    for s in loads._springs:
+    for s in loads.springs:
         k = chain.joint_index(s.joint)
         K = K.copy()
         K[:, k, k] += s.stiffness
-    for d in loads._dampers:
+    for d in loads.dampers:
         k = chain.joint_index(d.joint)
         C = C.copy()
         C[:, k, k] += d.coefficient

@@ -116,6 +116,26 @@ class Loads:
                 f"{len(self._springs)} springs, {len(self._dampers)} dampers>")
 
     @property
+    def forces(self) -> tuple:
+        """The applied forces: records with ``link``, ``force`` (N) and ``point`` (m)."""
+        return tuple(self._forces)
+
+    @property
+    def moments(self) -> tuple:
+        """The applied moments: records with ``link`` and ``moment`` (N m)."""
+        return tuple(self._moments)
+
+    @property
+    def springs(self) -> tuple:
+        """Joint springs: records with ``joint``, ``stiffness`` and ``rest``."""
+        return tuple(self._springs)
+
+    @property
+    def dampers(self) -> tuple:
+        """Joint dampers: records with ``joint`` and ``coefficient``."""
+        return tuple(self._dampers)
+
+    @property
     def batched(self) -> bool:
         """True when a force, point or moment varies along a batch."""
         return any(f.force.ndim > 1 or f.point.ndim > 1 for f in self._forces) or any(

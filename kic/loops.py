@@ -574,7 +574,7 @@ class LoopSystem:
             for side in li.sides:
                 kin = kins[side.chain]
                 if side.chain not in motion:
-                    motion[side.chain] = link_motion(kin._pose,
+                    motion[side.chain] = link_motion(kin.pose,
                                                      phid[:, self.chain_joints[side.chain]].T)
                 w, v, aw, av = (x[:, side.link] for x in motion[side.chain])
                 P = self.side_point(side, kins).T
