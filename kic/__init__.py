@@ -47,6 +47,8 @@ from .statespace import StateSpaceSequence
 from .trajectory import Trajectory
 from .topology import Mechanism
 from .transfer import Transfer, solve_transfer, transfer_influence
+from . import indices, mjcf, plot, urdf        # noqa: E402  (formats attach their methods)
+from .urdf import MimicModel
 
 __all__ = [
     "Joint", "Link", "SerialChain",
@@ -59,6 +61,6 @@ __all__ = [
     "scalar_product", "cross_product",
     "Transfer", "solve_transfer", "transfer_influence",
     "KicError", "ModelError", "SingularityError", "ClosureError", "Status",
-    "set_backend", "get_backend",
+    "set_backend", "get_backend", "MimicModel", "indices", "plot", "urdf", "mjcf",
 ]
 __version__ = "0.1.0"

@@ -469,22 +469,3 @@ class SerialChain:
             joints.append(Joint(kind, (0.0, 0.0, 1.0), origin, row.get("name")))
         return cls(joints, links, gravity=gravity, base=base, tool=tool,
                    frame_offsets=np.stack(offsets), name=name)
-
-    # ------------------------------------------------------- files (kic.urdf)
-    @classmethod
-    def from_urdf(cls, source, base_link: str | None = None, tip_link: str | None = None,
-                  gravity=(0.0, 0.0, -9.81), check_triangle: bool = True):
-        """The chain ``base_link`` -> ``tip_link`` of a URDF (text or path); see
-        :func:`kic.urdf.chain_from_urdf` (with mimic joints: a ``MimicModel``)."""
-        from .urdf import chain_from_urdf
-        return chain_from_urdf(source, base_link, tip_link, gravity, check_triangle)
-
-    def to_urdf(self, name: str | None = None, limits=None) -> str:
-        """URDF text of the chain (:func:`kic.urdf.to_urdf`)."""
-        from .urdf import to_urdf
-        return to_urdf(self, name=name, limits=limits)
-
-    def to_mjcf(self, name: str | None = None) -> str:
-        """MJCF (MuJoCo) text of the chain (:func:`kic.mjcf.to_mjcf`)."""
-        from .mjcf import to_mjcf
-        return to_mjcf(self, name=name)

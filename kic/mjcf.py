@@ -486,3 +486,14 @@ def _chain_mjcf(chain: SerialChain, name, timestep, min_mass) -> str:
     _write_body(root, lines, "    ", [], {}, root=True)
     lines += ["  </worldbody>", "</mujoco>"]
     return "\n".join(lines) + "\n"
+
+
+def _to_mjcf(self, name: str | None = None, **options) -> str:
+    """MJCF (MuJoCo) text of this model, loops as equality constraints
+    (:func:`kic.mjcf.to_mjcf`)."""
+    return to_mjcf(self, name=name, **options)
+
+
+# attached here, where the format lives (see the end of kic/urdf.py)
+SerialChain.to_mjcf = _to_mjcf
+Mechanism.to_mjcf = _to_mjcf

@@ -960,3 +960,33 @@ def _mechanism_parts(mech: Mechanism):
         R = T[:3, :3]
         links.append((b, L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
     return links, joints
+
+
+# The description classes offer URDF as a constructor and a method
+# (SerialChain.from_urdf, Mechanism.to_urdf, ...).  They are attached here, where
+# the format lives, so that chain.py and topology.py stay below the file formats in
+# the data flow and import nothing of them (no import circle).
+def _chain_from_urdf(cls, source, base_link: str | None = None, tip_link: str | None = None,
+                     gravity=(0.0, 0.0, -9.81), check_triangle: bool = True):
+    """The chain ``base_link`` -> ``tip_link`` of a URDF (text or path); see
+    :func:`kic.urdf.chain_from_urdf` (with mimic joints: a ``MimicModel``)."""
+    return chain_from_urdf(source, base_link, tip_link, gravity, check_triangle)
+
+
+def _mechanism_from_urdf(cls, source, gravity=(0.0, 0.0, -9.81), check_triangle: bool = True,
+                         name: str | None = None):
+    """The whole tree of a URDF (text or path) as a :class:`kic.Mechanism`; close its
+    loops with :meth:`~kic.Mechanism.add_joint` (see :func:`kic.urdf.mechanism_from_urdf`)."""
+    return mechanism_from_urdf(source, gravity=gravity, check_triangle=check_triangle,
+                               name=name)
+
+
+def _to_urdf(self, name: str | None = None, limits=None) -> str:
+    """URDF text of this chain or loop-free mechanism (:func:`kic.urdf.to_urdf`)."""
+    return to_urdf(self, name=name, limits=limits)
+
+
+SerialChain.from_urdf = classmethod(_chain_from_urdf)
+Mechanism.from_urdf = classmethod(_mechanism_from_urdf)
+SerialChain.to_urdf = _to_urdf
+Mechanism.to_urdf = _to_urdf
