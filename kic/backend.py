@@ -165,11 +165,12 @@ class ChainData:
     The same as Python floats and tuples for the plain-float kernels:
     ``base_t`` (12-tuple: rotation row by row, then the origin), ``joints_t`` (per
     joint: revolute, 12-tuple origin), ``links_t`` (per link: mass, centroid
-    3-tuple, inertia 6-tuple xx, xy, xz, yy, yz, zz); ``total_mass`` (kg).
+    3-tuple, inertia 6-tuple xx, xy, xz, yy, yz, zz); ``total_mass`` (kg);
+    ``packed`` the arrays in one vector for the compiled one-configuration kernels.
     """
 
     __slots__ = ("base", "isR", "O", "O4", "mass", "com", "inertia", "gravity", "offsets",
-                 "tool", "base_t", "joints_t", "links_t", "total_mass")
+                 "tool", "base_t", "joints_t", "links_t", "total_mass", "packed")
 
     def __init__(self, base, is_revolute, origins, masses, com, inertia, gravity, offsets,
                  tool) -> None:
@@ -185,6 +186,9 @@ class ChainData:
         self.gravity = f(gravity)
         self.offsets = f(offsets)
         self.tool = f(tool)
+        from ._compiled import pack           # plain numpy: imports no numba
+        self.packed = pack(self.base, self.isR, self.O, self.mass, self.com, self.inertia,
+                           self.gravity)
         self.base_t = tuple(float(x) for x in (*self.base[:, :3].ravel(), *self.base[:, 3]))
         self.joints_t = [(bool(r), tuple(float(x) for x in O.ravel()))
                          for r, O in zip(self.isR, self.O)]
