@@ -432,24 +432,25 @@ def _gravity_one(mass, com, grav, A, t, R, p, out):
 
 
 @_jit
-def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out):
-    """q'' = I*^-1 (tau - bias) of one configuration; False if I* fails the rule."""
+def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
+    """q'' = I*^-1 (tau - bias) of one configuration; False if I* fails the rule.
+    ``work``: the buffers of :func:`_forward_buffers`."""
+    A, t, R, p, c, Iw, W, cols, I, L, bias, zero = work
     M = q.shape[0]
-    A, t, R, p = _frame_buffers(M)
-    c = np.empty((M, 3))
-    Iw = np.empty((M, 3, 3))
-    W = np.empty((M, 6))
-    cols = np.empty((M, 6))
-    I = np.empty((M, M))
-    L = np.empty((M, M))
-    bias = np.empty(M)
     _frames(base, isR, O, q, A, t, R, p)
-    _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, np.zeros(M), True, W, bias)
+    _rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, zero, True, W, bias)
     _link_world(R, p, com, Iloc, c, Iw)
     _inertia_one(mass, c, Iw, A, t, cols, I)
     for j in range(M):
         bias[j] = tau[j] - bias[j]
     return cholesky_solve(I, bias, L, out)
+
+
+@_jit
+def _forward_buffers(M):
+    A, t, R, p = _frame_buffers(M)
+    return (A, t, R, p, np.empty((M, 3)), np.empty((M, 3, 3)), np.empty((M, 6)),
+            np.empty((M, 6)), np.empty((M, M)), np.empty((M, M)), np.empty(M), np.zeros(M))
 
 
 # --------------------------------------------------------------------------
@@ -599,8 +600,10 @@ def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out)
 
 @_jit
 def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
+    work = _forward_buffers(q.shape[1])
     for n in range(q.shape[0]):
-        ok[n] = _forward_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n])
+        ok[n] = _forward_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n],
+                             work)
 
 
 # one configuration, 1-D inputs checked here (shape, finiteness): False sends the
@@ -680,7 +683,8 @@ def _forward1(P, q, qd, tau, out):
     M = mass.shape[0]
     if not (_finite(M, q) and _finite(M, qd) and _finite(M, tau)) or out.shape[0] != M:
         return False
-    return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out)
+    return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
+                        _forward_buffers(M))
 
 
 @_jit

@@ -232,8 +232,12 @@ def loads_from_motion(d, Fc, sR, sv, motion, qddT, gravity: bool) -> np.ndarray:
     dv = sv * qddT
     if gravity:
         dv[:, 0] -= d.gravity[:, None]
-    aw = aw + prefix_sum(sR * qddT)
-    av = av + prefix_sum(dv)
+    return _wrench_loads(d, Fc, sR, sv, w, v, aw + prefix_sum(sR * qddT), av + prefix_sum(dv))
+
+
+def _wrench_loads(d, Fc, sR, sv, w, v, aw, av) -> np.ndarray:
+    """Joint loads (M, N) of the full link motion (w, v, aw, av), gravity included
+    in av if wanted."""
     R, p = _rotations(Fc)
     c = np.einsum("ijmn,jm->imn", R, d.com.T)
     c += p
@@ -346,8 +350,8 @@ def inverse_dynamics(d, q, qd, qdd, gravity: bool = True) -> np.ndarray:
 
     def run(sl, qT):
         Fc, sR, sv = pose(d, qT)
-        motion = link_motion(sR, sv, qdT[:, sl])
-        return loads_from_motion(d, Fc, sR, sv, motion, qddT[:, sl], gravity)
+        motion = link_motion(sR, sv, qdT[:, sl], qddT[:, sl], d.gravity if gravity else None)
+        return _wrench_loads(d, Fc, sR, sv, *motion)
     return _by_blocks(q, (d.dof,), run)
 
 
@@ -431,8 +435,16 @@ def spd_substitute(L: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def forward_dynamics(d, q, qd, tau):
     """(q'' (N, M), ok (N,)): ok is False where I* fails the singularity rule."""
-    bias = inverse_dynamics(d, q, qd, np.zeros(np.shape(q)))
-    L, ok = spd_factor(inertia(d, q))
+    M = d.dof
+    qdT = np.asarray(qd, dtype=float).T
+    I = np.empty((np.shape(q)[0], M, M))
+
+    def run(sl, qT):                      # one pose per block for the bias and I*
+        Fc, sR, sv = pose(d, qT)
+        I[sl] = np.moveaxis(_inertia(sR, sv, _LinkState(d, Fc)), -1, 0)
+        return _wrench_loads(d, Fc, sR, sv, *link_motion(sR, sv, qdT[:, sl], None, d.gravity))
+    bias = _by_blocks(q, (M,), run)
+    L, ok = spd_factor(I)
     return spd_substitute(L, np.asarray(tau, dtype=float) - bias), ok
 
 
