@@ -52,6 +52,11 @@ def as_batch(q, m: int, name: str = "q") -> tuple[np.ndarray, tuple]:
 def match_batch(x, m: int, batch: tuple, name: str) -> np.ndarray:
     """Like :func:`as_batch` for a second input that must broadcast to ``batch``."""
     arr = np.asarray(x, dtype=float)
+    if arr.shape == (m,) and batch == (1,) or (batch == () and arr.shape == (m,)):
+        # one configuration: the lean path (a control loop calls this every tick)
+        if not np.isfinite(arr).all():
+            raise ModelError(f"{name} contains NaN or infinite values")
+        return arr.reshape(m, 1)
     if arr.ndim == 0 or arr.shape[-1] != m:
         raise ModelError(f"{name} must have shape (..., {m}), got {arr.shape}")
     try:

@@ -381,7 +381,8 @@ def _assemble_pose(P, W, phi):
     nB = block_row.shape[0] - 1
     R = dep.shape[0]
     worst = 0.0
-    for it in range(max_iter + 1):
+    polished = False
+    for it in range(max_iter + 2):
         _frames(parent, order, isR, axis, origin, offset, phi, F, S)
         _side_frames(body_a, T_a, body_b, T_b, F, X)
         _residual(loop_k, loop_r, loop_row, U, X, r)
@@ -390,11 +391,14 @@ def _assemble_pose(P, W, phi):
             e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
             if not (e <= worst):          # NaN propagates as the worst
                 worst = e
-        if worst < tol:
+        if worst < tol and polished:
             _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             return 0, worst
-        if it == max_iter or not np.isfinite(worst):
+        if it >= max_iter or not np.isfinite(worst):
             return 1, worst
+        # once within the tolerance, one more full step takes the solution to
+        # rounding, so it does not depend on where Newton started
+        polished = worst < tol
         _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
         for b in range(nB):
             r0, r1 = block_row[b], block_row[b + 1]
@@ -403,7 +407,7 @@ def _assemble_pose(P, W, phi):
             for i in range(r0, r1):
                 e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
                 bw = max(bw, e)
-            if bw < tol:
+            if bw < tol and not polished:
                 continue
             for i in range(nb):
                 for c in range(nb):
@@ -1043,7 +1047,9 @@ def _mode(plan, mode) -> np.ndarray:
     if mode is None:
         return _NO_MODE
     m = np.ascontiguousarray(np.asarray(mode, dtype=np.float64).reshape(-1))
-    if m.shape[0] != plan.block_row.shape[0] - 1 or not np.all(np.isin(m, (-1.0, 0.0, 1.0))):
+    # a few blocks: a plain-Python check is cheaper than numpy reductions
+    if m.shape[0] != plan.block_row.shape[0] - 1 or any(v not in (-1.0, 0.0, 1.0)
+                                                          for v in m.tolist()):
         from .errors import ModelError
         raise ModelError(f"mode must give -1, 0 or +1 for each of the "
                          f"{plan.block_row.shape[0] - 1} blocks, got {mode!r}")

@@ -30,7 +30,7 @@ from ._array import inverse_with_condition
 from .errors import Status
 from .loops import MAX_ITERATIONS, TOLERANCE, LoopSystem
 
-__all__ = ["Assembly", "assemble", "newton", "in_mode"]
+__all__ = ["Assembly", "assemble", "first_guess", "newton", "in_mode"]
 
 _CONTINUATION_STEPS = (4, 16, 64)
 
@@ -74,14 +74,18 @@ def newton(system: LoopSystem, phi: np.ndarray):
     phi = phi.copy()
     n = phi.shape[0]
     worst = np.full(n, np.inf)
+    polished = np.zeros(n, bool)
     active = np.arange(n)
     sub = phi
     kins = None
-    for it in range(MAX_ITERATIONS + 1):
+    for it in range(MAX_ITERATIONS + 2):
         w, kins = system.scaled_residual(sub, kins)
         worst[active] = w
-        keep = np.isfinite(w) & (w >= TOLERANCE)
-        if it == MAX_ITERATIONS or not keep.any():
+        # once within the tolerance, one more full step takes a configuration to
+        # rounding, so the answer does not depend on where Newton started
+        keep = np.isfinite(w) & ((w >= TOLERANCE) | ~polished[active])
+        polished[active[w < TOLERANCE]] = True
+        if it >= MAX_ITERATIONS or not keep.any():
             break
         if not keep.all():
             active, sub, kins = active[keep], sub[keep], None
@@ -96,6 +100,7 @@ def newton(system: LoopSystem, phi: np.ndarray):
                 Ai = np.full(A.shape, np.nan)
             step = -np.einsum("npr,nr->np", Ai, r)
             lim = np.abs(step).max(axis=1, keepdims=True)
+            lim[~np.isfinite(lim)] = np.inf
             with np.errstate(invalid="ignore", divide="ignore"):
                 step *= np.minimum(1.0, 0.5 / np.maximum(lim, 1e-300))
             sub[:, block.joints] += step
@@ -116,6 +121,30 @@ def in_mode(found: np.ndarray, mode: np.ndarray) -> np.ndarray:
 def _scaled_q(system: LoopSystem, q: np.ndarray) -> np.ndarray:
     """Coordinates with lengths divided by L, to measure distances between poses."""
     return q * np.where(system.is_prismatic[system.q_idx], 1.0 / system.length, 1.0)
+
+
+def first_guess(system: LoopSystem, q: np.ndarray, reference: np.ndarray,
+                start: np.ndarray | None = None, guess=None) -> np.ndarray:
+    """Where Newton starts (n, N): the warm start, else the guess function, else the
+    reference; rows the guess has no answer for (NaN) start from the reference."""
+    n, N = q.shape[0], system.N
+    if start is not None:
+        phi0 = np.array(np.broadcast_to(np.asarray(start, float).reshape(-1, N), (n, N)))
+    elif guess is not None:
+        g = guess(q)
+        if isinstance(g, dict):
+            phi0 = np.array(np.broadcast_to(reference, (n, N)))
+            for k, v in g.items():
+                if k in system.index:
+                    phi0[:, system.index[k]] = v
+        else:
+            phi0 = np.asarray(g, dtype=float).reshape(n, N).copy()
+    else:
+        phi0 = np.array(np.broadcast_to(reference, (n, N)))
+    lost = ~np.all(np.isfinite(phi0), axis=1)       # a guess that has no answer there
+    phi0[lost] = reference
+    phi0[:, system.q_idx] = q
+    return phi0
 
 
 def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.ndarray,
@@ -140,23 +169,7 @@ def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.
     Assembly
     """
     n = q.shape[0]
-    N = system.N
-    if start is not None:
-        phi0 = np.array(np.broadcast_to(np.asarray(start, float).reshape(-1, N), (n, N)))
-    elif guess is not None:
-        g = guess(q)
-        if isinstance(g, dict):
-            phi0 = np.array(np.broadcast_to(reference, (n, N)))
-            for k, v in g.items():
-                if k in system.index:
-                    phi0[:, system.index[k]] = v
-        else:
-            phi0 = np.asarray(g, dtype=float).reshape(n, N).copy()
-    else:
-        phi0 = np.array(np.broadcast_to(reference, (n, N)))
-    lost = ~np.all(np.isfinite(phi0), axis=1)       # a guess that has no answer there
-    phi0[lost] = reference
-    phi0[:, system.q_idx] = q
+    phi0 = first_guess(system, q, reference, start, guess)
     phi, worst = newton(system, phi0)
     converged = worst < TOLERANCE
     found = np.zeros((n, len(system.blocks)))

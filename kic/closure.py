@@ -23,8 +23,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from . import _closed_kernels as closed_kernels
 from ._array import blocks, from_batch, match_batch, spd_solve
-from .assembly import Assembly, assemble
+from .assembly import Assembly, assemble, first_guess
+from .backend import use_compiled
+from .closed_plan import plan_from_model
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError, Status, located
@@ -36,6 +39,8 @@ __all__ = ["ClosedModel", "ClosedKinematics", "ClosedDynamics", "BodyPose", "Poi
            "CoordinateFunction"]
 
 _FAILURE_MODES = ("raise", "nan")
+# plain ints for the per-call checks (comparing with enum members costs microseconds)
+_UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
 
 
 class ClosedModel:
@@ -220,6 +225,53 @@ class ClosedModel:
                              f"(..., {self.N}) finite, got shape {s.shape}")
         return s.reshape(-1, self.N) if s.size // self.N == n else s.reshape(-1, self.N)[:1]
 
+    # ------------------------------------------------------ compiled kernels
+    def _plan(self):
+        """The model flattened for the compiled kernels (built once per
+        ``max_condition``), or None where the numpy path serves: the numpy backend,
+        or closures the kernels do not cover (coordinate functions, loops reduced
+        per configuration)."""
+        if not use_compiled() or not closed_kernels.load():
+            return None
+        cached = self.__dict__.get("_kernel_plan")
+        if cached is None or cached[0] != self.max_condition:
+            cached = (self.max_condition, plan_from_model(self))
+            self._kernel_plan = cached
+        return cached[1]
+
+    def _compiled(self, what: str, qf, start, on_failure, *rates, act=None):
+        """One compiled call for the whole batch: (output, status), or None where
+        the numpy path must answer (no plan; or configurations the kernel could not
+        assemble in the mode, or failures to raise with the numpy path's reports)."""
+        plan = self._plan()
+        if plan is None:
+            return None
+        fn = getattr(closed_kernels, what)
+        args = rates + ((act,) if act is not None else ())
+        at = 1 if what == "assemble" else 2           # where the kernel puts the status
+        # from the warm start, else from the reference along the batch (each pose
+        # from the previous one); poses that land outside the mode try the guess
+        # function, then the numpy path (continuation)
+        if start is not None:
+            res = fn(plan, qf, *args, self._start(start, qf.shape[0]), mode=self._mode)
+        else:
+            res = fn(plan, qf, *args, self.reference_phi, path=True, mode=self._mode)
+        out, status = res[0], np.asarray(res[at], int)
+        lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
+        if lost.any() and start is None and self.guess is not None:
+            idx = np.nonzero(lost)[0]
+            phi0 = first_guess(self.system, qf[idx], self.reference_phi, None, self.guess)
+            sub = tuple(a[idx] if a.shape[0] == qf.shape[0] else a for a in args[:len(rates)])
+            again = fn(plan, qf[idx], *sub, *args[len(rates):], phi0, mode=self._mode)
+            out = out.copy()
+            status = status.copy()
+            out[idx] = again[0]
+            status[idx] = again[at]
+            lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
+        if lost.any() or (on_failure == "raise" and status.any()):
+            return None                # continuation, or the numpy path's error report
+        return out, status
+
     # ------------------------------------------------------------ assembly
     def assembly(self, q, start=None) -> Assembly:
         """Assemble at ``q`` (..., M) and say how each configuration fared.
@@ -266,9 +318,12 @@ class ClosedModel:
         """
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
-        asm = self._assembled(qf, batch, start, on_failure)
-        phi = asm.phi.reshape(batch + (self.N,))
-        return (phi, asm.status.reshape(batch)) if on_failure == "nan" else phi
+        fast = self._compiled("assemble", qf, start, on_failure)
+        if fast is None:
+            asm = self._assembled(qf, batch, start, on_failure)
+            fast = asm.phi, asm.status
+        phi = fast[0].reshape(batch + (self.N,))
+        return (phi, fast[1].reshape(batch)) if on_failure == "nan" else phi
 
     def _assembled(self, qf, batch, start=None, on_failure="raise") -> Assembly:
         asm = assemble(self.system, qf, self._mode, self.reference_phi,
@@ -485,8 +540,13 @@ class ClosedModel:
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd = match_batch(qdd, self.dof, batch, "qdd").T
-        T, _, status = self._required(qf, qd, qdd, loads, batch, on_failure=on_failure,
-                                      start=start)
+        fast = None if loads else self._compiled("inverse_dynamics", qf, start, on_failure,
+                                                 qd, qdd)
+        if fast is None:
+            T, _, status = self._required(qf, qd, qdd, loads, batch, on_failure=on_failure,
+                                          start=start)
+        else:
+            T, status = fast
         T = T.reshape(batch + (self.dof,))
         return (T, status.reshape(batch)) if on_failure == "nan" else T
 
@@ -526,6 +586,12 @@ class ClosedModel:
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd = match_batch(qdd, self.dof, batch, "qdd").T
         idx = self.joint_indices(actuators)
+        fast = None if loads or weights is not None else self._compiled(
+            "actuator_loads", qf, start, on_failure, qd, qdd, act=idx)
+        if fast is not None:
+            tau, status = fast
+            tau = tau.reshape(batch + (len(idx),))
+            return (tau, status.reshape(batch)) if on_failure == "nan" else tau
         T, G, status = self._required(qf, qd, qdd, loads, batch, idx, on_failure, start)
         tau = np.full((qf.shape[0], len(idx)), np.nan)
         ok = status == Status.OK
@@ -575,6 +641,12 @@ class ClosedModel:
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         tau = match_batch(tau, self.dof, batch, "tau").T
+        fast = None if loads else self._compiled("forward_dynamics", qf, start, on_failure,
+                                                 qd, tau)
+        if fast is not None:
+            qdd, status = fast
+            qdd = qdd.reshape(batch + (self.dof,))
+            return (qdd, status.reshape(batch)) if on_failure == "nan" else qdd
         chain_loads = self._loads_for(loads)
 
         def fn(phi, idx):
