@@ -368,3 +368,20 @@ def test_shared_arithmetic_compiled_equals_plain():
         assert getattr(_scalar, name)(d, *args, a)
         under("numba", lambda: getattr(_compiled, name)(d, *args, b))
         assert rel(a, b) < 1e-13, name
+
+
+def test_kernel_data_pickles_and_matches_the_kinematics_pose():
+    """The chain's kernel data (built once with the chain) survives pickling, and the
+    public Pose of ChainKinematics is the kernel set's pose."""
+    import pickle
+    rng = np.random.default_rng(31)
+    chain = random_chain(rng, 4)
+    q, qd, tau = (rng.uniform(-2, 2, 4) for _ in range(3))
+    copy = pickle.loads(pickle.dumps(chain))
+    np.testing.assert_array_equal(copy.forward_dynamics(q, qd, tau),
+                                  chain.forward_dynamics(q, qd, tau))
+    qs = rng.uniform(-2, 2, (5, 4))
+    pose = chain.kinematics(qs).pose
+    Fc, sR, sv = backend.kernels().pose(backend.chain_data(chain), qs.T)
+    for a, b in ((pose.Fc, Fc), (pose.sR, sR), (pose.sv, sv)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
