@@ -101,6 +101,16 @@ def load() -> bool:
     return True
 
 
+def shared_helpers() -> dict:
+    """The shared arithmetic (:data:`plain` lists it) compiled, by name, for other
+    compiled kernel modules to inline: their ``load`` calls this and puts the result
+    in its namespace before compiling.  Loads numba (ImportError if it cannot)."""
+    if not load():
+        raise ImportError("numba cannot be imported")
+    g = globals()
+    return {name: g[name] for name in _SHARED}
+
+
 # --------------------------------------------------------------------------
 # the arithmetic shared with the plain-float kernels (kic._scalar)
 # --------------------------------------------------------------------------

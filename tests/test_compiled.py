@@ -385,3 +385,21 @@ def test_kernel_data_pickles_and_matches_the_kinematics_pose():
     Fc, sR, sv = backend.kernels().pose(backend.chain_data(chain), qs.T)
     for a, b in ((pose.Fc, Fc), (pose.sR, sR), (pose.sv, sv)):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
+
+
+@needs_numba
+def test_shared_helpers_compile_into_another_module():
+    """Another compiled module can inline the shared arithmetic (the closed-model
+    kernels' route to the same Cholesky and singularity rule)."""
+    import numba
+    ns = dict(_compiled.shared_helpers())
+    assert set(ns) == {n for n in dir(_compiled.plain) if not n.startswith("_")}
+    exec("def solve(A, b):\n"
+         "    x = np.empty(b.shape[0])\n"
+         "    ok = cholesky_solve(A, b, np.empty(A.shape), x)\n"
+         "    return ok, x\n", {**ns, "np": np}, ns)
+    solve = numba.njit(ns["solve"])
+    A = np.array([[4.0, 1.0], [1.0, 3.0]])
+    ok, x = solve(A, np.array([1.0, 2.0]))
+    assert ok and np.allclose(A @ x, [1.0, 2.0])
+    assert not solve(np.array([[1.0, 1.0], [1.0, 1.0]]), np.ones(2))[0]
