@@ -287,10 +287,76 @@ class ClosedModel:
             Explicit warm start of every joint (e.g. the previous step of a path).
         """
         qf, batch = self._flat(q)
+        plan = self._plan()
+        if plan is not None:
+            s = self.reference_phi if start is None else self._start(start, qf.shape[0])
+            phi, status, res, cond, sign = closed_kernels.assemble(
+                plan, qf, s, path=start is None, mode=self._mode)
+            status = np.asarray(status, int)
+            if not np.any((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)):
+                ok = status == Status.OK
+                sign = np.where(ok[:, None], sign, 0.0)
+                cond = np.where(ok, cond.max(axis=1) if cond.shape[1] else 1.0, np.nan)
+                return Assembly(phi.reshape(batch + (self.N,)), status.reshape(batch),
+                                res.reshape(batch), sign.reshape(batch + (-1,)),
+                                phi.reshape(batch + (self.N,)), cond.reshape(batch))
         asm = assemble(self.system, qf, self._mode, self.reference_phi,
                        self._start(start, qf.shape[0]), self.guess)
+        cond = self._conditions(asm)
         return Assembly(asm.phi.reshape(batch + (self.N,)), asm.status.reshape(batch),
-                        asm.residual.reshape(batch), asm.mode.reshape(batch + (-1,)))
+                        asm.residual.reshape(batch), asm.mode.reshape(batch + (-1,)),
+                        asm.attempt.reshape(batch + (self.N,)), cond.reshape(batch))
+
+    def best_coordinates(self, phi, max_candidates: int = 5000) -> tuple[list, float]:
+        """The set of M joint coordinates in which the closure is best conditioned
+        at joint values phi (N,), and its condition number.
+
+        Every candidate set of M physical joints is scored by the dimensionless
+        2-norm condition number of the closure Jacobian's columns of the other
+        joints (the dependent block, which the transfer inverts); the smallest
+        wins, ties going to the earlier set in joint order (generalized
+        coordinate partitioning: Wehage and Haug 1982, who pivot an LU
+        factorization to find a good set; here every set is scored, which is
+        exact for the few joints of a linkage).
+
+        Raises
+        ------
+        ModelError
+            More than ``max_candidates`` sets (use a pivoted factorization, e.g.
+            :func:`scipy.linalg.qr` with ``pivoting=True``, for large mechanisms).
+        """
+        from itertools import combinations
+        from math import comb
+
+        from .loops import scaled_condition
+        s = self.system
+        phi = np.asarray(phi, dtype=float).reshape(self.N)
+        physical = [i for i, n in enumerate(s.phi_names)
+                    if n in self.mechanism.primitive_joints]
+        if len(physical) != self.N:
+            raise ModelError("coordinate selection takes a model in joint coordinates, not "
+                             f"{self.coordinate_names}")
+        if comb(self.N, self.dof) > max_candidates:
+            raise ModelError(f"{comb(self.N, self.dof)} candidate sets of {self.dof} of "
+                             f"{self.N} joints: more than max_candidates={max_candidates}")
+        J = s.jacobian(phi[None])[0]
+        length_rows = np.concatenate([l.length_rows() for l in s.loops])
+        sets = list(combinations(range(self.N), self.dof))
+        deps = np.array([[d for d in range(self.N) if d not in c] for c in sets], int)
+        cond = np.array([scaled_condition(J[:, d], length_rows, s.is_prismatic[d], s.length)
+                         for d in deps])
+        best = int(np.argmin(np.where(np.isnan(cond), np.inf, cond)))
+        return [s.phi_names[i] for i in sets[best]], float(cond[best])
+
+    def closure_jacobian(self, phi) -> np.ndarray:
+        """The closure Jacobian ``dc/dphi`` (..., R, N) at joint values phi (..., N):
+        the independent rows of every loop over every joint (coordinate selection
+        works on it)."""
+        phi = np.asarray(phi, dtype=float)
+        if phi.shape[-1:] != (self.N,):
+            raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
+        J = self.system.jacobian(phi.reshape(-1, self.N))
+        return J.reshape(phi.shape[:-1] + J.shape[1:])
 
     def assemble(self, q, start=None, on_failure: str = "raise"):
         """All joint values phi (..., N) at coordinates ``q`` (..., M), in the model's
@@ -440,13 +506,13 @@ class ClosedModel:
             tr, _ = closure_transfer(self.system, asm.phi, order, self.max_condition)
         return asm.phi, tr
 
-    def joint_rates(self, q, qd, qdd=None):
+    def joint_rates(self, q, qd, qdd=None, start=None):
         """phi' (and phi'' when ``qdd`` is given) of every joint (..., N)."""
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd_ = np.zeros_like(qd) if qdd is None else match_batch(qdd, self.dof, batch, "qdd").T
         with located(batch, qf.shape[0]):
-            phi = self._assembled(qf, batch).phi
+            phi = self._assembled(qf, batch, start).phi
             _, _, phid, phidd, _ = closure_transfer(self.system, phi, 1, self.max_condition,
                                                     velocity=(qd, qdd_))
         if qdd is None:
@@ -550,11 +616,15 @@ class ClosedModel:
         T = T.reshape(batch + (self.dof,))
         return (T, status.reshape(batch)) if on_failure == "nan" else T
 
-    def in_coordinates(self, coordinates, guess=None, name: str | None = None) -> "ClosedModel":
-        """The same mechanism modelled in other coordinates (e.g. actuator ones),
-        with this model's reference configuration as its reference."""
+    def in_coordinates(self, coordinates, guess=None, name: str | None = None,
+                       reference=None) -> "ClosedModel":
+        """The same mechanism modelled in other coordinates (e.g. actuator ones).
+
+        Its reference (and so its assembly mode) is this model's reference
+        configuration, or ``reference``: joint values phi (N,) of this model."""
         physical = set(self.mechanism.primitive_joints)
-        ref = {k: self.reference_phi[i] for k, i in self.system.index.items() if k in physical}
+        phi = self.reference_phi if reference is None else np.asarray(reference, float)
+        ref = {k: phi[i] for k, i in self.system.index.items() if k in physical}
         return self.mechanism.model(coordinates, reference=ref, guess=guess, name=name)
 
     def actuator_model(self) -> "ClosedModel":
