@@ -578,7 +578,10 @@ def _rnea(P, W, with_gravity):
         for i in range(6):
             fo[j, i] = 0.0
         m = mass[j]
-        if m <= 0.0:
+        # massless only without rotational inertia too (PUMA 560's link 1: 0 kg,
+        # 0.35 kg m^2); a PSD inertia with a zero diagonal is zero
+        if m <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
+                and inertia[j, 2, 2] == 0.0:
             continue
         # body acceleration: the velocity products (Av) plus the joint accelerations
         # of the path, plus the base acceleration -g
@@ -665,7 +668,10 @@ def _inertia_pose(P, W, I):
     c = np.empty(3)
     for j in range(N):
         m = mass[j]
-        if m <= 0.0:
+        # massless only without rotational inertia too (PUMA 560's link 1: 0 kg,
+        # 0.35 kg m^2); a PSD inertia with a zero diagonal is zero
+        if m <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
+                and inertia[j, 2, 2] == 0.0:
             continue
         Jw[:, :] = 0.0
         Jv[:, :] = 0.0

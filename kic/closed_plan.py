@@ -173,8 +173,8 @@ def joint_indices(model, names) -> np.ndarray:
 def _combine(parts) -> tuple[float, np.ndarray, np.ndarray]:
     """Mass, centroid and central inertia of rigid bodies given in one frame."""
     m = sum(p[0] for p in parts)
-    if m <= 0:
-        return 0.0, np.zeros(3), np.zeros((3, 3))
+    if m <= 0:          # no mass, but maybe rotational inertia (frame-free then)
+        return 0.0, np.zeros(3), sum((p[2] for p in parts), np.zeros((3, 3)))
     c = sum(p[0] * p[1] for p in parts) / m
     I = np.zeros((3, 3))
     for mi, ci, Ii in parts:
@@ -239,7 +239,7 @@ def plan_from_model(model) -> ClosedPlan | None:
                   or not np.allclose(offset[g], offs[k], atol=1e-12)):
                 return None                  # a shared joint seen differently: not a tree
             link = chain.links[k]
-            if link.mass > 0:
+            if link.mass > 0 or np.any(link.inertia):
                 masses[g].append((link.mass, np.asarray(link.com, float),
                                   np.asarray(link.inertia, float)))
     if np.any(parent == -2):
