@@ -228,3 +228,26 @@ def test_best_coordinates_avoid_the_singular_set():
     phi = fb4.assemble(q)
     names, cond = fb4.best_coordinates(phi)
     assert names != ["crank1", "crank2"] and cond < 100 < fb4.condition(q)
+
+
+def test_compiled_and_numpy_closed_models_agree_with_inertia_but_no_mass():
+    """A body with rotational inertia and no mass (as PUMA 560's published link 1) is
+    not massless: both backends' closed-model dynamics count it."""
+    mech = kic.Mechanism(gravity=(0, -9.81, 0))
+    mech.add_body("disc", mass=0.0, inertia=np.diag([0.1, 0.1, 0.2]), check_triangle=False)
+    rod(mech, "crank", 0.5, 0.1)
+    rod(mech, "coupler", 1.0, 0.35)
+    rod(mech, "rocker", 0.8, 0.25)
+    mech.add_joint("disc", "R", "ground", "disc")
+    mech.add_joint("crank", "R", "disc", "crank")
+    mech.add_joint("A", "R", "crank", "coupler", origin=T(0.1))
+    mech.add_joint("rocker", "R", "ground", "rocker", origin=T(0.3))
+    mech.add_joint("B", "R", "coupler", "rocker", origin=T(0.35), child_origin=T(0.25))
+    m = mech.model(["disc", "crank"], reference={"crank": 1.0, "A": -0.5, "rocker": 1.3})
+    q, qd, qdd = m.reference + 0.1, np.array([0.3, -0.2]), np.array([1.0, 0.5])
+    tau = m.inverse_dynamics(q, qd, qdd)
+    I = m.dynamics(q).I_star
+    assert I[0, 0] > 0.2                              # the disc's 0.2 kg m^2 is there
+    expect = I @ qdd + m.dynamics(q).velocity_term(qd) + m.dynamics(q).gravity_load
+    assert np.allclose(tau, expect, rtol=1e-10, atol=1e-12)
+    assert np.allclose(m.forward_dynamics(q, qd, tau), qdd, rtol=1e-9)
