@@ -54,6 +54,9 @@ class Assembly:
     attempt : ndarray (n, N)
         Where the solver stopped (equal to phi where it succeeded): what a
         report on a failure looks at.
+    condition : ndarray (n,)
+        Dimensionless condition number of the worst block of dependent joints
+        (NaN where not assembled); filled by :meth:`kic.ClosedModel.assembly`.
     """
 
     phi: np.ndarray
@@ -61,6 +64,7 @@ class Assembly:
     residual: np.ndarray
     mode: np.ndarray
     attempt: np.ndarray | None = None
+    condition: np.ndarray | None = None
 
     @property
     def ok(self) -> np.ndarray:
