@@ -145,7 +145,6 @@ class ActuatedSystem:
 
     def __init__(self, model, motors: Sequence[DCMotor], joints=None, gear_ratios=None,
                  gear_jacobian=None, weights=None, loads=None) -> None:
-        from .chain import SerialChain
         self.model = model
         self.loads = loads
         motors = list(motors)
@@ -153,18 +152,11 @@ class ActuatedSystem:
             raise ModelError("motors must be a non-empty sequence of kic.DCMotor")
         self.motors = motors
         Na = len(motors)
-        self._serial = isinstance(model, SerialChain)
-        if joints is None:
-            joints = (list(range(model.dof)) if self._serial else list(model.actuators))
-        joints = list(joints)
+        joints = list(model.actuators if joints is None else joints)
         if len(joints) != Na:
             raise ModelError(f"{Na} motors for {len(joints)} actuated joints {joints}")
-        if self._serial:
-            self._idx = np.array([model.joint_index(j) for j in joints])
-            self.joint_names = [model.joint_names[k] for k in self._idx]
-        else:
-            self._idx = model.joint_indices(joints)
-            self.joint_names = [model.phi_names[k] for k in self._idx]
+        self._idx = model.joint_indices(joints)
+        self.joint_names = [model.phi_names[k] for k in self._idx]
         if len(set(self._idx.tolist())) != Na:
             raise ModelError(f"actuated joints repeat: {joints}")
         if Na < model.dof:
@@ -212,12 +204,6 @@ class ActuatedSystem:
     def actuation(self, q, order: int = 3):
         """``G^a_q``, ``H^a_qq``, ``D^a_qqq`` of the actuated joints (batch first)."""
         q = np.asarray(q, float).reshape(-1, self.model.dof)
-        n, M = q.shape
-        Na = self.n_motors
-        if self._serial:
-            G = np.zeros((n, Na, M))
-            G[:, np.arange(Na), self._idx] = 1.0
-            return G, np.zeros((n, Na, M, M)), np.zeros((n, Na, M, M, M))
         _, tr = self.model.transfer_at(q, order)
         return (tr.G[:, self._idx], None if tr.H is None else tr.H[:, self._idx],
                 None if tr.D is None else tr.D[:, self._idx])
@@ -321,8 +307,7 @@ class ActuatedSystem:
             coordinates=names, motors=motors, outputs=out_names, nominal=nom, trajectory=tr)
 
     def _coordinate_names(self):
-        m = self.model
-        return list(m.joint_names) if self._serial else list(m.coordinate_names)
+        return list(self.model.coordinate_names)
 
     def _outputs(self, outputs, q, names, motors, n, M, Na):
         N = 2 * M + Na

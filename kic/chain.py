@@ -375,6 +375,60 @@ class SerialChain:
         """Gravitational potential energy ``-sum m_j g . c_j`` (J), shape ``(...)``."""
         return dynamics.chain_potential_energy(self, q)
 
+    # ------------------------------- the interface shared with kic.ClosedModel
+    # A serial chain is the closed model with no loops: its initial coordinates
+    # phi are its coordinates q, its one open chain is itself and the transfer
+    # is the identity, so linearization and actuation need no case of their own.
+    @property
+    def coordinate_names(self) -> list[str]:
+        """The coordinates q: the joints, in order."""
+        return list(self.joint_names)
+
+    @property
+    def phi_names(self) -> list[str]:
+        """All joint values (for a serial chain, its coordinates)."""
+        return list(self.joint_names)
+
+    @property
+    def actuators(self) -> list[str]:
+        """The actuated joints (every joint)."""
+        return list(self.joint_names)
+
+    @property
+    def open_chains(self) -> list:
+        """The open chains of the model and their joint indices: the chain itself."""
+        return [(self, np.arange(self.dof))]
+
+    def joint_indices(self, names) -> np.ndarray:
+        """Positions of the named (or numbered) joints."""
+        if isinstance(names, (str, int, np.integer)):
+            names = [names]
+        return np.array([self.joint_index(n) for n in names], int)
+
+    def transfer_at(self, q, order: int = 2):
+        """Joint values and the (identity) transfer at ``q``: ``(phi (n, M), Transfer)``."""
+        from .transfer import Transfer
+        q = np.asarray(q, dtype=float)
+        if q.ndim == 0 or q.shape[-1] != self.dof:
+            raise ModelError(f"q must have shape (..., {self.dof}), got {q.shape}")
+        return q.reshape(-1, self.dof), Transfer.identity(q.reshape(-1, self.dof).shape[0],
+                                                          self.dof, order)
+
+    def split_loads(self, loads) -> list:
+        """The loads acting on each open chain: all of them on the chain itself."""
+        return [loads if loads else None]
+
+    def actuator_loads(self, q, qd, qdd, actuators=None, weights=None,
+                       loads: "Loads | None" = None) -> np.ndarray:
+        """Loads of the actuated joints for a motion (..., Na): the joint loads of
+        ``actuators`` (all joints, or each joint that is not actuated must need
+        no load: a serial chain cannot distribute loads)."""
+        idx = self.joint_indices(self.joint_names if actuators is None else actuators)
+        if len(set(idx.tolist())) != self.dof:
+            raise ModelError(f"{len(set(idx.tolist()))} actuators cannot drive the {self.dof} "
+                             "joints of a serial chain (underactuated)")
+        return self.inverse_dynamics(q, qd, qdd, loads=loads)[..., idx]
+
     # ------------------------------------------------------------ builders
     @classmethod
     def from_dh(cls, rows: Sequence[Mapping[str, Any]], links: Sequence[Link],

@@ -97,12 +97,13 @@ def linear_dynamics(model, q, qd, qdd, loads=None) -> LinearDynamics:
     >>> lin.K.shape, bool(np.allclose(lin.I, arm.dynamics([0.3, 0.5]).I_star))
     ((2, 2), True)
     """
-    from .chain import SerialChain
     batch, (qf, qdf, qddf) = _rates(model, q, qd, qdd)
-    if isinstance(model, SerialChain):
-        I, C, K, T = _chain_linear(model, qf, qdf, qddf, loads)
+    phi, tr = model.transfer_at(qf, 3)
+    if tr.is_identity:                 # one open chain in its own coordinates
+        (chain, _), = model.open_chains
+        I, C, K, T = _chain_linear(chain, qf, qdf, qddf, loads)
     else:
-        I, C, K, T = _closed_linear(model, qf, qdf, qddf, loads)
+        I, C, K, T = _closed_linear(model, phi, tr, qf, qdf, qddf, loads)
     M = model.dof
     shape = lambda X, tail: X.reshape(batch + tail)                 # noqa: E731
     return LinearDynamics(shape(I, (M, M)), shape(C, (M, M)), shape(K, (M, M)), shape(T, (M,)))
@@ -181,10 +182,9 @@ def _load_terms(chain, kin, loads, K, C, n, M):
     return K, C
 
 
-def _closed_linear(model, q, qd, qdd, loads):
+def _closed_linear(model, phi, tr, q, qd, qdd, loads):
     """I, C, K, T of a transferred (closed) model, from its chains."""
     n, M = q.shape
-    phi, tr = model.transfer_at(q, 3)
     G, H, D = tr.G, tr.H, tr.D
     phid, phidd = tr.rates(qd, qdd)
     I = np.zeros((n, M, M))

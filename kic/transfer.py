@@ -98,6 +98,20 @@ class Transfer:
         if self.D is not None and self.D.shape[-4:] != (N, M, M, M):
             raise ModelError(f"D must have shape (..., {N}, {M}, {M}, {M}), got {self.D.shape}")
 
+    @classmethod
+    def identity(cls, n: int, M: int, order: int = 2) -> "Transfer":
+        """The transfer of coordinates to themselves at n configurations (G = 1,
+        H = D = 0 to ``order``); :attr:`is_identity` says so without looking."""
+        G = np.broadcast_to(np.eye(M), (n, M, M))
+        H = np.zeros((n, M, M, M)) if order >= 2 else None
+        D = np.zeros((n, M, M, M, M)) if order >= 3 else None
+        tr = cls(G, H, D)
+        tr.is_identity = True
+        return tr
+
+    #: True for :meth:`identity` transfers (callers may skip the products)
+    is_identity = False
+
     @property
     def order(self) -> int:
         return 1 if self.H is None else (2 if self.D is None else 3)

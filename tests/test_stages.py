@@ -251,3 +251,23 @@ def test_compiled_and_numpy_closed_models_agree_with_inertia_but_no_mass():
     expect = I @ qdd + m.dynamics(q).velocity_term(qd) + m.dynamics(q).gravity_load
     assert np.allclose(tau, expect, rtol=1e-10, atol=1e-12)
     assert np.allclose(m.forward_dynamics(q, qd, tau), qdd, rtol=1e-9)
+
+
+def test_one_model_interface():
+    """SerialChain and ClosedModel offer the same public methods with the same meaning,
+    so linearization and actuation work on either without asking which it is."""
+    names = ["coordinate_names", "phi_names", "actuators", "open_chains", "dof",
+             "joint_indices", "transfer_at", "split_loads", "kinematics", "dynamics",
+             "inverse_dynamics", "forward_dynamics", "gravity_load", "kinetic_energy",
+             "potential_energy", "frames", "actuator_loads"]
+    arm, fb = mechanisms.planar_two_link(), mechanisms.five_bar()
+    for model in (arm, fb):
+        missing = [n for n in names if not hasattr(model, n)]
+        assert not missing, (type(model).__name__, missing)
+    q, qd, qdd = np.array([0.3, -0.4]), np.array([0.2, 0.1]), np.array([0.5, -0.3])
+    phi, tr = arm.transfer_at(q, 3)
+    assert tr.is_identity and np.allclose(tr.G, np.eye(2)) and np.allclose(phi, q)
+    assert np.allclose(arm.actuator_loads(q, qd, qdd), arm.inverse_dynamics(q, qd, qdd))
+    # the serial chain as a one-chain "closed" model: the same linearization either way
+    lin = kic.linear_dynamics(arm, q, qd, qdd)
+    assert np.allclose(lin.I, arm.dynamics(q).I_star)
