@@ -39,6 +39,7 @@ from .errors import ModelError
 __all__ = ["sweep", "SweepResult", "SweepStatus", "SweepProgress", "example_evaluate"]
 
 _FORMAT = "kic.sweep/1"
+_CHUNK_OF: dict[int, int] = {}  # id of an exception in flight -> the chunk that raised it
 _MESSAGE_LIMIT = 400            # characters kept of a failure's message (the file stays small)
 _SCHEDULERS = ("serial", "processes", "dask")
 
@@ -313,13 +314,17 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
             tasks = [(k, table[k * chunk_size:(k + 1) * chunk_size].copy()) for k in todo]
             runner = {"serial": _run_serial, "processes": _run_processes,
                       "dask": _run_dask}[kind]
-            for k, outcome in runner(evaluate, tasks, capture, workers, scheduler):
-                state.take(k, outcome, capture)
-                report()
-                saver()
+            outcomes = runner(evaluate, tasks, capture, workers, scheduler)
+            try:
+                for k, outcome in outcomes:
+                    state.take(k, outcome, capture)
+                    report()
+                    saver()
+            finally:
+                outcomes.close()        # stops the workers now, not when garbage collected
     except BaseException as exc:
-        if isinstance(exc, Exception) and getattr(exc, "_kic_chunk", None) is not None:
-            k = exc._kic_chunk
+        k = _CHUNK_OF.pop(id(exc), None)
+        if k is not None:
             lo, hi = k * chunk_size, min((k + 1) * chunk_size, n)
             exc.add_note(f"kic.sweep: raised by chunk {k} (designs {lo} to {hi - 1}); "
                          "on_error='record' records failures and goes on")
@@ -418,6 +423,7 @@ class _Gather:
             message=np.full(n, "", dtype=object), chunk_size=chunk_size,
             chunk_seconds=np.full(self.n_chunks, np.nan))
         self.resumed = 0
+        self.chunks_finished = 0        # evaluated (OK or failed) or resumed
         if previous is not None:
             self.result.chunk_seconds[:] = previous.chunk_seconds
             keep = np.zeros(n, bool)
@@ -434,6 +440,7 @@ class _Gather:
                     store[keep] = value[keep]
                     self.result.results[key] = store
             self.resumed = int(keep.sum())
+            self.chunks_finished = sum(bool(keep[self._span(k)][0]) for k in range(self.n_chunks))
             self.result.resumed = self.resumed
 
     def _span(self, k: int) -> slice:
@@ -445,13 +452,14 @@ class _Gather:
     def take(self, k: int, outcome: tuple, capture: bool) -> None:
         values, error, seconds = outcome
         span = self._span(k)
+        self.chunks_finished += 1
         self.result.chunk_seconds[k] = seconds
         if error is None:
             try:
                 self._store(span, values)
             except ModelError as exc:
                 if not capture:
-                    exc._kic_chunk = k
+                    _CHUNK_OF[id(exc)] = k
                     raise
                 error = f"ModelError: {exc}"
         if error is not None:
@@ -582,7 +590,7 @@ def _run_serial(evaluate, tasks, capture, workers, scheduler):
         try:
             yield k, _evaluate_chunk(evaluate, chunk, capture)
         except Exception as exc:
-            exc._kic_chunk = k
+            _CHUNK_OF[id(exc)] = k
             raise
 
 
@@ -612,7 +620,7 @@ def _run_processes(evaluate, tasks, capture, workers, scheduler):
                 try:
                     outcome = future.result()
                 except Exception as exc:
-                    exc._kic_chunk = k
+                    _CHUNK_OF[id(exc)] = k
                     raise
                 yield k, outcome
     finally:
@@ -653,7 +661,7 @@ def _run_dask(evaluate, tasks, capture, workers, scheduler):
                 try:
                     outcome = future.result()
                 except Exception as exc:
-                    exc._kic_chunk = k
+                    _CHUNK_OF[id(exc)] = k
                     raise
                 yield k, outcome
         finally:
@@ -725,9 +733,8 @@ class _Reporter:
         evaluated = s.done - s.resumed
         rate = evaluated / elapsed if evaluated and elapsed > 0 else math.nan
         eta = (s.n - s.done) / rate if rate > 0 else math.nan
-        chunks = sum(s.done_chunk(k) or s.result.status[k * s.chunk_size] ==
-                     SweepStatus.FAILED for k in range(s.n_chunks))
-        return SweepProgress(s.done, s.n, int(chunks), s.n_chunks, s.failed, elapsed, rate, eta)
+        return SweepProgress(s.done, s.n, s.chunks_finished, s.n_chunks, s.failed, elapsed,
+                             rate, eta)
 
     def __call__(self, force: bool = False) -> None:
         if self.callback is not None:

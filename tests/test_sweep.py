@@ -207,8 +207,10 @@ def test_resume_skips_the_chunks_in_the_file(tmp_path):
     assert np.isnan(saved.results["s"][10:]).all() and (stopping.calls, first.calls) == (3, 2)
 
     second = Counting(functools.partial(evaluate_run, run=2))
-    r = sweep(second, d, chunk_size=CHUNK, progress=False, out=path, resume=True)
+    seen: list[SweepProgress] = []
+    r = sweep(second, d, chunk_size=CHUNK, progress=seen.append, out=path, resume=True)
     assert second.calls == 3                      # chunks 2, 3, 4 only
+    assert [(p.done, p.chunks_done) for p in seen] == [(15, 3), (20, 4), (23, 5)]
     assert r.resumed == 10 and np.all(r.ok)
     np.testing.assert_array_equal(r.results["run"], np.where(d["i"] < 10, 1, 2))
     np.testing.assert_allclose(r.results["s"], expected(d)["s"], rtol=0, atol=1e-15)
