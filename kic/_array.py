@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import kernels
 from .errors import ModelError
 
 __all__ = []
@@ -91,12 +90,6 @@ def blocks(N: int) -> list[slice]:
     return [slice(i, min(i + BLOCK, N)) for i in range(0, N, BLOCK)]
 
 
-def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
-    """Cross product along ``axis`` (0 or 1; 3 components), broadcasting the rest
-    (the kernel set's, :func:`kic.backend.kernels`)."""
-    return kernels().cross(a, b, axis)
-
-
 def prefix_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:
     """Running sum over the link axis (sum over j <= k).
 
@@ -139,46 +132,24 @@ def rot_z(a: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def small_inverse(A: np.ndarray) -> np.ndarray:
-    """Inverses of stacked (..., m, m) matrices; NaN or inf where singular (callers
-    check the condition): closed forms for m <= 3 (numpy), Gauss-Jordan elimination
-    with partial pivoting (compiled)."""
-    return kernels().small_inverse(A)
+def numpy_cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Cross product along ``axis`` (0 or 1; 3 components), broadcasting the rest.
 
-
-def inverse_with_condition(A: np.ndarray):
-    """Inverses of stacked (..., m, m) matrices and their 1-norm condition numbers
-    ``||A||_1 ||A^-1||_1`` (...): inf/NaN where singular, or ``np.linalg.LinAlgError``
-    from LAPACK (m > 3, numpy kernels)."""
-    return kernels().inverse_with_condition(A)
-
-
-def spd_solve(A: np.ndarray, b: np.ndarray, what: str = "matrix"):
-    """Solve stacked SPD systems ``A x = b`` (leading batch axes).
-
-    Raises :class:`~kic.SingularityError` naming the configuration when a matrix
-    fails kic's singularity rule, :func:`kic._compiled.spd_pivot_ok`: a Cholesky
-    pivot ``L_kk^2`` not above ``1e-12 A_kk`` (relative to its own diagonal entry,
-    hence independent of the units of each coordinate).
+    Written into one preallocated output: 3-5x faster than ``np.cross`` or a
+    stacked expression on batched arrays in numpy 2.
     """
-    from ._scalar import spd_factor, spd_substitute
-    from .errors import SingularityError
-    A = np.asarray(A, dtype=float)
-    L, ok = spd_factor(A)
-    if np.all(ok):
-        return spd_substitute(L, b)
-    bad = ~ok
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sv = np.linalg.svd(np.where(np.isfinite(A), A, 0.0), compute_uv=False)
-    smin, smax = sv[..., -1], sv[..., 0]
-    cond = np.where(smin > 0, smax / np.where(smin > 0, smin, 1.0), np.inf)
-    # the failing configuration with the largest condition number (ties: the first)
-    idx = (np.unravel_index(int(np.argmax(np.where(bad, cond, -1.0))), cond.shape)
-           if cond.ndim else ())
-    raise SingularityError(
-        f"{what} is singular or not positive definite"
-        + (f" at batch index {idx}" if idx else "")
-        + f": smallest singular value {float(smin[idx]):.3e}, "
-          f"condition number {float(cond[idx]):.3e}",
-        sigma_min=float(smin[idx]), condition=float(cond[idx]), where=what,
-        index=idx if idx else None)
+    # np.broadcast_shapes costs 3 us, more than a small product
+    out = np.empty(a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape))
+    if axis == 0:
+        a0, a1, a2, b0, b1, b2 = a[0], a[1], a[2], b[0], b[1], b[2]
+        o0, o1, o2 = out[0], out[1], out[2]
+    else:
+        a0, a1, a2, b0, b1, b2 = a[:, 0], a[:, 1], a[:, 2], b[:, 0], b[:, 1], b[:, 2]
+        o0, o1, o2 = out[:, 0], out[:, 1], out[:, 2]
+    np.multiply(a1, b2, out=o0)
+    o0 -= a2 * b1
+    np.multiply(a2, b0, out=o1)
+    o1 -= a0 * b2
+    np.multiply(a0, b1, out=o2)
+    o2 -= a1 * b0
+    return out

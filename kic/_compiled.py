@@ -889,7 +889,7 @@ def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
     out = np.empty(a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape))
     if cross_into(a, b, out, axis):
         return out
-    from ._scalar import cross as numpy_cross
+    from ._array import numpy_cross
     return numpy_cross(a, b, axis)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._array import inverse_with_condition
+from .backend import inverse_with_condition
 from .errors import Status
 from .loops import MAX_ITERATIONS, TOLERANCE, LoopSystem
 

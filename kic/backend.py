@@ -208,3 +208,56 @@ def chain_data(chain) -> ChainData:
     """The :class:`ChainData` of a :class:`kic.SerialChain` (built with the chain)."""
     return chain.kernel_data
 
+
+# ------------------------------------------------ primitives of the kernel set
+# Array primitives whose fastest form depends on the kernels in force; callers
+# use these and never look at the backend themselves.
+def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Cross product along ``axis`` (0 or 1; 3 components), broadcasting the rest
+    (the kernel set's, :func:`kic.backend.kernels`)."""
+    return kernels().cross(a, b, axis)
+
+
+def small_inverse(A: np.ndarray) -> np.ndarray:
+    """Inverses of stacked (..., m, m) matrices; NaN or inf where singular (callers
+    check the condition): closed forms for m <= 3 (numpy), Gauss-Jordan elimination
+    with partial pivoting (compiled)."""
+    return kernels().small_inverse(A)
+
+
+def inverse_with_condition(A: np.ndarray):
+    """Inverses of stacked (..., m, m) matrices and their 1-norm condition numbers
+    ``||A||_1 ||A^-1||_1`` (...): inf/NaN where singular, or ``np.linalg.LinAlgError``
+    from LAPACK (m > 3, numpy kernels)."""
+    return kernels().inverse_with_condition(A)
+
+
+def spd_solve(A: np.ndarray, b: np.ndarray, what: str = "matrix"):
+    """Solve stacked SPD systems ``A x = b`` (leading batch axes).
+
+    Raises :class:`~kic.SingularityError` naming the configuration when a matrix
+    fails kic's singularity rule, :func:`kic._compiled.spd_pivot_ok`: a Cholesky
+    pivot ``L_kk^2`` not above ``1e-12 A_kk`` (relative to its own diagonal entry,
+    hence independent of the units of each coordinate).
+    """
+    from ._scalar import spd_factor, spd_substitute
+    from .errors import SingularityError
+    A = np.asarray(A, dtype=float)
+    L, ok = spd_factor(A)
+    if np.all(ok):
+        return spd_substitute(L, b)
+    bad = ~ok
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sv = np.linalg.svd(np.where(np.isfinite(A), A, 0.0), compute_uv=False)
+    smin, smax = sv[..., -1], sv[..., 0]
+    cond = np.where(smin > 0, smax / np.where(smin > 0, smin, 1.0), np.inf)
+    # the failing configuration with the largest condition number (ties: the first)
+    idx = (np.unravel_index(int(np.argmax(np.where(bad, cond, -1.0))), cond.shape)
+           if cond.ndim else ())
+    raise SingularityError(
+        f"{what} is singular or not positive definite"
+        + (f" at batch index {idx}" if idx else "")
+        + f": smallest singular value {float(smin[idx]):.3e}, "
+          f"condition number {float(cond[idx]):.3e}",
+        sigma_min=float(smin[idx]), condition=float(cond[idx]), where=what,
+        index=idx if idx else None)

@@ -26,7 +26,7 @@ __all__ = ["Joint", "Link", "SerialChain"]
 _KINDS = {"R": "R", "REVOLUTE": "R", "P": "P", "PRISMATIC": "P"}
 
 
-def _check_rigid(T, name: str) -> np.ndarray:
+def check_rigid(T, name: str) -> np.ndarray:
     """Validate a 4x4 rigid transform (orthonormal, det +1, last row 0 0 0 1)."""
     T = finite_array(T, name)
     if T.shape != (4, 4):
@@ -92,7 +92,7 @@ class Joint:
             raise ModelError(f"{label}: axis {a.tolist()} is zero")
         self.axis: np.ndarray = a / n
         self.origin: np.ndarray = (np.eye(4) if origin is None
-                                   else _check_rigid(origin, f"{label} origin"))
+                                   else check_rigid(origin, f"{label} origin"))
         self.name = name
 
     def __repr__(self) -> str:
@@ -240,8 +240,8 @@ class SerialChain:
                 dup = sorted({n for n in names if names.count(n) > 1})
                 raise ModelError(f"duplicate {kind} names {dup}")
         self.gravity: np.ndarray = finite_array(gravity, "gravity", (3,))
-        self.base: np.ndarray = np.eye(4) if base is None else _check_rigid(base, "base")
-        self.tool: np.ndarray = np.eye(4) if tool is None else _check_rigid(tool, "tool")
+        self.base: np.ndarray = np.eye(4) if base is None else check_rigid(base, "base")
+        self.tool: np.ndarray = np.eye(4) if tool is None else check_rigid(tool, "tool")
         M = len(joints)
         if frame_offsets is None:
             offsets = np.broadcast_to(np.eye(4), (M, 4, 4)).copy()
@@ -250,7 +250,7 @@ class SerialChain:
             if offsets.shape != (M, 4, 4):
                 raise ModelError(f"frame_offsets must have shape ({M}, 4, 4), got {offsets.shape}")
             for k in range(M):
-                _check_rigid(offsets[k], f"frame offset of {self.link_names[k]!r}")
+                check_rigid(offsets[k], f"frame offset of {self.link_names[k]!r}")
         self.frame_offsets: np.ndarray = offsets
         self._prepare()
 

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import _closed_kernels as closed_kernels
-from ._array import blocks, from_batch, match_batch, spd_solve
+from ._array import blocks, from_batch, match_batch
 from .assembly import Assembly, assemble, first_guess
-from .backend import use_compiled
+from .backend import spd_solve, use_compiled
 from .closed_plan import plan_from_model
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
 from .dynamics import DynamicModel

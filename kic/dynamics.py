@@ -30,8 +30,8 @@ import math
 
 import numpy as np
 
-from ._array import as_batch, blocks, from_batch, match_batch, spd_solve
-from .backend import kernels
+from ._array import as_batch, blocks, from_batch, match_batch
+from .backend import kernels, spd_solve
 from .errors import ModelError, located
 from .kinematics import Pose
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import kernels
-from ._array import as_batch, cross, from_batch, match_batch
+from .backend import cross, kernels
+from ._array import as_batch, from_batch, match_batch
 from .errors import ModelError
 
 __all__ = ["Influence", "ChainKinematics", "Pose", "link_frames"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._array import cross
+from .backend import cross
 from .errors import ModelError
 
 __all__ = ["LinearDynamics", "linear_dynamics"]

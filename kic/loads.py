@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._array import as_batch, cross, finite_array, match_batch
+from ._array import as_batch, finite_array, match_batch
+from .backend import cross
 from .errors import ModelError
 
 __all__ = ["Loads"]

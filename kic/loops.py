@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from ._array import finite_array, homogeneous, inverse_with_condition
+from ._array import finite_array, homogeneous
+from .backend import inverse_with_condition
 from .coordinates import CoordinateFunction, CoordinateSetup
 from .errors import ClosureError, ModelError, SingularityError
 from .kinematics import ChainKinematics, link_motion, point_acceleration

@@ -19,7 +19,7 @@ import networkx as nx
 import numpy as np
 
 from ._array import finite_array
-from .chain import Joint, Link, SerialChain, _check_rigid
+from .chain import Joint, Link, SerialChain, check_rigid
 from .errors import ModelError
 
 __all__ = ["Mechanism", "GROUND", "PrimitiveJoint"]
@@ -134,8 +134,8 @@ class Mechanism:
                                  f"first (known: {sorted(self.graph.nodes)})")
         if parent == child:
             raise ModelError(f"{label} joins body {parent!r} to itself")
-        O = np.eye(4) if origin is None else _check_rigid(origin, f"{label} origin")
-        C = np.eye(4) if child_origin is None else _check_rigid(child_origin,
+        O = np.eye(4) if origin is None else check_rigid(origin, f"{label} origin")
+        C = np.eye(4) if child_origin is None else check_rigid(child_origin,
                                                                  f"{label} child_origin")
         n = _COMPOUND[key]
         if key in ("R", "P", "C"):

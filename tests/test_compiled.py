@@ -141,7 +141,7 @@ def test_environment_variable_sets_the_first_choice(monkeypatch):
 @needs_numba
 def test_compiled_primitives_equal_numpy():
     """The compiled cross product (any strides) and small-matrix inverse."""
-    from kic._array import cross, small_inverse
+    from kic.backend import cross, small_inverse
     rng = np.random.default_rng(3)
     a, b = rng.normal(size=(3, 5, 7)), rng.normal(size=(3, 5, 7))
     views = [(a, b, 0), (a[:, :4:2], b[:, 1::2], 0), (a.transpose(1, 0, 2), b.transpose(1, 0, 2), 1),
@@ -321,7 +321,7 @@ def test_spd_rule_is_relative_and_independent_of_units():
     the coordinates (units: m vs mm for a prismatic joint) changes no decision; the
     plain-float Cholesky, the batched numpy factor and spd_solve agree."""
     from kic import _scalar
-    from kic._array import spd_solve
+    from kic.backend import spd_solve
     rng = np.random.default_rng(4)
     B = rng.normal(size=(4, 4))
     A = B @ B.T + 0.1 * np.eye(4)
