@@ -58,6 +58,12 @@ def evaluate_run(chunk, run=1):
     return {"s": chunk["a"] + 2.0 * chunk["b"], "run": np.full(len(chunk), run)}
 
 
+def evaluate_model(chunk, arm):
+    """Gravity torques of a model sent with the function, at q = (a, b)."""
+    q = np.stack([chunk["a"], chunk["b"]], axis=1)
+    return {"tau": arm.inverse_dynamics(q, np.zeros_like(q), np.zeros_like(q))}
+
+
 def evaluate_rows(chunk):
     return {"s": np.zeros(len(chunk) + 1)}
 
@@ -122,6 +128,22 @@ def test_design_forms_agree():
     # one design parameter as a 1-D plain array
     one = sweep(lambda c: {"x": 2 * c["x"]}, np.arange(3.0), names=["x"], progress=False)
     np.testing.assert_array_equal(one.results["x"], [0.0, 2.0, 4.0])
+
+
+def test_a_model_travels_with_the_function():
+    import pickle
+
+    from mechanisms import planar_two_link
+
+    arm = planar_two_link(l1=0.7, m2=2.5)
+    copy = pickle.loads(pickle.dumps(arm))
+    d = designs()
+    q = np.stack([d["a"], d["b"]], axis=1)
+    direct = arm.inverse_dynamics(q, np.zeros_like(q), np.zeros_like(q))
+    np.testing.assert_array_equal(copy.inverse_dynamics(q, 0 * q, 0 * q), direct)
+    r = sweep(functools.partial(evaluate_model, arm=arm), d, chunk_size=CHUNK,
+              scheduler="processes", n_workers=2, progress=False)
+    np.testing.assert_allclose(r.results["tau"], direct, rtol=1e-13, atol=1e-13)
 
 
 # ----------------------------------------------------------------------------- failures
@@ -220,6 +242,20 @@ def test_resume_skips_the_chunks_in_the_file(tmp_path):
     again = sweep(third, d, progress=False, out=path, resume=True)
     assert third.calls == 0 and again.chunk_size == CHUNK
     np.testing.assert_array_equal(again.results["run"], r.results["run"])
+
+
+def test_an_interrupt_is_not_recorded_and_the_file_keeps_what_was_done(tmp_path):
+    def interrupted(chunk):
+        if 12 in chunk["i"]:
+            raise KeyboardInterrupt
+        return evaluate_run(chunk)
+    path = tmp_path / "sweep.npz"
+    with pytest.raises(KeyboardInterrupt):
+        sweep(interrupted, designs(), chunk_size=CHUNK, progress=False, out=path,
+              on_error="record")
+    saved = SweepResult.from_npz(path)
+    np.testing.assert_array_equal(saved.status, np.where(designs()["i"] < 10, SweepStatus.OK,
+                                                         SweepStatus.NOT_RUN))
 
 
 def test_resume_retries_recorded_failures(tmp_path):
@@ -366,5 +402,13 @@ def test_dask_client_is_used_and_left_open():
         with pytest.raises(ValueError, match="design 7") as info:
             sweep(evaluate_failing, d, chunk_size=CHUNK, scheduler=client, progress=False)
         assert any("chunk 1" in note for note in info.value.__notes__)
+        # a model pickled to spawned workers gives the same torques as here
+        from mechanisms import planar_two_link
+        arm = planar_two_link(l1=0.7, m2=2.5)
+        q = np.stack([d["a"], d["b"]], axis=1)
+        sent = sweep(functools.partial(evaluate_model, arm=arm), d, chunk_size=CHUNK,
+                     scheduler=client, progress=False)
+        np.testing.assert_allclose(sent.results["tau"], arm.inverse_dynamics(q, 0 * q, 0 * q),
+                                   rtol=1e-13, atol=1e-13)
         assert client.status == "running"
         assert client.submit(os.getpid).result() != os.getpid()
