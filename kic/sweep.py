@@ -36,7 +36,8 @@ import numpy as np
 
 from .errors import ModelError
 
-__all__ = ["sweep", "SweepResult", "SweepStatus", "SweepProgress", "example_evaluate"]
+__all__ = ["sweep", "SweepResult", "SweepStatus", "SweepProgress", "as_designs",
+           "example_evaluate"]
 
 _FORMAT = "kic.sweep/1"
 _CHUNK_OF: dict[int, int] = {}  # id of an exception in flight -> the chunk that raised it
@@ -214,7 +215,8 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
         ``"tcp://10.0.0.5:8786"`` runs the same tasks on that cluster.
     n_workers : int, optional
         Worker processes for ``"processes"`` and ``"dask"`` (default: the CPUs
-        this process may use).  Ignored otherwise.
+        this process may use).  Ignored otherwise (a given Client's cluster has
+        its own workers).
     progress : bool or callable
         True: a progress line on stderr (designs done/total, failures, rate,
         time left).  A callable receives a :class:`SweepProgress` after every
@@ -314,7 +316,7 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
             tasks = [(k, table[k * chunk_size:(k + 1) * chunk_size].copy()) for k in todo]
             runner = {"serial": _run_serial, "processes": _run_processes,
                       "dask": _run_dask}[kind]
-            outcomes = runner(evaluate, tasks, capture, workers, scheduler)
+            outcomes = runner(evaluate, tasks, capture, workers, scheduler, state.result)
             try:
                 for k, outcome in outcomes:
                     state.take(k, outcome, capture)
@@ -585,7 +587,7 @@ def _checked(values, rows: int) -> dict[str, np.ndarray]:
     return checked
 
 
-def _run_serial(evaluate, tasks, capture, workers, scheduler):
+def _run_serial(evaluate, tasks, capture, workers, scheduler, result):
     for k, chunk in tasks:
         try:
             yield k, _evaluate_chunk(evaluate, chunk, capture)
@@ -606,7 +608,7 @@ def _pool_chunk(chunk: np.ndarray, capture: bool) -> tuple:
     return _evaluate_chunk(_WORKER_EVALUATE, chunk, capture)
 
 
-def _run_processes(evaluate, tasks, capture, workers, scheduler):
+def _run_processes(evaluate, tasks, capture, workers, scheduler, result):
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     # evaluate (and any model it holds) goes to each worker once, not with every task
@@ -631,7 +633,7 @@ def _dask_missing() -> ImportError:
     return ImportError("sweep on Dask needs dask.distributed: pip install 'kic[sweep]'")
 
 
-def _run_dask(evaluate, tasks, capture, workers, scheduler):
+def _run_dask(evaluate, tasks, capture, workers, scheduler, result):
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as exc:
@@ -651,6 +653,8 @@ def _run_dask(evaluate, tasks, capture, workers, scheduler):
         else:
             client = Client(scheduler)
             owned.append(client)
+        if not isinstance(scheduler, str) or scheduler != "dask":
+            result.n_workers = len(client.scheduler_info().get("workers", ())) or workers
         # evaluate (and any model it holds) travels once to each worker
         remote = client.scatter(evaluate, broadcast=True, hash=False)
         futures = {client.submit(_evaluate_chunk, remote, chunk, capture, pure=False): k

@@ -244,6 +244,19 @@ def test_resume_skips_the_chunks_in_the_file(tmp_path):
     np.testing.assert_array_equal(again.results["run"], r.results["run"])
 
 
+def test_checkpoints_while_running(tmp_path):
+    path = tmp_path / "sweep.npz"
+    seen = []
+
+    def look(_progress):        # called after each chunk, before that chunk's checkpoint
+        if path.exists():
+            saved = SweepResult.from_npz(path)
+            seen.append((int(saved.ok.sum()), int(np.isnan(saved.results["s"]).sum())))
+    sweep(evaluate_run, designs(), chunk_size=CHUNK, progress=look, out=path, checkpoint=0)
+    assert seen == [(5, 18), (10, 13), (15, 8), (20, 3)]
+    assert SweepResult.from_npz(path).ok.all()
+
+
 def test_an_interrupt_is_not_recorded_and_the_file_keeps_what_was_done(tmp_path):
     def interrupted(chunk):
         if 12 in chunk["i"]:
@@ -396,7 +409,8 @@ def test_dask_client_is_used_and_left_open():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster, timeout="20s") as client:
-        r = sweep(evaluate, d, chunk_size=CHUNK, scheduler=client, progress=False)
+        r = sweep(evaluate, d, chunk_size=CHUNK, scheduler=client, n_workers=7, progress=False)
+        assert (r.scheduler, r.n_workers) == ("dask", 2)        # the cluster's, not n_workers
         for key in ("s", "v", "count"):
             np.testing.assert_array_equal(r.results[key], serial.results[key])
         with pytest.raises(ValueError, match="design 7") as info:
@@ -410,5 +424,9 @@ def test_dask_client_is_used_and_left_open():
                      scheduler=client, progress=False)
         np.testing.assert_allclose(sent.results["tau"], arm.inverse_dynamics(q, 0 * q, 0 * q),
                                    rtol=1e-13, atol=1e-13)
+        # by the scheduler's address: a client of its own, closed after the sweep
+        by_address = sweep(evaluate, d, chunk_size=CHUNK, scheduler=cluster.scheduler_address,
+                           progress=False)
+        np.testing.assert_array_equal(by_address.results["s"], serial.results["s"])
         assert client.status == "running"
         assert client.submit(os.getpid).result() != os.getpid()
