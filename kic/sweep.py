@@ -27,7 +27,7 @@ import pickle
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -102,6 +102,9 @@ class SweepResult:
         ``"serial"``, ``"processes"`` or ``"dask"``.
     n_workers : int
         Worker processes used (1 for ``"serial"``).
+    resumed : int
+        Designs taken from the ``out`` file (``resume=True``) instead of being
+        evaluated again.
     """
 
     designs: np.ndarray
@@ -113,8 +116,7 @@ class SweepResult:
     wall_time: float = 0.0
     scheduler: str = "serial"
     n_workers: int = 1
-    resumed: int = field(default=0)
-    """Designs taken from the ``out`` file instead of being evaluated again."""
+    resumed: int = 0
 
     def __len__(self) -> int:
         return len(self.designs)
