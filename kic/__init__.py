@@ -47,7 +47,7 @@ from .statespace import StateSpaceSequence
 from .trajectory import Trajectory
 from .topology import Mechanism
 from .transfer import Transfer, solve_transfer, transfer_influence
-from . import indices, mjcf, plot, urdf        # noqa: E402  (formats attach their methods)
+from . import indices, mjcf, plot, sweep, urdf    # noqa: E402  (formats attach their methods)
 from .urdf import MimicModel
 
 __all__ = [
@@ -62,5 +62,6 @@ __all__ = [
     "Transfer", "solve_transfer", "transfer_influence",
     "KicError", "ModelError", "SingularityError", "ClosureError", "Status",
     "set_backend", "get_backend", "MimicModel", "indices", "plot", "urdf", "mjcf",
+    "sweep",
 ]
 __version__ = "0.1.0"
