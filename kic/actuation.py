@@ -78,21 +78,45 @@ def internal_loads(G_a, tol: float = 1e-10) -> np.ndarray:
     Returns an array of shape (Na, Na - M) (for one configuration) whose columns
     are orthonormal; adding any combination to ``tau_a`` leaves ``T_q`` unchanged.
 
+    The basis is canonical, so it does not depend on the LAPACK build: the
+    reduced row echelon form of the null space (unique for the space; pivots are
+    the first components above ``tol`` relative to the largest), orthonormalized
+    by Gram-Schmidt in that order.  So the first column is the null vector whose
+    first nonzero component is positive, and so on.
+
     Examples
     --------
     >>> import numpy as np, kic
     >>> kic.internal_loads(np.array([[1.0], [1.0]])).ravel() * np.sqrt(2)
-    array([-1.,  1.])
+    array([ 1., -1.])
     """
     G = np.asarray(G_a, dtype=float)
     if G.ndim != 2:
         raise ModelError("internal_loads takes one configuration: G^a_q of shape (Na, M)")
     u, s, _ = np.linalg.svd(G, full_matrices=True)
     rank = int(np.sum(s > tol * max(s[0], 1e-300))) if s.size else 0
-    N = u[:, rank:]
-    # a deterministic sign: the largest component of each column positive
-    signs = np.sign(N[np.argmax(np.abs(N), axis=0), np.arange(N.shape[1])])
-    return N * np.where(signs == 0, 1.0, signs)
+    B = u[:, rank:].T.copy()                    # rows span the null space (any basis)
+    k, n = B.shape
+    # reduced row echelon form: unique for the row space, whatever basis SVD gave
+    row = 0
+    scale = max(float(np.abs(B).max()), 1e-300) if B.size else 1.0
+    for col in range(n):
+        if row == k:
+            break
+        p = row + int(np.argmax(np.abs(B[row:, col])))
+        if abs(B[p, col]) <= tol * scale:
+            continue
+        B[[row, p]] = B[[p, row]]
+        B[row] /= B[row, col]
+        others = np.arange(k) != row
+        B[others] -= np.outer(B[others, col], B[row])
+        row += 1
+    # Gram-Schmidt in the echelon order keeps each leading component positive
+    Q = np.zeros((n, k))
+    for j in range(k):
+        v = B[j] - Q[:, :j] @ (Q[:, :j].T @ B[j])
+        Q[:, j] = v / np.linalg.norm(v)
+    return Q
 
 
 def weighted_pseudo_inverse(G, weights=None) -> np.ndarray:
