@@ -39,6 +39,8 @@ __all__ = ["ClosedModel", "ClosedKinematics", "ClosedDynamics", "BodyPose", "Poi
            "CoordinateFunction"]
 
 _FAILURE_MODES = ("raise", "nan")
+_F8 = np.dtype(np.float64)
+_NO_ACTUATORS = np.zeros(0, np.int64)
 # plain ints for the per-call checks (comparing with enum members costs microseconds)
 _UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
 
@@ -103,7 +105,7 @@ class ClosedModel:
             found = self.system.mode(phi0[None])[0]
         phi0.setflags(write=False)
         self.reference_phi = phi0
-        self._mode = found
+        self._mode = np.ascontiguousarray(found, dtype=float)
         physical = set(mech.primitive_joints)
         names = self.system.coordinate_names
         self.actuators = list(names) if all(n in physical for n in names) else []
@@ -179,6 +181,16 @@ class ClosedModel:
         """The mechanism's bodies (ground excluded)."""
         return [b for b in self.mechanism.bodies if b != self.mechanism.ground]
 
+    def _actuator_index(self, actuators) -> np.ndarray:
+        """joint_indices of ``actuators``, kept for the last list asked (a control
+        loop asks for the same actuators every time)."""
+        key = tuple(actuators) if not isinstance(actuators, str) else (actuators,)
+        cached = self.__dict__.get("_last_actuators")
+        if cached is None or cached[0] != key:
+            cached = (key, np.ascontiguousarray(self.joint_indices(actuators), np.int64))
+            self._last_actuators = cached
+        return cached[1]
+
     def joint_indices(self, names: Sequence[str]) -> np.ndarray:
         """Positions of the named joints in phi."""
         if isinstance(names, str):
@@ -238,6 +250,28 @@ class ClosedModel:
             cached = (self.max_condition, plan_from_model(self))
             self._kernel_plan = cached
         return cached[1]
+
+    def _one(self, what: str, q, qd, x, start, act=_NO_ACTUATORS):
+        """The compiled path for one configuration given as float vectors, with no
+        argument handling beyond a type check: the output, or None where anything
+        is unusual (another layout, a batch, no plan, a failed pose: the general
+        path then answers or raises with its reports)."""
+        M = self.dof
+        for a in (q, qd, x):
+            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != (M,) \
+                    or not a.flags.c_contiguous:
+                return None
+        if start is None:
+            phi0, path = self.reference_phi, True
+        elif type(start) is np.ndarray and start.shape == (self.N,) and start.dtype == _F8:
+            phi0, path = start, False
+        else:
+            return None
+        plan = self._plan()
+        if plan is None:
+            return None
+        out, status = closed_kernels.one(plan, what, q, qd, x, act, phi0, path, self._mode)
+        return out if status == 0 else None
 
     def _compiled(self, what: str, qf, start, on_failure, *rates, act=None):
         """One compiled call for the whole batch: (output, status), or None where
@@ -602,6 +636,10 @@ class ClosedModel:
         ``on_failure="nan"`` returns ``(T, status)``; ``start`` an explicit warm
         start of the assembly (..., N).
         """
+        if loads is None and on_failure == "raise":
+            fast = self._one("inverse_dynamics", q, qd, qdd, start)
+            if fast is not None:
+                return fast.copy()
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
@@ -651,6 +689,11 @@ class ClosedModel:
         With ``on_failure="nan"`` returns ``(tau, status)``.
         """
         from .actuation import load_distribution
+        if loads is None and weights is None and on_failure == "raise":
+            act = self._actuator_index(actuators)
+            fast = self._one("actuator_loads", q, qd, qdd, start, act)
+            if fast is not None:
+                return fast.copy()
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
@@ -707,6 +750,10 @@ class ClosedModel:
         """``q'' = I*_q^-1 (T - q'^T P*_q q' - T_L)`` (..., M).  With
         ``on_failure="nan"`` returns ``(qdd, status)``; ``start`` an explicit warm
         start of the assembly (..., N)."""
+        if loads is None and on_failure == "raise":
+            fast = self._one("forward_dynamics", q, qd, tau, start)
+            if fast is not None:
+                return fast.copy()
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
