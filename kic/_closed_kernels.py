@@ -1077,22 +1077,26 @@ def _call(plan, what: int, q, qd, x, act, phi, path: bool, mode=None):
     return _split(plan, buf, status)
 
 
-_CODE = {"inverse_dynamics": 1, "forward_dynamics": 2, "actuator_loads": 3}
+_CODE = {"assemble": 0, "inverse_dynamics": 1, "forward_dynamics": 2, "actuator_loads": 3}
 
 
 def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode) -> tuple:
     """The lean call for one configuration whose arguments the caller has laid
     out already: ``q``, ``qd``, ``x`` float64 C-contiguous (M,), ``phi_start``
     (N,), ``act`` int64 (Na,) (or empty), ``mode`` float64 (B,) checked once.
-    Returns ``(output row, status)``; NaN inputs still raise ModelError."""
+    Returns ``(output row, phi, status, worst block condition)``; NaN inputs still
+    raise ModelError."""
     buf, status, bad = _batch(plan.args[0], plan.args[1], _CODE[what], 1, q.reshape(1, -1),
                               qd.reshape(1, -1), x.reshape(1, -1), act,
                               phi_start.reshape(1, -1), path, mode)
     if bad:
         from .errors import ModelError
         raise ModelError(f"{_NAMES[bad]} contains NaN or infinite values")
-    K = buf.shape[1] - plan.parent.shape[0] - 2 - 2 * (plan.block_row.shape[0] - 1)
-    return buf[0, :K], int(status[0])
+    N, B = plan.parent.shape[0], plan.block_row.shape[0] - 1
+    K = buf.shape[1] - N - 2 - 2 * B
+    row = buf[0]
+    cond = row[K + N + 1:K + N + 1 + B].max() if B else 1.0
+    return row[:K], row[K:K + N], int(status[0]), float(cond)
 
 
 def _split(plan, buf, status):

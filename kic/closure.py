@@ -270,8 +270,23 @@ class ClosedModel:
         plan = self._plan()
         if plan is None:
             return None
-        out, status = closed_kernels.one(plan, what, q, qd, x, act, phi0, path, self._mode)
+        out, _, status, _ = closed_kernels.one(plan, what, q, qd, x, act, phi0, path,
+                                               self._mode)
         return out if status == 0 else None
+
+    def track(self, q, start) -> tuple | None:
+        """Joint values (N,) at one configuration q (M,) assembled from ``start``
+        (N,), and the condition number of the coordinates there: the lean call a
+        simulation makes at every step; None where the general path must answer."""
+        plan = self._plan()
+        if plan is None or type(q) is not np.ndarray or q.shape != (self.dof,) \
+                or q.dtype != _F8 or type(start) is not np.ndarray \
+                or start.shape != (self.N,):
+            return None
+        _, phi, status, cond = closed_kernels.one(
+            plan, "assemble", np.ascontiguousarray(q), q, q, _NO_ACTUATORS,
+            np.ascontiguousarray(start, dtype=float), False, self._mode)
+        return (phi.copy(), cond) if status == 0 else None
 
     def _compiled(self, what: str, qf, start, on_failure, *rates, act=None):
         """One compiled call for the whole batch: (output, status), or None where

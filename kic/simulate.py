@@ -150,8 +150,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
         rec.add(current, t0, y, phi)
     threshold = switch_condition
     while True:
-        solver, warm = _solver(current, method, t, y, t1, rtol, atol, max_step, tau_fn, loads,
-                               phi, closed)
+        solver, warm = _solver(current, method, t, y, t1, rtol, atol, max_step, tau_fn,
+                               callable(tau), loads, phi, closed)
         switch = None
         while solver.status == "running":
             t_old, y_old, phi_old = solver.t, solver.y.copy(), warm["phi"]
@@ -210,7 +210,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
 
 
 
-def _solver(model, method, t, y, t1, rtol, atol, max_step, tau_fn, loads, phi, closed):
+def _solver(model, method, t, y, t1, rtol, atol, max_step, tau_fn, check_tau, loads, phi,
+            closed):
     """The integrator for one stretch in one set of coordinates, and its warm start."""
     M = model.dof
     warm = {"phi": phi}
@@ -218,18 +219,27 @@ def _solver(model, method, t, y, t1, rtol, atol, max_step, tau_fn, loads, phi, c
 
     def rhs(t, x):
         q, qd = x[:M], x[M:]
-        T = np.asarray(tau_fn(t, q, qd), dtype=float)
-        if T.shape != (M,) or not np.all(np.isfinite(T)):
-            raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
+        T = tau_fn(t, q, qd)
+        if check_tau:                  # a constant input was checked once, up front
+            T = np.asarray(T, dtype=float)
+            if T.shape != (M,) or not np.all(np.isfinite(T)):
+                raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
         if closed:
             extra["start"] = warm["phi"]
-        return np.concatenate([qd, model.forward_dynamics(q, qd, T, loads=loads, **extra)])
+        out = np.empty(2 * M)
+        out[:M] = qd
+        out[M:] = model.forward_dynamics(q, qd, T, loads=loads, **extra)
+        return out
 
     def track(q):
         """Joint values at q assembled from the last tracked ones, and the condition
         number of the coordinates there."""
         if not closed:
             return q, 1.0
+        fast = model.track(q, warm["phi"])
+        if fast is not None:
+            warm["phi"] = fast[0]
+            return fast
         asm = model.assembly(q, start=warm["phi"])
         if asm.status != 0:
             model.assemble(q, start=warm["phi"])          # raises with the report
