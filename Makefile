@@ -15,6 +15,7 @@ test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/single_pose.py
 	$(BIN)/python benchmarks/serial.py
 	$(BIN)/python benchmarks/closed.py
 	$(BIN)/python benchmarks/linearize.py
