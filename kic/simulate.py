@@ -188,9 +188,13 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
             if np.isfinite(cond):
                 current_next = current
             else:
-                raise SingularityError(f"the coordinates {current.coordinate_names} fail at "
-                                       f"t = {t:g} s and no other set of joint coordinates "
-                                       "does better", where="coordinate selection")
+                names, best = current.best_coordinates(phis)
+                raise SingularityError(
+                    f"the coordinates {current.coordinate_names} fail at t = {t:g} s and no "
+                    f"other set of joint coordinates does better (best dimensionless condition "
+                    f"number {best:.3e}, for {names}): every set is singular there, so the "
+                    "mechanism's own mobility changes (a bifurcation)", condition=float(best),
+                    where="closure Jacobian (bifurcation)")
         else:
             current_next = new
         if current_next is not current:
