@@ -47,7 +47,9 @@ from .statespace import StateSpaceSequence
 from .trajectory import Trajectory
 from .topology import Mechanism
 from .transfer import Transfer, solve_transfer, transfer_influence
-from . import indices, mjcf, plot, sweep, urdf    # noqa: E402  (formats attach their methods)
+# (kic.sweep is imported on its own, `from kic.sweep import sweep`: its example
+# evaluation uses the ready-made models of `mechanisms`, which import kic)
+from . import indices, mjcf, plot, urdf        # noqa: E402  (formats attach their methods)
 from .urdf import MimicModel
 
 __all__ = [
@@ -62,6 +64,5 @@ __all__ = [
     "Transfer", "solve_transfer", "transfer_influence",
     "KicError", "ModelError", "SingularityError", "ClosureError", "Status",
     "set_backend", "get_backend", "MimicModel", "indices", "plot", "urdf", "mjcf",
-    "sweep",
 ]
 __version__ = "0.1.0"
