@@ -15,12 +15,13 @@ from functools import partial
 import numpy as np
 
 import kic
-from kic.errors import ClosureError
+from kic.errors import ClosureError, Status
 
 from ._common import composite, gravity_magnitude, length, mass, rod_inertia, translation, vector3
 
-__all__ = ["five_bar", "four_bar", "slider_crank", "bricard", "stewart_platform",
-           "redundant_planar_arm", "two_arm_object"]
+__all__ = ["five_bar", "FiveBarGeometry", "FIVE_BAR_HOME", "StewartGeometry", "four_bar",
+           "slider_crank", "bricard", "stewart_platform", "redundant_planar_arm",
+           "two_arm_object"]
 
 
 def _rod_body(mech, name, m, L, extra=()):
@@ -64,9 +65,344 @@ def _wrap(a):
 
 
 # --------------------------------------------------------------- five-bar
+_FIVE_BAR_JOINTS = ("crank1", "crank2", "elbow1", "elbow2", "tip")
+#: the conventional home pose of the five-bar (crank angles, rad): the reference
+#: when it lies in the requested mode and is regular (see :func:`five_bar`)
+FIVE_BAR_HOME = (np.pi / 2 + 0.3, np.pi / 2 - 0.3)
+_REGULAR = 0.05          # min |sin| of the passive joints for the home pose to serve
+
+
+def _sign(name: str, v) -> int:
+    if v not in (1, -1) or isinstance(v, bool):
+        raise kic.ModelError(f"five_bar: {name} must be +1 or -1, got {v!r}")
+    return int(v)
+
+
+def _five_bar_mode(elbows, tip_side) -> tuple[int, int, int]:
+    try:
+        e1, e2 = elbows
+    except (TypeError, ValueError) as exc:
+        raise kic.ModelError(f"five_bar: elbows must be a pair of signs (+1 or -1), "
+                             f"got {elbows!r}") from exc
+    return _sign("elbows[0]", e1), _sign("elbows[1]", e2), _sign("tip_side", tip_side)
+
+
+class FiveBarGeometry:
+    """Closed-form position analysis of a five-bar linkage (picklable).
+
+    Crank i pivots at O_i (O1 = (0, 0), O2 = (``base``, 0), m), its tip A_i at
+    ``crank_i`` from O_i; coupler i joins A_i to the tip C (``coupler_i`` m).
+
+    Modes (signs +1/-1):
+
+    * **elbow i** (working mode, chooses the inverse kinematics): the sign of
+      the z component of ``(A_i - O_i) x (C - A_i)``, i.e. of ``sin`` of the
+      joint ``"elbow{i}"`` (the coupler's angle relative to the crank);
+      +1 when the coupler turns counter-clockwise from the crank;
+    * **tip side** (assembly mode, chooses the forward kinematics): the sign of
+      ``(A2 - A1) x (C - A1)``, i.e. of ``sin`` of the joint ``"tip"``; +1: C
+      to the left of the directed line A1 -> A2 (the old ``branch="up"``).
+      The crank-coordinate model's :attr:`kic.ClosedModel.mode` is
+      ``(-tip_side,)``: the sign of ``det A``, A = dc/d(elbow1, elbow2, tip),
+      is that of ``-sin(tip)`` for every design (tests/test_design.py).
+
+    Parameters
+    ----------
+    base, crank1, crank2, coupler1, coupler2 : float
+        Lengths (m).
+    elbows : (int, int)
+        Default working mode of :meth:`inverse`.
+    tip_side : int
+        Default assembly mode of :meth:`forward` and of the check in
+        :meth:`inverse`.
+
+    Notes
+    -----
+    The inverse kinematics decouples: crank i sees only the tip,
+    ``theta_i = atan2(C - O_i) - e_i arccos((l_i^2 + r_i^2 - k_i^2) / (2 l_i r_i))``
+    with ``r_i = |C - O_i|``, e_i the elbow sign (law of cosines).  The
+    forward kinematics meets the circles of radius k_i about A_i on the side
+    ``tip_side``.  Type I singularities (workspace boundary): an elbow at 0 or
+    pi (crank and coupler aligned); type II (uncontrolled tip): the tip joint at
+    0 or pi (couplers aligned).  :meth:`regularity` is the smallest ``|sin|``
+    of the three passive joints, 0 at either.
+    """
+
+    joints = _FIVE_BAR_JOINTS
+
+    def __init__(self, base: float, crank1: float, crank2: float, coupler1: float,
+                 coupler2: float, elbows=(-1, 1), tip_side: int = 1) -> None:
+        self.base, self.crank1, self.crank2 = float(base), float(crank1), float(crank2)
+        self.coupler1, self.coupler2 = float(coupler1), float(coupler2)
+        *self.elbows, self.tip_side = _five_bar_mode(elbows, tip_side)
+        self.elbows = tuple(self.elbows)
+
+    @property
+    def mode(self) -> tuple[int, int, int]:
+        """(elbow1, elbow2, tip side) of this geometry's defaults."""
+        return (*self.elbows, self.tip_side)
+
+    def __repr__(self) -> str:
+        return (f"FiveBarGeometry(base={self.base}, crank1={self.crank1}, crank2="
+                f"{self.crank2}, coupler1={self.coupler1}, coupler2={self.coupler2}, "
+                f"elbows={self.elbows}, tip_side={self.tip_side})")
+
+    def _pivots(self):
+        return np.zeros(2), np.array([self.base, 0.0])
+
+    def _tips(self, cranks):
+        O1, O2 = self._pivots()
+        c = np.asarray(cranks, float)
+        A1 = O1 + self.crank1 * np.stack([np.cos(c[..., 0]), np.sin(c[..., 0])], -1)
+        A2 = O2 + self.crank2 * np.stack([np.cos(c[..., 1]), np.sin(c[..., 1])], -1)
+        return A1, A2
+
+    @staticmethod
+    def _points(x, what: str) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.ndim == 0 or x.shape[-1] != 2:
+            raise kic.ModelError(f"{what} must have shape (..., 2), got {x.shape}")
+        return x
+
+    def inverse(self, tip, elbows=None, tip_side=None):
+        """Crank angles that put the tip C at ``tip`` (closed form, batched).
+
+        Parameters
+        ----------
+        tip : array_like (..., 2)
+            Tip positions (m).
+        elbows : (int, int), optional
+            Working mode; default :attr:`elbows`.
+        tip_side : int, optional
+            Assembly mode the answer must be in; default :attr:`tip_side`;
+            ``0``: no check.
+
+        Returns
+        -------
+        cranks : ndarray (..., 2)
+            theta1, theta2 (rad, in (-pi, pi]); NaN where failed.
+        status : ndarray of int (...)
+            :class:`kic.Status`: ``UNASSEMBLABLE`` where a crank cannot reach
+            (``|r_i - l_i| > k_i`` or ``r_i > l_i + k_i``), ``OTHER_MODE``
+            where the cranks reach the tip but with C on the other side of
+            A1 A2 (the model in ``tip_side`` would assemble elsewhere).
+        """
+        x = self._points(tip, "tip")
+        e1, e2 = self.elbows if elbows is None else _five_bar_mode(elbows, 1)[:2]
+        side = self.tip_side if tip_side is None else tip_side
+        if side not in (-1, 0, 1):
+            raise kic.ModelError(f"tip_side must be +1, -1 or 0 (no check), got {side!r}")
+        out = []
+        reach = np.ones(x.shape[:-1], bool)
+        for O, l, k, e in zip(self._pivots(), (self.crank1, self.crank2),
+                              (self.coupler1, self.coupler2), (e1, e2)):
+            d = x - O
+            r = np.hypot(d[..., 0], d[..., 1])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                c = (l * l + r * r - k * k) / (2 * l * r)
+            ok = np.abs(c) <= 1.0 + 1e-12
+            reach &= ok & (r > 0)
+            out.append(_wrap(np.arctan2(d[..., 1], d[..., 0])
+                             - e * np.arccos(np.clip(c, -1.0, 1.0))))
+        cranks = np.stack(out, -1)
+        status = np.where(reach, int(Status.OK), int(Status.UNASSEMBLABLE))
+        if side:
+            A1, A2 = self._tips(cranks)
+            s = _cross(A2 - A1, x - A1)
+            status = np.where(reach & (np.sign(s) != side), int(Status.OTHER_MODE), status)
+        cranks = np.where((status == Status.OK)[..., None], cranks, np.nan)
+        return cranks, status
+
+    def forward(self, cranks, tip_side=None):
+        """Tip positions C (..., 2) (m) at crank angles (..., 2) (rad), on the side
+        ``tip_side`` (default :attr:`tip_side`) of A1 -> A2; returns
+        ``(tip, status)``, NaN and ``Status.UNASSEMBLABLE`` where the couplers do
+        not reach each other."""
+        c = self._points(cranks, "cranks")
+        side = self.tip_side if tip_side is None else _sign("tip_side", tip_side)
+        A1, A2 = self._tips(c)
+        C = _circle_meet(A1, A2, self.coupler1, self.coupler2, left=side > 0,
+                         what="five-bar loop", strict=False)
+        ok = np.all(np.isfinite(C), axis=-1)
+        return C, np.where(ok, int(Status.OK), int(Status.UNASSEMBLABLE))
+
+    def joint_values(self, cranks, tip_side=None) -> np.ndarray:
+        """All five joint values (..., 5) (rad) in the order of :attr:`joints`
+        at crank angles (..., 2), on ``tip_side``; NaN where not assemblable."""
+        C, _ = self.forward(cranks, tip_side)
+        return self._joints_at(np.asarray(cranks, float), C)
+
+    def _joints_at(self, cranks, C) -> np.ndarray:
+        A1, A2 = self._tips(cranks)
+        p1, p2 = _angle(C - A1), _angle(C - A2)
+        return np.stack([cranks[..., 0], cranks[..., 1], _wrap(p1 - cranks[..., 0]),
+                         _wrap(p2 - cranks[..., 1]), _wrap(p2 - p1)], -1)
+
+    def _passive(self, phi, names):
+        phi = np.asarray(phi, dtype=float)
+        if names is None:
+            if phi.ndim == 0 or phi.shape[-1] != 5:
+                raise kic.ModelError(f"phi must hold the five joints {list(self.joints)} "
+                                     f"(..., 5), got shape {phi.shape}; give names= "
+                                     "(model.phi_names) for another layout")
+            idx = [2, 3, 4]
+        else:
+            names = list(names)
+            missing = [n for n in ("elbow1", "elbow2", "tip") if n not in names]
+            if missing or phi.shape[-1:] != (len(names),):
+                raise kic.ModelError(f"phi (..., {len(names)}) with names {names} must hold "
+                                     f"the joints elbow1, elbow2, tip; missing {missing}")
+            idx = [names.index(n) for n in ("elbow1", "elbow2", "tip")]
+        return phi[..., idx]
+
+    def modes(self, phi, names=None) -> np.ndarray:
+        """The mode (elbow1, elbow2, tip side) of each configuration (..., 3).
+
+        Parameters
+        ----------
+        phi : array_like (..., N)
+            Joint values, e.g. ``model.assemble(q)``; NaN rows give 0.
+        names : sequence of str, optional
+            The joint names of phi's columns (``model.phi_names``); default the
+            five joints in the order of :attr:`joints`.
+
+        Returns
+        -------
+        ndarray of int (..., 3)
+            Signs of ``sin`` of the elbow and tip joints; 0 where undefined
+            (exactly aligned, or NaN).
+        """
+        s = np.sign(np.sin(self._passive(phi, names)))
+        return np.where(np.isnan(s), 0, s).astype(int)
+
+    def regularity(self, phi, names=None) -> np.ndarray:
+        """Smallest ``|sin|`` of the passive joints (...) (dimensionless, in
+        [0, 1]): 0 at a type I (an elbow straight) or type II (couplers aligned)
+        singularity.  A cheap, scale-free screen; :mod:`kic.indices` has the
+        conditioning indices proper."""
+        return np.min(np.abs(np.sin(self._passive(phi, names))), axis=-1)
+
+    def inverse_rates(self, cranks, tip, tip_rate, tip_acceleration=None):
+        """Crank rates (and accelerations) for a tip motion (closed form).
+
+        Differentiating ``|C - A_i(theta_i)|^2 = k_i^2`` with ``e_i = C - A_i``,
+        ``u_i = (cos theta_i, sin theta_i)``, ``n_i = (-sin theta_i, cos theta_i)``::
+
+            theta_i'  = (e_i . C') / (l_i e_i . n_i)
+            theta_i'' = (|e_i'|^2 + e_i . C'' + l_i (e_i . u_i) theta_i'^2) / (l_i e_i . n_i)
+
+        with ``e_i' = C' - l_i n_i theta_i'``; infinite at a type I singularity
+        (``e_i . n_i = 0``).
+
+        Parameters
+        ----------
+        cranks, tip, tip_rate, tip_acceleration : array_like (..., 2)
+            Crank angles (rad) reaching ``tip`` (m), tip velocity (m/s) and
+            acceleration (m/s^2).
+
+        Returns
+        -------
+        qd : ndarray (..., 2)
+            Crank rates (rad/s); with ``tip_acceleration`` also
+        qdd : ndarray (..., 2)
+            Crank accelerations (rad/s^2).
+        """
+        c = self._points(cranks, "cranks")
+        x, xd = self._points(tip, "tip"), self._points(tip_rate, "tip_rate")
+        xdd = None if tip_acceleration is None else self._points(tip_acceleration,
+                                                                 "tip_acceleration")
+        A1, A2 = self._tips(c)
+        qd, qdd = [], []
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for i, (A, l) in enumerate(((A1, self.crank1), (A2, self.crank2))):
+                th = c[..., i]
+                u = np.stack([np.cos(th), np.sin(th)], -1)
+                n = np.stack([-np.sin(th), np.cos(th)], -1)
+                e = x - A
+                den = l * np.sum(e * n, -1)
+                w = np.sum(e * xd, -1) / den
+                qd.append(w)
+                if xdd is not None:
+                    ed = xd - l * n * w[..., None]
+                    qdd.append((np.sum(ed * ed, -1) + np.sum(e * xdd, -1)
+                                + l * np.sum(e * u, -1) * w * w) / den)
+        if xdd is None:
+            return np.stack(qd, -1)
+        return np.stack(qd, -1), np.stack(qdd, -1)
+
+    def reference_cranks(self, elbows=(-1, 1), tip_side=None, home=FIVE_BAR_HOME,
+                         grid: int = 96) -> np.ndarray:
+        """Crank angles (2,) of a regular configuration in a mode.
+
+        ``home`` when it is in the mode with :meth:`regularity` at least 0.05,
+        else the most regular configuration (largest :meth:`regularity`, the
+        first in grid order among equals) of a ``grid`` x ``grid`` crank grid
+        over the full turn, then of an 8 times finer one where a thin
+        workspace escapes the first.
+
+        Parameters
+        ----------
+        elbows : (int, int) or None
+            The working mode; None: any elbows.
+        tip_side : int, optional
+            The assembly mode; default :attr:`tip_side`.
+        home : (float, float) or None
+            Crank angles (rad) tried first.
+
+        Raises
+        ------
+        kic.ModelError
+            The mode does not exist for these dimensions (or the loop never
+            closes).
+        """
+        side = _sign("tip_side", self.tip_side if tip_side is None else tip_side)
+        want = None if elbows is None else np.array(_five_bar_mode(elbows, side))
+
+        def fits(phi):
+            m = self.modes(phi)
+            if want is None:
+                return (m[..., 2] == side) & np.all(m[..., :2] != 0, -1)
+            return np.all(m == want, -1)
+
+        if home is not None:
+            h = _finite_pair("home", home)
+            phi = self.joint_values(h, side)
+            if fits(phi) and self.regularity(phi) >= _REGULAR:
+                return h
+        for n in (grid, 8 * grid):
+            t = np.linspace(-np.pi, np.pi, n, endpoint=False) + np.pi / n
+            cr = np.stack(np.meshgrid(t, t, indexing="ij"), -1).reshape(-1, 2)
+            phi = self.joint_values(cr, side)
+            score = np.where(fits(phi), self.regularity(phi), 0.0)
+            k = int(np.argmax(score))
+            if score[k] > 0:
+                return cr[k]
+        if np.all(np.isnan(phi)):
+            raise kic.ModelError("five_bar: the loop closes nowhere (the longest of base, "
+                                 f"cranks and couplers must be shorter than the sum of the "
+                                 f"others): {self!r}")
+        raise kic.ModelError(f"five_bar: no configuration in the mode elbows={tuple(want[:2])}, "
+                             f"tip_side={side} exists for {self!r}; choose another mode")
+
+
+def _finite_pair(name: str, value) -> np.ndarray:
+    try:
+        v = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise kic.ModelError(f"{name} must be two finite angles (rad), got {value!r}") from exc
+    if v.shape != (2,) or not np.all(np.isfinite(v)):
+        raise kic.ModelError(f"{name} must be two finite angles (rad), got {value!r}")
+    return v
+
+
+def _cross(a, b):
+    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+
+
 def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
              m_crank1=1.0, m_crank2=1.0, m_coupler1=0.8, m_coupler2=0.8, m_tip=0.5,
-             g=9.81, branch: str = "up") -> kic.ClosedModel:
+             g=9.81, branch: str | None = None, *, elbows=None, tip_side: int | None = None,
+             mode=None, coordinates: str = "cranks", home=None) -> kic.ClosedModel:
     """Planar five-bar linkage driven at both cranks.
 
     Crank 1 pivots at (0, 0), crank 2 at (``base``, 0) (m); coupler 1 joins the
@@ -81,23 +417,55 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
         Masses (kg).
     g : float
         Gravity (m/s^2) along -y.
-    branch : {"up", "down"}
-        Assembly: C to the left of (above) the directed line A1 -> A2, or right.
+    branch : {"up", "down"}, optional
+        Deprecated alias of ``tip_side`` (+1 / -1); kept working.
+    elbows : (int, int), optional
+        Working mode (+1/-1 each, :class:`FiveBarGeometry`): the elbows of
+        the reference configuration and the default of
+        ``model.geometry.inverse``.  By default those of the reference found
+        on the tip side (with the default dimensions (-1, +1): elbows out, the
+        tip above the base).
+    tip_side : int, optional
+        Assembly mode: +1 (default), C to the left of the directed line
+        A1 -> A2; -1 to the right.
+    mode : (int, int, int), optional
+        ``(elbow1, elbow2, tip_side)`` in one argument (instead of the two above).
+    coordinates : {"cranks", "tip"}
+        The model's coordinates: the crank angles (default), or the tip C
+        (``kic.PointPosition`` on coupler 1, coordinates ``"tip.x"``,
+        ``"tip.y"``, m) with the closed-form inverse kinematics in ``elbows``
+        as the position solver's guess.
+    home : (float, float), optional
+        Crank angles (rad) of the reference configuration; it must be in the
+        mode.  By default the reference is found from the mode
+        (:meth:`FiveBarGeometry.reference_cranks`): the conventional home
+        pose :data:`FIVE_BAR_HOME` = (pi/2 + 0.3, pi/2 - 0.3) when it is in the
+        mode and regular, else the most regular configuration in the mode.
 
     Returns
     -------
     kic.ClosedModel
         Coordinates q = (theta1, theta2), the crank angles from +x (joints
-        ``"crank1"``, ``"crank2"``); other joints ``"elbow1"``, ``"elbow2"``
-        (crank-coupler, relative) and ``"tip"`` (coupler 1 - coupler 2).
-        Bodies ``"crank1"``, ``"crank2"``, ``"coupler1"``, ``"coupler2"``.
+        ``"crank1"``, ``"crank2"``), or the tip; other joints ``"elbow1"``,
+        ``"elbow2"`` (crank-coupler, relative) and ``"tip"`` (coupler 1 -
+        coupler 2).  Bodies ``"crank1"``, ``"crank2"``, ``"coupler1"``,
+        ``"coupler2"``.  ``model.geometry`` is the :class:`FiveBarGeometry`
+        (closed-form inverse and forward kinematics, modes); in crank
+        coordinates ``model.mode == (-tip_side,)``.
+
+    Raises
+    ------
+    kic.ModelError
+        Invalid dimensions, or no configuration of the linkage in the mode.
 
     Notes
     -----
     The spanning tree is the two crank-coupler chains; the closing revolute
     ``"tip"`` is cut, and its closure (planar: 3 of 6 rows) fixes the three
-    passive joints.  The model is singular where the two couplers are
-    collinear (``condition`` grows without bound there).
+    passive joints.  The crank model is singular where the two couplers are
+    collinear (type II); the tip model where a coupler and its crank are
+    (type I).  In crank coordinates the elbows are not part of the model's
+    mode: every crank pair has its elbows, which ``geometry.modes`` reports.
 
     Examples
     --------
@@ -107,6 +475,10 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
     >>> tau = fb.inverse_dynamics(q, [0.0, 0.0], [0.0, 0.0])    # holding torques
     >>> bool(np.allclose(tau, fb.dynamics(q).gravity_load))
     True
+    >>> crossed = mechanisms.five_bar(mode=(1, -1, -1))
+    >>> q, status = crossed.geometry.inverse([0.1, 0.45])
+    >>> crossed.geometry.modes(crossed.assemble(q)).tolist()
+    [1, -1, -1]
     """
     b = "five_bar"
     base, l1, l2, k1, k2 = (length(b, n, v) for n, v in (("base", base), ("crank1", crank1),
@@ -115,8 +487,33 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
         ("m_crank1", m_crank1), ("m_crank2", m_crank2), ("m_coupler1", m_coupler1),
         ("m_coupler2", m_coupler2), ("m_tip", m_tip)))
     g = gravity_magnitude(b, "g", g)
-    if branch not in ("up", "down"):
+    if branch not in (None, "up", "down"):
         raise kic.ModelError(f"{b}: branch must be 'up' or 'down', got {branch!r}")
+    sides = {s for s in (None if branch is None else 1 if branch == "up" else -1, tip_side,
+                         None if mode is None else _mode_tuple(mode)[2]) if s is not None}
+    if len(sides) > 1:
+        raise kic.ModelError(f"{b}: branch={branch!r}, tip_side={tip_side!r} and mode="
+                             f"{mode!r} name different tip sides")
+    if mode is not None:
+        if elbows is not None and tuple(elbows) != _mode_tuple(mode)[:2]:
+            raise kic.ModelError(f"{b}: elbows={elbows!r} and mode={mode!r} differ")
+        elbows = _mode_tuple(mode)[:2]
+    side = sides.pop() if sides else 1
+    want = None if elbows is None else _five_bar_mode(elbows, side)[:2]
+    if coordinates not in ("cranks", "tip"):
+        raise kic.ModelError(f"{b}: coordinates must be 'cranks' or 'tip', got {coordinates!r}")
+    geometry = FiveBarGeometry(base, l1, l2, k1, k2, want or (-1, 1), side)
+    if home is None:
+        q0 = geometry.reference_cranks(want, side)
+    else:
+        q0 = _finite_pair(f"{b}: home", home)
+    phi0 = geometry.joint_values(q0)
+    found = tuple(int(v) for v in geometry.modes(phi0))
+    if found[2] != side or 0 in found or (want is not None and found[:2] != want):
+        raise kic.ModelError(f"{b}: home {q0.tolist()} rad is in the mode {found}, not the "
+                             f"requested (elbow1, elbow2, tip_side) = "
+                             f"{(want or ('any', 'any')) + (side,)}")
+    geometry = FiveBarGeometry(base, l1, l2, k1, k2, found[:2], side)
     mech = kic.Mechanism(gravity=(0.0, -g, 0.0), name="five-bar")
     _rod_body(mech, "crank1", m1, l1)
     _rod_body(mech, "crank2", m2, l2)
@@ -128,12 +525,26 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
     mech.add_joint("elbow2", "R", "crank2", "coupler2", origin=translation(l2))
     mech.add_joint("tip", "R", "coupler1", "coupler2", origin=translation(k1),
                    child_origin=translation(k2))
-    guess = partial(_five_bar_guess, l1=l1, l2=l2, base=base, k1=k1, k2=k2,
-                    up=branch == "up")
-    q0 = np.array([np.pi / 2 + 0.3, np.pi / 2 - 0.3])
-    ref = dict(zip(["crank1", "crank2", "elbow1", "elbow2", "tip"],
-                   guess(q0, strict=True)[0]))
-    return mech.model(["crank1", "crank2"], reference=ref, guess=guess, name="five-bar")
+    ref = dict(zip(_FIVE_BAR_JOINTS, phi0))
+    if coordinates == "cranks":
+        guess = partial(_five_bar_guess, l1=l1, l2=l2, base=base, k1=k1, k2=k2, up=side > 0)
+        model = mech.model(["crank1", "crank2"], reference=ref, guess=guess, name="five-bar")
+    else:
+        guess = partial(_five_bar_tip_guess, geometry=geometry)
+        model = mech.model([kic.PointPosition("coupler1", (k1, 0.0, 0.0), prefix="tip.")],
+                           reference=ref, guess=guess, name="five-bar in tip coordinates")
+        model.actuators = ["crank1", "crank2"]
+    model.geometry = geometry
+    return model
+
+
+def _mode_tuple(mode) -> tuple:
+    try:
+        e1, e2, s = mode
+    except (TypeError, ValueError) as exc:
+        raise kic.ModelError(f"five_bar: mode must be (elbow1, elbow2, tip_side), signs +1 "
+                             f"or -1, got {mode!r}") from exc
+    return _five_bar_mode((e1, e2), s)
 
 
 def _five_bar_guess(q, l1, l2, base, k1, k2, up, strict=False):
@@ -146,6 +557,18 @@ def _five_bar_guess(q, l1, l2, base, k1, k2, up, strict=False):
     p1, p2 = _angle(C - A1), _angle(C - A2)
     return np.stack([q[:, 0], q[:, 1], _wrap(p1 - q[:, 0]), _wrap(p2 - q[:, 1]),
                      _wrap(p2 - p1)], -1)
+
+
+def _five_bar_tip_guess(x, geometry):
+    """Joint values (by name) of the five-bar with its tip at x (n, 2): the
+    closed-form inverse kinematics in the geometry's elbows (any tip side: the
+    model's mode check reports the other one); NaN where out of reach."""
+    x = np.asarray(x, float).reshape(-1, 2)
+    cranks, _ = geometry.inverse(x, tip_side=0)
+    phi = geometry._joints_at(cranks, x)
+    out = dict(zip(_FIVE_BAR_JOINTS, phi.T))
+    out["tip.x"], out["tip.y"] = x[:, 0], x[:, 1]
+    return out
 
 
 # --------------------------------------------------------------- four-bar
@@ -353,7 +776,7 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
                      plat_half_angle=np.radians(45.0), h0=0.6, m_plat=10.0,
                      I_plat=(0.3, 0.3, 0.5), plat_com=(0.0, 0.0, 0.05), m_cyl=2.0,
                      cyl_com=0.2, I_cyl=(0.02, 0.02, 0.002), m_rod=1.0, rod_com=-0.15,
-                     I_rod=(0.01, 0.01, 0.001), g=9.81) -> kic.ClosedModel:
+                     I_rod=(0.01, 0.01, 0.001), g=9.81, stroke=None) -> kic.ClosedModel:
     """Gough-Stewart platform, 6-UPS, in platform coordinates.
 
     Base anchors at radius ``rb`` (m) and angles ``120 k -/+ base_half_angle``
@@ -387,6 +810,9 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
         towards the base), principal inertia in the leg frame.
     g : float
         Gravity (m/s^2) along -z.
+    stroke : (float, float), optional
+        Shortest and longest leg length (m): ``model.geometry.status`` reports
+        poses outside as ``kic.Status.OUTSIDE_LIMITS``.
 
     Returns
     -------
@@ -398,7 +824,8 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
         angles are not coordinates of the model); bodies ``"platform"``,
         ``"leg{i}.cyl"``, ``"leg{i}.rod"``.  ``model.actuators`` lists the
         six actuated joints; ``model.actuator_model()`` gives the model in
-        the leg lengths.
+        the leg lengths; ``model.geometry`` is the :class:`StewartGeometry`
+        (``leg_lengths(pose)``, the inverse kinematics, batched).
 
     Notes
     -----
@@ -440,6 +867,7 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     angles_p = np.array([np.radians(120 * k) + s * pa for k in range(3) for s in (-1, 1)])
     B = np.stack([rb * np.cos(angles_b), rb * np.sin(angles_b), np.zeros(6)], -1)
     P = np.stack([rp * np.cos(angles_p), rp * np.sin(angles_p), np.zeros(6)], -1)
+    geometry = StewartGeometry(B, P, stroke)
     mech = kic.Mechanism(gravity=(0.0, 0.0, -g), name="Stewart platform")
     mech.add_body("platform", mass=m_plat, com=plat_com, inertia=I_plat)
     for i in range(6):
@@ -459,7 +887,67 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
                        name="Stewart platform")
     model.actuators = [f"leg{i}.p" for i in range(6)]
     model.anchors = (B, P)
+    model.geometry = geometry
     return model
+
+
+class StewartGeometry:
+    """Closed-form leg kinematics of a Stewart platform (picklable).
+
+    Parameters
+    ----------
+    base_anchors, platform_anchors : array_like (6, 3)
+        U centres in the world frame and S centres in the platform frame (m).
+    stroke : (float, float), optional
+        Shortest and longest leg length (m), the actuators' limits; None: no
+        limits.
+
+    Notes
+    -----
+    The inverse kinematics of a parallel platform is explicit: with the pose
+    ``(x, y, z, yaw, pitch, roll)``, ``R = Rz(yaw) Ry(pitch) Rx(roll)``, leg i
+    is ``d_i = p + R P_i - B_i`` and its length ``L_i = |d_i|``.
+    """
+
+    def __init__(self, base_anchors, platform_anchors, stroke=None) -> None:
+        self.base_anchors = np.array(base_anchors, dtype=float).reshape(6, 3)
+        self.platform_anchors = np.array(platform_anchors, dtype=float).reshape(6, 3)
+        if stroke is not None:
+            lo, hi = (float(v) for v in stroke)
+            if not 0.0 <= lo < hi < np.inf:
+                raise kic.ModelError(f"stewart_platform: stroke must be (shortest, longest) "
+                                     f"leg length with 0 <= shortest < longest (m), got "
+                                     f"{stroke!r}")
+            stroke = (lo, hi)
+        self.stroke = stroke
+
+    def __repr__(self) -> str:
+        return f"StewartGeometry(stroke={self.stroke})"
+
+    def legs(self, pose) -> np.ndarray:
+        """Leg vectors ``d_i`` (..., 6, 3) from the U to the S centres (m) at
+        platform poses (..., 6) (m, rad)."""
+        q = np.asarray(pose, dtype=float)
+        if q.ndim == 0 or q.shape[-1] != 6:
+            raise kic.ModelError(f"pose must have shape (..., 6) (x, y, z, yaw, pitch, roll), "
+                                 f"got {q.shape}")
+        R = _rz(q[..., 3]) @ _ry(q[..., 4]) @ _rx(q[..., 5])
+        return (q[..., None, :3] + np.einsum("...ij,lj->...li", R, self.platform_anchors)
+                - self.base_anchors)
+
+    def leg_lengths(self, pose) -> np.ndarray:
+        """Leg lengths ``L_i = |p + R P_i - B_i|`` (..., 6) (m): the inverse
+        kinematics, the actuator coordinates at platform poses (..., 6)."""
+        return np.linalg.norm(self.legs(pose), axis=-1)
+
+    def status(self, pose) -> np.ndarray:
+        """:class:`kic.Status` per pose (...): ``OUTSIDE_LIMITS`` where a leg
+        length is outside :attr:`stroke`, else ``OK``."""
+        L = self.leg_lengths(pose)
+        if self.stroke is None:
+            return np.zeros(L.shape[:-1], int)
+        out = np.any((L < self.stroke[0]) | (L > self.stroke[1]), axis=-1)
+        return np.where(out, int(Status.OUTSIDE_LIMITS), int(Status.OK))
 
 
 def _stewart_guess(q, B, P):
