@@ -377,11 +377,12 @@ class FiveBarGeometry:
             k = int(np.argmax(score))
             if score[k] > 0:
                 return cr[k]
-        if np.all(np.isnan(phi)):
+        if np.all(np.isnan(phi[..., 2:])):
             raise kic.ModelError("five_bar: the loop closes nowhere (the longest of base, "
                                  f"cranks and couplers must be shorter than the sum of the "
                                  f"others): {self!r}")
-        raise kic.ModelError(f"five_bar: no configuration in the mode elbows={tuple(want[:2])}, "
+        raise kic.ModelError(f"five_bar: no configuration in the mode elbows="
+                             f"{tuple(int(v) for v in want[:2])}, "
                              f"tip_side={side} exists for {self!r}; choose another mode")
 
 
