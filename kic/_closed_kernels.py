@@ -1244,3 +1244,181 @@ def inertia(plan, phi):
     out = _at_phi(plan, phi, 5)
     n, M = out[1].shape[0], plan.q_idx.shape[0]
     return out[0].reshape(n, M, M), out[2], out[3], out[4], out[5]
+
+
+# --------------------------------------------------------------------------
+# design axis: many float buffers (designs) sharing one int buffer (structure)
+# --------------------------------------------------------------------------
+@_jit
+def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
+    """Loads of D designs x n poses x K accelerations in one call.
+
+    ``fstack`` (D, F): one plan float buffer per design, all of the structure
+    ``ibuf``.  ``q``, ``qd`` (Dq, nq, M), ``x`` (Dx, nx, K, M) accelerations,
+    ``phi0`` (Dp, np, N) start values, each with Dq etc. 1 (shared by every
+    design) or D, and nq etc. 1 (shared by every pose) or n.  ``modes`` (D, B)
+    of +1/-1/0, or (D, 0): no mode check.  ``skip`` (D, n) int64: a nonzero
+    entry is a status the caller already knows (the pose is not evaluated).
+
+    Per pose, once: assembly, the transfer, phi' and the velocity-product
+    accelerations, one Newton-Euler pass at q'' = 0 (gravity included) giving
+    the bias ``T0 = q'^T P* q' + T_gravity`` and ``I*`` (the stages of
+    :func:`_batch`); then for each of the K accelerations ``T_q = T0 + I* q''``
+    (the loads are affine in q'') and, with actuators, ``(G^a)^T tau_a = T_q``
+    (least-norm when Na > M).  Returns (loads (D, n, K, M), actuator loads
+    (D, n, K, Na), I* (D, n, M, M), phi (D, n, N), status (D, n), residual
+    (D, n), block conditions (D, n, B), det signs (D, n, B), actuation
+    condition (D, n)); status codes as :func:`_batch` (3: actuation singular,
+    the coordinate loads are still given; the actuator loads are NaN)."""
+    D = fstack.shape[0]
+    n = skip.shape[1]
+    K = x.shape[2]
+    Na = act.shape[0]
+    P0 = _unpack(fstack[0], ibuf)
+    N, M, R, L, nB, nb = _dims(P0)
+    loads = np.full((D, n, K, M), np.nan)
+    aloads = np.full((D, n, K, Na), np.nan)
+    Iout = np.full((D, n, M, M), np.nan)
+    phi_out = np.full((D, n, N), np.nan)
+    status = np.zeros((D, n), np.int64)
+    resid = np.full((D, n), np.nan)
+    cond = np.full((D, n, nB), np.nan)
+    dsign = np.zeros((D, n, nB))
+    acond = np.full((D, n), np.nan)
+    W = _work(N, M, R, L, nB, nb)
+    phi = np.empty(N)
+    last = np.empty(N)
+    T0 = np.empty(M)
+    zero = np.zeros(M)
+    Im = np.empty((M, M))
+    Ga = np.empty((Na, M))
+    Gs = np.empty((Na, M))
+    Gw = np.empty((Na, M))
+    At = np.empty((M, M))
+    Ch = np.empty((M, M))
+    pv = np.zeros(M, np.int64)
+    rhs = np.empty(M)
+    sol = np.empty(M)
+    for d in range(D):
+        P = _unpack(fstack[d], ibuf)
+        isR, q_idx, scal = P[2], P[23], P[24]
+        Lc, maxc = scal[0], scal[2]
+        dq = d if q.shape[0] > 1 else 0
+        dv = d if qd.shape[0] > 1 else 0
+        dx = d if x.shape[0] > 1 else 0
+        dp = d if phi0.shape[0] > 1 else 0
+        mode = modes[d]
+        have_last = False
+        for t in range(n):
+            if skip[d, t] != 0:
+                status[d, t] = skip[d, t]
+                continue
+            tq = t if q.shape[1] > 1 else 0
+            tv = t if qd.shape[1] > 1 else 0
+            tx = t if x.shape[1] > 1 else 0
+            if path and have_last:
+                phi[:] = last
+            else:
+                phi[:] = phi0[dp, t if phi0.shape[1] > 1 else 0]
+            for m in range(M):
+                phi[q_idx[m]] = q[dq, tq, m]
+            st, res = _assemble_pose(P, W, phi)
+            resid[d, t] = res
+            if st == 1:
+                status[d, t] = 1
+                continue
+            st2 = _transfer_pose(P, W, cond[d, t], dsign[d, t])
+            if st != 0:
+                status[d, t] = 2
+                continue
+            phi_out[d, t] = phi
+            if st2 != 0:
+                status[d, t] = 2
+                continue
+            if mode.shape[0]:
+                other = False
+                for b in range(nB):
+                    if mode[b] != 0.0 and dsign[d, t, b] != mode[b]:
+                        other = True
+                if other:
+                    status[d, t] = 4
+                    continue
+            last[:] = phi
+            have_last = True
+            G = W[7]
+            _rates(P, W, qd[dv, tv], zero)
+            _rnea(P, W, True)
+            _project(G, W[13], T0)
+            _inertia_pose(P, W, Im)
+            for a in range(M):
+                for b in range(M):
+                    Iout[d, t, a, b] = Im[a, b]
+            for k in range(K):
+                for a in range(M):
+                    s = T0[a]
+                    for b in range(M):
+                        s += Im[a, b] * x[dx, tx, k, b]
+                    loads[d, t, k, a] = s
+            if Na == 0:
+                continue
+            for i in range(Na):
+                a = act[i]
+                for m in range(M):
+                    g = G[a, m]
+                    Ga[i, m] = g
+                    # dimensionless: prismatic coordinates * L, prismatic actuators / L
+                    if not isR[q_idx[m]]:
+                        g *= Lc
+                    if not isR[a]:
+                        g /= Lc
+                    Gs[i, m] = g
+            acond[d, t] = _condition(Gs, Gw)
+            if not (acond[d, t] < maxc):
+                status[d, t] = 3
+                continue
+            if Na == M:
+                for i in range(M):
+                    for m in range(M):
+                        At[m, i] = Ga[i, m]
+                if _lu(At, M, pv) == 0.0:
+                    status[d, t] = 3
+                    continue
+                for k in range(K):
+                    for i in range(M):
+                        rhs[i] = loads[d, t, k, i]
+                    _lu_solve(At, M, pv, rhs)
+                    for i in range(M):
+                        aloads[d, t, k, i] = rhs[i]
+            else:
+                # least-norm loads: tau = G (G^T G)^-1 T_q
+                ok = True
+                for k in range(K):
+                    for a in range(M):
+                        rhs[a] = loads[d, t, k, a]
+                        for b in range(M):
+                            s = 0.0
+                            for i in range(Na):
+                                s += Ga[i, a] * Ga[i, b]
+                            Ch[a, b] = s
+                    if not _cholesky_solve(Ch, rhs, sol):
+                        ok = False
+                        break
+                    for i in range(Na):
+                        s = 0.0
+                        for m in range(M):
+                            s += Ga[i, m] * sol[m]
+                        aloads[d, t, k, i] = s
+                if not ok:
+                    status[d, t] = 3
+                    for k in range(K):
+                        for i in range(Na):
+                            aloads[d, t, k, i] = np.nan
+    return loads, aloads, Iout, phi_out, status, resid, cond, dsign, acond
+
+
+def design_loads(ibuf, fstack, q, qd, x, act, phi0, path, modes, skip):
+    """Python entry of :func:`_design_loads` (see there for shapes; the caller,
+    :mod:`kic.designs`, lays the arrays out as float64/int64 C-contiguous and
+    checks them).  Returns the kernel's tuple."""
+    _require()
+    return _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip)

@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ClosedPlan", "plan_from_model", "joint_indices", "body_frames"]
+__all__ = ["ClosedPlan", "plan_from_model", "joint_indices", "body_frames", "FLOAT_FIELDS",
+           "float_fields", "joint_origins", "reference_length"]
 
 TOL = 1e-12          # closure tolerance (dimensionless, see L_char)
 MAX_ITER = 60        # Newton steps, as kic.closure
@@ -327,3 +328,80 @@ def plan_from_model(model) -> ClosedPlan | None:
         tol=float(_loops.TOLERANCE), max_iter=int(_loops.MAX_ITERATIONS),
         max_condition=float(model.max_condition), phi_names=tuple(system.phi_names),
         coordinate_names=tuple(system.coordinate_names), body_names=tuple(names))
+
+
+# ------------------------------------------------------------ design batches
+#: the float buffer's fields in their order (``ClosedPlan.args[0]``), with their
+#: shapes per joint (N) or loop (L); ``scale`` = (L_char, tol, max_condition)
+FLOAT_FIELDS = (("axis", "N", (3,)), ("origin", "N", (4, 4)), ("offset", "N", (4, 4)),
+                ("mass", "N", ()), ("com", "N", (3,)), ("inertia", "N", (3, 3)),
+                ("gravity", "", (3,)), ("T_a", "L", (4, 4)), ("T_b", "L", (4, 4)),
+                ("U", "L", (6, 6)), ("scale", "", (3,)))
+
+
+def float_fields(plan: ClosedPlan, buffers: np.ndarray) -> dict:
+    """Views of float buffers laid out as ``plan.args[0]``, by field name.
+
+    ``buffers`` (..., F): one buffer per design (leading axes kept); the views
+    have shape (..., N, 4, 4) for ``origin`` etc. (see :data:`FLOAT_FIELDS`),
+    so writing into them writes the buffers (a parametric mechanism's numbers
+    are set this way, the structure staying in ``plan.args[1]``)."""
+    from .errors import ModelError
+    buffers = np.asarray(buffers)
+    F = plan.args[0].shape[0]
+    if buffers.shape[-1:] != (F,):
+        raise ModelError(f"float buffers must have shape (..., {F}), got {buffers.shape}")
+    lead = buffers.shape[:-1]
+    sizes = {"N": plan.N, "L": int(plan.loop_k.shape[0]), "": None}
+    out, k = {}, 0
+    for name, per, shape in FLOAT_FIELDS:
+        count = sizes[per]
+        full = shape if count is None else (count,) + shape
+        size = int(np.prod(full, dtype=np.int64))
+        out[name] = buffers[..., k:k + size].reshape(lead + full)
+        k += size
+    return out
+
+
+def joint_origins(plan: ClosedPlan, fields: dict, phi) -> np.ndarray:
+    """World origins (..., N, 3) of every joint frame (``F_parent @ origin``) at
+    joint values ``phi`` (..., N), for designs whose numbers are ``fields``
+    (:func:`float_fields`, leading axes broadcast with phi's): the numpy,
+    batched form of :func:`body_frames`."""
+    phi = np.asarray(phi, float)
+    axis, origin, offset = fields["axis"], fields["origin"], fields["offset"]
+    lead = np.broadcast_shapes(phi.shape[:-1], origin.shape[:-3])
+    F = np.empty(lead + (plan.N, 4, 4))
+    o = np.empty(lead + (plan.N, 3))
+    for j in plan.order:
+        p = int(plan.parent[j])
+        J = origin[..., j, :, :] if p < 0 else F[..., p, :, :] @ origin[..., j, :, :]
+        J = np.broadcast_to(J, lead + (4, 4))
+        o[..., j, :] = J[..., :3, 3]
+        a = axis[..., j, :]
+        x = phi[..., j]
+        T = np.zeros(lead + (4, 4))
+        T[..., 3, 3] = 1.0
+        if plan.is_revolute[j]:
+            K = np.zeros(np.broadcast_shapes(a.shape[:-1], lead) + (3, 3))
+            K[..., 0, 1], K[..., 0, 2], K[..., 1, 2] = -a[..., 2], a[..., 1], -a[..., 0]
+            K[..., 1, 0], K[..., 2, 0], K[..., 2, 1] = a[..., 2], -a[..., 1], a[..., 0]
+            T[..., :3, :3] = (np.eye(3) + np.sin(x)[..., None, None] * K
+                              + (1.0 - np.cos(x))[..., None, None] * (K @ K))
+        else:
+            T[..., :3, :3] = np.eye(3)
+            T[..., :3, 3] = x[..., None] * a
+        F[..., j, :, :] = J @ T @ offset[..., j, :, :]
+    return o
+
+
+def reference_length(plan: ClosedPlan, fields: dict, phi) -> np.ndarray:
+    """The characteristic length (...) (m) of designs at their reference joint
+    values ``phi`` (..., N): the largest distance between two joint origins or
+    a joint origin and the world origin (1 m if all coincide), as
+    ``ClosedModel.characteristic_length``."""
+    o = joint_origins(plan, fields, phi)
+    pts = np.concatenate([np.zeros(o.shape[:-2] + (1, 3)), o], axis=-2)
+    d = np.linalg.norm(pts[..., :, None, :] - pts[..., None, :, :], axis=-1)
+    L = d.max(axis=(-2, -1))
+    return np.where(L > 0, L, 1.0)
