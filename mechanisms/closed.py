@@ -1183,3 +1183,459 @@ def two_arm_object(base=0.6, a1=0.4, a2=0.35, b1=0.4, b2=0.35, width=0.2, m_a1=1
                        guess=guess, name="two arms and an object")
     model.actuators = ["a1", "a2", "b1", "b2"]
     return model
+
+
+# ------------------------------------------------ design batches (vectorized writers)
+def _design_arrays(builder: str, spec: dict) -> tuple[dict, int]:
+    """Broadcast design parameters to (D,) and check them: ``spec`` maps a name to
+    (value, kind) with kind "length" (> 0), "mass" (>= 0), "angle" (finite) or
+    "gravity" (>= 0); the message names the parameter and the first bad design."""
+    arrays = {k: np.asarray(v, dtype=float) for k, (v, _) in spec.items()}
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError as exc:
+        raise kic.ModelError(f"{builder}: the design parameters do not broadcast: "
+                             f"{ {k: a.shape for k, a in arrays.items()} }") from exc
+    if len(shape) > 1:
+        raise kic.ModelError(f"{builder}: design parameters are scalars or arrays (D,), "
+                             f"got shape {shape}")
+    D = shape[0] if shape else 1
+    out = {}
+    for k, (_, kind) in spec.items():
+        a = np.broadcast_to(arrays[k], (D,)).copy()
+        bad = ~np.isfinite(a)
+        if kind == "length":
+            bad |= ~(a > 0)
+        elif kind in ("mass", "gravity"):
+            bad |= ~(a >= 0)
+        if bad.any():
+            d = int(np.argmax(bad))
+            need = {"length": "a length > 0 m", "mass": "a mass >= 0 kg",
+                    "gravity": "a gravity magnitude >= 0 m/s^2", "angle": "a finite angle"}
+            raise kic.ModelError(f"{builder}: {k} of design {d} is {a[d]!r}, not {need[kind]}")
+        out[k] = a
+    return out, D
+
+
+def _check_writer(builder: str, written, plan) -> None:
+    """The writer must reproduce the template model's own buffer (it relies on the
+    builder's layout of joints, bodies and loops)."""
+    ref = plan.args[0]
+    if not np.allclose(written, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max()):
+        k = int(np.argmax(np.abs(written - ref)))
+        raise RuntimeError(f"{builder}: the vectorized writer no longer matches the builder "
+                           f"(float buffer entry {k}: {written[k]!r} != {ref[k]!r})")
+
+
+def _five_bar_joint_values(params: dict, cranks, tip=None, tip_side=1) -> np.ndarray:
+    """Joint values (D, n, 5) (crank1, crank2, elbow1, elbow2, tip) of designs
+    ``params`` (arrays (D,)) at crank angles (D, n, 2), with the tip C given
+    (D, n, 2) or met on ``tip_side``; NaN where the loop does not close."""
+    b, l1, l2, k1, k2 = (params[k][:, None] for k in ("base", "crank1", "crank2",
+                                                        "coupler1", "coupler2"))
+    c = np.asarray(cranks, float)
+    A1 = np.stack([l1 * np.cos(c[..., 0]), l1 * np.sin(c[..., 0])], -1)
+    A2 = np.stack([b + l2 * np.cos(c[..., 1]), l2 * np.sin(c[..., 1])], -1)
+    if tip is None:
+        tip = _circle_meet(A1, A2, k1, k2, left=tip_side > 0, strict=False)
+    p1, p2 = _angle(tip - A1), _angle(tip - A2)
+    return np.stack([c[..., 0], c[..., 1], _wrap(p1 - c[..., 0]), _wrap(p2 - c[..., 1]),
+                     _wrap(p2 - p1)], -1)
+
+
+def _five_bar_design_guess(params: dict, q, tip_side=1) -> np.ndarray:
+    """Start values (D, n, 5) at crank angles q (D, n, 2): the closed form."""
+    return _five_bar_joint_values(params, q, None, tip_side)
+
+
+def five_bar_designs(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
+                     m_crank1=1.0, m_crank2=1.0, m_coupler1=0.8, m_coupler2=0.8, m_tip=0.5,
+                     g=9.81, *, mode=(-1, 1, 1)):
+    """D five-bar designs as one :class:`kic.designs.DesignBatch`, without a model per design.
+
+    Every parameter is that of :func:`five_bar` (same units and meaning), given
+    as a scalar or an array (D,) (broadcast together).  The structure is built
+    once (a template model); each design's numbers (joint origins, masses,
+    centroids, inertias, the closure frame, gravity, the characteristic length
+    at its reference configuration) are written into its float buffer by numpy
+    array operations.  A design with no configuration in ``mode`` (or whose
+    loop never closes) is kept as infeasible (``batch.feasible``): its poses
+    fail with ``kic.Status.UNASSEMBLABLE``, no exception.
+
+    Parameters
+    ----------
+    base, crank1, crank2, coupler1, coupler2 : float or array_like (D,)
+        Lengths (m), > 0.
+    m_crank1, m_crank2, m_coupler1, m_coupler2, m_tip : float or array_like (D,)
+        Masses (kg), >= 0.
+    g : float or array_like (D,)
+        Gravity (m/s^2) along -y.
+    mode : (int, int, int)
+        (elbow1, elbow2, tip_side), shared by the designs: the reference
+        configuration of each design is in it, as in :func:`five_bar`.
+
+    Returns
+    -------
+    kic.designs.DesignBatch
+        Coordinates the crank angles; ``parameters`` the arrays above plus
+        ``elbow1``, ``elbow2``, ``tip_side``; ``guess`` the closed-form joint
+        values at crank angles (so ``batch.loads`` starts every pose there);
+        :func:`five_bar_task` evaluates a task of the tip.
+
+    Raises
+    ------
+    kic.ModelError
+        A parameter out of range (the message names it and the first design).
+    """
+    from kic.closed_plan import plan_from_model
+    from kic.designs import DesignBatch
+
+    b = "five_bar_designs"
+    elbows_side = _mode_tuple(mode)
+    p, D = _design_arrays(b, {
+        "base": (base, "length"), "crank1": (crank1, "length"), "crank2": (crank2, "length"),
+        "coupler1": (coupler1, "length"), "coupler2": (coupler2, "length"),
+        "m_crank1": (m_crank1, "mass"), "m_crank2": (m_crank2, "mass"),
+        "m_coupler1": (m_coupler1, "mass"), "m_coupler2": (m_coupler2, "mass"),
+        "m_tip": (m_tip, "mass"), "g": (g, "gravity")})
+    side = elbows_side[2]
+    template = five_bar(tip_side=side)                 # the structure (any feasible design)
+    plan = plan_from_model(template)
+    tparams = {"base": 0.2, "crank1": 0.25, "crank2": 0.25, "coupler1": 0.35,
+               "coupler2": 0.35, "m_crank1": 1.0, "m_crank2": 1.0, "m_coupler1": 0.8,
+               "m_coupler2": 0.8, "m_tip": 0.5, "g": 9.81}
+    tparams = {k: np.array([v]) for k, v in tparams.items()}
+    t_ref = template.reference_phi[None]
+    _check_writer(b, _five_bar_floats(plan, tparams, t_ref)[0], plan)
+
+    # reference configurations: the home pose where it is in the mode and regular
+    # (vectorized), else each design's own search (FiveBarGeometry.reference_cranks)
+    home = np.broadcast_to(np.asarray(FIVE_BAR_HOME), (D, 1, 2))
+    ref = _five_bar_joint_values(p, home, None, side)[:, 0]
+    passive = ref[:, 2:]
+    fits = np.all(np.sign(np.sin(passive)) == np.array(elbows_side), -1) & \
+        (np.min(np.abs(np.sin(passive)), -1) >= _REGULAR)
+    feasible = np.ones(D, bool)
+    for d in np.nonzero(~fits)[0]:
+        geo = FiveBarGeometry(*(p[k][d] for k in ("base", "crank1", "crank2", "coupler1",
+                                                   "coupler2")), elbows_side[:2], side)
+        try:
+            q0 = geo.reference_cranks(elbows_side[:2], side)
+            ref[d] = geo.joint_values(q0)
+        except kic.ModelError:
+            feasible[d] = False
+            ref[d] = np.nan
+    floats = _five_bar_floats(plan, p, np.where(feasible[:, None], ref, t_ref))
+    params = dict(p, elbow1=np.full(D, elbows_side[0]), elbow2=np.full(D, elbows_side[1]),
+                  tip_side=np.full(D, side))
+    build = partial(_five_bar_design_model, mode=elbows_side)
+    return DesignBatch(plan, floats, ref, np.full((D, 1), -float(side)), feasible,
+                       ("crank1", "crank2"), params, build=build,
+                       guess=partial(_five_bar_design_guess, tip_side=side))
+
+
+def _five_bar_design_model(mode, elbow1=None, elbow2=None, tip_side=None, **kw):
+    """The model of one design of :func:`five_bar_designs` (the numpy path)."""
+    return five_bar(**kw, mode=mode)
+
+
+def _five_bar_floats(plan, p: dict, ref) -> np.ndarray:
+    """The float buffers (D, F) of five-bar designs ``p`` (arrays (D,)) whose
+    reference joint values are ``ref`` (D, 5)."""
+    from kic.closed_plan import float_fields, reference_length
+    D = p["base"].shape[0]
+    floats = np.tile(plan.args[0], (D, 1))
+    f = float_fields(plan, floats)
+    j = {n: i for i, n in enumerate(plan.phi_names)}
+    f["origin"][:, j["crank2"], 0, 3] = p["base"]
+    f["origin"][:, j["elbow1"], 0, 3] = p["crank1"]
+    f["origin"][:, j["elbow2"], 0, 3] = p["crank2"]
+    f["origin"][:, j["tip"], 0, 3] = p["coupler1"]
+    f["T_b"][:, 0, 0, 3] = p["coupler2"]            # the tip on coupler 2
+    bodies = (("crank1", p["m_crank1"], p["crank1"], 0.0),
+              ("crank2", p["m_crank2"], p["crank2"], 0.0),
+              ("elbow1", p["m_coupler1"], p["coupler1"], p["m_tip"]),
+              ("elbow2", p["m_coupler2"], p["coupler2"], 0.0))
+    for joint, m, L, tip in bodies:
+        total = m + tip
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.where(total > 0, (m * L / 2 + tip * L) / total, 0.0)
+        transverse = m * L * L / 12.0 + m * (L / 2 - c) ** 2 + tip * (L - c) ** 2
+        k = j[joint]
+        f["mass"][:, k] = total
+        f["com"][:, k] = 0.0
+        f["com"][:, k, 0] = c
+        f["inertia"][:, k] = 0.0
+        f["inertia"][:, k, 1, 1] = transverse
+        f["inertia"][:, k, 2, 2] = transverse
+    f["gravity"][:] = 0.0
+    f["gravity"][:, 1] = -p["g"]
+    f["scale"][:, 0] = reference_length(plan, f, ref)
+    return floats
+
+
+def _five_bar_inverse(params: dict, tip, elbows, tip_side):
+    """Closed-form inverse kinematics of designs (D,) at tips (D or 1, n, 2):
+    (cranks (D, n, 2), status (D, n)) as :meth:`FiveBarGeometry.inverse`."""
+    x = np.asarray(tip, float)
+    b = params["base"][:, None]
+    out, reach = [], True
+    for O, l, k, e in (((0.0, 0.0), params["crank1"][:, None], params["coupler1"][:, None],
+                        elbows[0]),
+                       ((b, 0.0), params["crank2"][:, None], params["coupler2"][:, None],
+                        elbows[1])):
+        dx, dy = x[..., 0] - O[0], x[..., 1] - O[1]
+        r = np.hypot(dx, dy)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = (l * l + r * r - k * k) / (2 * l * r)
+        reach = reach & (np.abs(c) <= 1.0 + 1e-12) & (r > 0)
+        out.append(_wrap(np.arctan2(dy, dx) - e * np.arccos(np.clip(c, -1.0, 1.0))))
+    cranks = np.stack(out, -1)
+    status = np.where(reach, int(Status.OK), int(Status.UNASSEMBLABLE))
+    l1, l2 = params["crank1"][:, None], params["crank2"][:, None]
+    A1 = np.stack([l1 * np.cos(cranks[..., 0]), l1 * np.sin(cranks[..., 0])], -1)
+    A2 = np.stack([b + l2 * np.cos(cranks[..., 1]), l2 * np.sin(cranks[..., 1])], -1)
+    s = _cross(A2 - A1, x - A1)
+    status = np.where(reach & (np.sign(s) != tip_side), int(Status.OTHER_MODE), status)
+    return np.where((status == Status.OK)[..., None], cranks, np.nan), status, A1, A2
+
+
+def _condition_2x2(a, b, c, d):
+    """2-norm condition numbers of [[a, b], [c, d]] (batched), from
+    ``sigma_1 = Q + R``, ``sigma_1 sigma_2 = |det|`` with Q, R the norms of the
+    matrix's conformal and anticonformal parts (no cancellation near 1); inf
+    where singular, NaN where not finite."""
+    Q = np.hypot((a + d) / 2, (c - b) / 2)
+    R = np.hypot((a - d) / 2, (c + b) / 2)
+    det = np.abs(a * d - b * c)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.where(det > 0, (Q + R) ** 2 / np.where(det > 0, det, 1.0), np.inf)
+    return np.where(np.isfinite(a + b + c + d), k, np.nan)
+
+
+class FiveBarTask:
+    """A tip task evaluated for D five-bar designs (per-configuration results).
+
+    Attributes
+    ----------
+    mode : (int, int, int)
+        (elbow1, elbow2, tip_side) every answer is in.
+    cranks, crank_rates, crank_accelerations : ndarray (D, n, 2)
+        The closed-form inverse kinematics (rad, rad/s, rad/s^2); NaN where failed.
+    torques : ndarray (D, n, 2)
+        Crank torques (N m), gravity included: ``I* q'' + q'^T P* q' + T_gravity``.
+    inertia : ndarray (D, n, 2, 2)
+        I* in the crank angles (kg m^2).
+    status : ndarray (D, n) of int
+        :class:`kic.Status`: UNASSEMBLABLE where a crank cannot reach the tip (or
+        the design is infeasible), OTHER_MODE where the cranks reach it with the
+        tip on the other side, SINGULAR where the couplers are aligned (type II).
+    condition : ndarray (D, n)
+        2-norm condition number of the task Jacobian ``J = dC/dq`` (m/rad), tip
+        velocity per crank rate: 1 where a crank rate moves the tip equally
+        fast in every direction, inf at a type I (an elbow straight: J loses
+        rank) or type II singularity (the couplers aligned: J unbounded).  All
+        entries of J are lengths per radian, so ``kappa(J)`` does not depend on
+        the units or on the size of the linkage (it equals
+        ``kic.indices.point_conditioning(...).condition``); computed in closed
+        form from ``J^-1`` with rows ``e_i^T / (l_i e_i . n_i)`` (``e_i = C - A_i``,
+        ``n_i`` the normal of crank i).  NaN where the inverse kinematics failed.
+    """
+
+    def __init__(self, **kw) -> None:
+        self.__dict__.update(kw)
+
+    @property
+    def ok(self) -> np.ndarray:
+        return self.status == Status.OK
+
+
+def five_bar_task(batch, tip, tip_rate, tip_acceleration) -> FiveBarTask:
+    """Evaluate a tip task for every design of a :func:`five_bar_designs` batch.
+
+    Parameters
+    ----------
+    batch : kic.designs.DesignBatch
+        From :func:`five_bar_designs` (its ``parameters`` name the lengths and
+        the mode).
+    tip, tip_rate, tip_acceleration : array_like (n, 2) or (D, n, 2)
+        Tip positions (m), velocities (m/s) and accelerations (m/s^2).
+
+    Returns
+    -------
+    FiveBarTask
+        Inverse kinematics in the batch's mode, crank torques, I* and the
+        conditioning per (design, point); failures as data (NaN + status).
+    """
+    p = batch.parameters
+    need = ("base", "crank1", "crank2", "coupler1", "coupler2", "elbow1", "elbow2", "tip_side")
+    if any(k not in p for k in need):
+        raise kic.ModelError("five_bar_task needs a batch from mechanisms.five_bar_designs")
+    D = len(batch)
+    x, xd, xdd = (FiveBarGeometry._points(v, w) for v, w in (
+        (tip, "tip"), (tip_rate, "tip_rate"), (tip_acceleration, "tip_acceleration")))
+    x, xd, xdd = (v if v.ndim == 3 else v.reshape((1,) * (3 - v.ndim) + v.shape)
+                  for v in (x, xd, xdd))
+    n = max(v.shape[1] for v in (x, xd, xdd))
+    x, xd, xdd = (np.broadcast_to(v, (D, n, 2)) for v in (x, xd, xdd))
+    mode = (int(p["elbow1"][0]), int(p["elbow2"][0]), int(p["tip_side"][0]))
+    cranks, status, A1, A2 = _five_bar_inverse(p, x, mode[:2], mode[2])
+    # rates (FiveBarGeometry.inverse_rates) and the inverse task Jacobian rows
+    qd, qdd, rows = [], [], []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i, (A, l) in enumerate(((A1, p["crank1"][:, None]), (A2, p["crank2"][:, None]))):
+            th = cranks[..., i]
+            u = np.stack([np.cos(th), np.sin(th)], -1)
+            nrm = np.stack([-np.sin(th), np.cos(th)], -1)
+            e = x - A
+            den = l * np.sum(e * nrm, -1)
+            w = np.sum(e * xd, -1) / den
+            ed = xd - l[..., None] * nrm * w[..., None]
+            qd.append(w)
+            qdd.append((np.sum(ed * ed, -1) + np.sum(e * xdd, -1)
+                        + l * np.sum(e * u, -1) * w * w) / den)
+            rows.append(e / den[..., None])
+    qd, qdd = np.stack(qd, -1), np.stack(qdd, -1)
+    condition = _condition_2x2(rows[0][..., 0], rows[0][..., 1], rows[1][..., 0],
+                               rows[1][..., 1])
+    ok = status == Status.OK
+    start = _five_bar_joint_values(p, np.where(ok[..., None], cranks, 0.0), x)
+    # a type I singularity (infinite rates) cannot be evaluated: singular
+    finite = np.all(np.isfinite(qd), -1) & np.all(np.isfinite(qdd), -1)
+    status = np.where(ok & ~finite, int(Status.SINGULAR), status)
+    ok = status == Status.OK
+    z = lambda a: np.where(ok[..., None], a, 0.0)                # noqa: E731
+    res = batch.loads(z(cranks), z(qd), z(qdd), actuators=(),
+                      start=np.where(ok[..., None], start, 0.0), skip=status)
+    status = res.status
+    good = status == Status.OK
+    nan = lambda a: np.where(good.reshape(good.shape + (1,) * (a.ndim - 2)), a,  # noqa: E731
+                             np.nan)
+    return FiveBarTask(mode=mode, cranks=nan(cranks), crank_rates=nan(qd),
+                       crank_accelerations=nan(qdd), torques=res.loads, inertia=res.inertia,
+                       status=status,
+                       condition=np.where(status == Status.UNASSEMBLABLE, np.nan,
+                                          np.where(status == Status.OTHER_MODE, np.nan,
+                                                   condition)))
+
+
+def _stewart_anchors(params: dict):
+    """Base and platform anchors (D, 6, 3) of Stewart designs (as :func:`stewart_platform`)."""
+    k = np.radians(120.0 * np.repeat(np.arange(3), 2))
+    s = np.tile([-1.0, 1.0], 3)
+    ab = k + s * params["base_half_angle"][:, None]
+    ap = k + s * params["plat_half_angle"][:, None]
+    z = np.zeros_like(ab)
+    rb, rp = params["rb"][:, None], params["rp"][:, None]
+    return (np.stack([rb * np.cos(ab), rb * np.sin(ab), z], -1),
+            np.stack([rp * np.cos(ap), rp * np.sin(ap), z], -1))
+
+
+def _stewart_design_guess(params: dict, q, names=()) -> np.ndarray:
+    """Start values (D, n, N) in the joint order ``names`` at platform poses
+    q (D, n, 6): the legs' closed-form inverse kinematics (as ``_stewart_guess``)."""
+    B, P = _stewart_anchors(params)
+    q = np.asarray(q, float)
+    R = _rz(q[..., 3]) @ _ry(q[..., 4]) @ _rx(q[..., 5])             # (D, n, 3, 3)
+    d = q[..., None, :3] + np.einsum("dnij,dlj->dnli", R, P) - B[:, None]
+    L = np.linalg.norm(d, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = d / L[..., None]
+    values = {"u2": np.arcsin(np.clip(u[..., 0], -1, 1)), "u1": np.arctan2(-u[..., 1], u[..., 2]),
+              "p": L}
+    out = np.empty(q.shape[:-1] + (len(names),))
+    coords = ("x", "y", "z", "yaw", "pitch", "roll")
+    for c, name in enumerate(names):
+        body, joint = name.split(".")
+        out[..., c] = (q[..., coords.index(joint)] if body == "platform"
+                       else values[joint][..., int(body[3:])])
+    return out
+
+
+def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
+                    plat_half_angle=np.radians(45.0), h0=0.6, m_plat=10.0, m_cyl=2.0,
+                    m_rod=1.0, g=9.81, **fixed):
+    """D Stewart platform designs as one :class:`kic.designs.DesignBatch`, without a
+    model per design.
+
+    The parameters are those of :func:`stewart_platform` (same units and
+    meaning), as scalars or arrays (D,) broadcast together: the anchor radii,
+    the half-angles of the anchor pairs (rad, in [0, pi/3)), the nominal
+    height ``h0`` (the reference pose, m) and the masses (kg), gravity
+    (m/s^2).  ``fixed`` keyword arguments of :func:`stewart_platform`
+    (``I_plat``, ``plat_com``, ``cyl_com``, ``I_cyl``, ``rod_com``, ``I_rod``)
+    are shared by all designs.  The structure is built once; each design's base
+    anchors (the U joints' origins), platform anchors (the S closures'
+    frames), masses, gravity and characteristic length at its reference pose
+    are written into its float buffer.
+
+    Returns
+    -------
+    kic.designs.DesignBatch
+        Coordinates the platform pose (x, y, z, yaw, pitch, roll); actuators
+        the six legs; ``guess`` the legs' closed-form inverse kinematics (the
+        start of every pose); ``parameters`` the arrays above.  The assembly
+        mode is the template's (every leg's U-P block with the leg pointing
+        up, ``det A > 0``), the same for every design with ``h0 > 0``.
+
+    Raises
+    ------
+    kic.ModelError
+        A parameter out of range (the message names it and the first design).
+    """
+    from kic.closed_plan import float_fields, plan_from_model, reference_length
+    from kic.designs import DesignBatch
+
+    b = "stewart_designs"
+    p, D = _design_arrays(b, {
+        "rb": (rb, "length"), "rp": (rp, "length"), "base_half_angle": (base_half_angle, "angle"),
+        "plat_half_angle": (plat_half_angle, "angle"), "h0": (h0, "length"),
+        "m_plat": (m_plat, "mass"), "m_cyl": (m_cyl, "mass"), "m_rod": (m_rod, "mass"),
+        "g": (g, "gravity")})
+    for name in ("base_half_angle", "plat_half_angle"):
+        bad = ~((p[name] >= 0) & (p[name] < np.pi / 3))
+        if bad.any():
+            d = int(np.argmax(bad))
+            raise kic.ModelError(f"{b}: {name} of design {d} is {p[name][d]!r} rad; a half "
+                                 "angle must lie in [0, pi/3) rad")
+    template = stewart_platform(**fixed)
+    plan = plan_from_model(template)
+    names = tuple(plan.phi_names)
+    guess = partial(_stewart_design_guess, names=names)
+
+    def write(prm):
+        n_designs = prm["rb"].shape[0]
+        floats = np.tile(plan.args[0], (n_designs, 1))
+        f = float_fields(plan, floats)
+        B, P = _stewart_anchors(prm)
+        j = {nm: i for i, nm in enumerate(names)}
+        for i in range(6):
+            f["origin"][:, j[f"leg{i}.u1"], :3, 3] = B[:, i]
+            f["mass"][:, j[f"leg{i}.u2"]] = prm["m_cyl"]
+            f["mass"][:, j[f"leg{i}.p"]] = prm["m_rod"]
+        for loop in range(plan.loop_k.shape[0]):
+            leg = int(names[plan.body_a[loop]].split(".")[0][3:])
+            f["T_b"][:, loop, :3, 3] = P[:, leg]
+        f["mass"][:, j["platform.roll"]] = prm["m_plat"]
+        f["gravity"][:] = 0.0
+        f["gravity"][:, 2] = -prm["g"]
+        home = np.zeros((n_designs, 1, 6))
+        home[:, 0, 2] = prm["h0"]
+        ref = guess(prm, home)[:, 0]
+        f["scale"][:, 0] = reference_length(plan, f, ref)
+        return floats, ref
+
+    # the template is stewart_platform's defaults: the writer must reproduce its buffer
+    tpl = {"rb": 0.5, "rp": 0.3, "base_half_angle": np.radians(15.0),
+           "plat_half_angle": np.radians(45.0), "h0": 0.6, "m_plat": 10.0, "m_cyl": 2.0,
+           "m_rod": 1.0, "g": 9.81}
+    _check_writer(b, write({k: np.array([v]) for k, v in tpl.items()})[0][0], plan)
+    floats, ref = write(p)
+    return DesignBatch(plan, floats, ref, np.tile(template.mode, (D, 1)),
+                       actuators=tuple(template.actuators), parameters=p,
+                       build=partial(_stewart_design_model, fixed=fixed), guess=guess)
+
+
+def _stewart_design_model(fixed, **kw):
+    """The model of one design of :func:`stewart_designs` (the numpy path)."""
+    return stewart_platform(**kw, **fixed)
