@@ -21,7 +21,8 @@ from ._common import composite, gravity_magnitude, length, mass, rod_inertia, tr
 
 __all__ = ["five_bar", "FiveBarGeometry", "FIVE_BAR_HOME", "StewartGeometry", "four_bar",
            "slider_crank", "bricard", "stewart_platform", "redundant_planar_arm",
-           "two_arm_object"]
+           "two_arm_object", "five_bar_designs", "five_bar_task", "FiveBarTask",
+           "stewart_designs"]
 
 
 def _rod_body(mech, name, m, L, extra=()):
