@@ -1317,12 +1317,34 @@ def five_bar_designs(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2
     fits = np.all(np.sign(np.sin(passive)) == np.array(elbows_side), -1) & \
         (np.min(np.abs(np.sin(passive)), -1) >= _REGULAR)
     feasible = np.ones(D, bool)
-    for d in np.nonzero(~fits)[0]:
+    want = np.array(elbows_side, float)
+    miss = np.nonzero(~fits)[0]
+    # FiveBarGeometry.reference_cranks' first grid, for many designs at once
+    grid = 96
+    t = np.linspace(-np.pi, np.pi, grid, endpoint=False) + np.pi / grid
+    cr = np.stack(np.meshgrid(t, t, indexing="ij"), -1).reshape(-1, 2)
+    lost = []
+    for chunk in np.array_split(miss, max(1, len(miss) // 32)):
+        if chunk.size == 0:
+            continue
+        sub = {k: v[chunk] for k, v in p.items()}
+        phi = _five_bar_joint_values(sub, np.broadcast_to(cr, (chunk.size,) + cr.shape),
+                                     None, side)
+        s_ = np.sin(phi[..., 2:])
+        # in the mode (NaN: no), scored by the smallest |sin| of the passive joints
+        fit = (np.sign(s_[..., 0]) == want[0]) & (np.sign(s_[..., 1]) == want[1]) & \
+            (np.sign(s_[..., 2]) == want[2])
+        a_ = np.abs(s_)
+        score = np.where(fit, np.minimum(np.minimum(a_[..., 0], a_[..., 1]), a_[..., 2]), 0.0)
+        k = np.argmax(score, axis=1)
+        found = score[np.arange(chunk.size), k] > 0
+        ref[chunk[found]] = phi[np.nonzero(found)[0], k[found]]
+        lost.extend(chunk[~found].tolist())
+    for d in lost:                    # the finer grid, or the mode does not exist
         geo = FiveBarGeometry(*(p[k][d] for k in ("base", "crank1", "crank2", "coupler1",
                                                    "coupler2")), elbows_side[:2], side)
         try:
-            q0 = geo.reference_cranks(elbows_side[:2], side)
-            ref[d] = geo.joint_values(q0)
+            ref[d] = geo.joint_values(geo.reference_cranks(elbows_side[:2], side))
         except kic.ModelError:
             feasible[d] = False
             ref[d] = np.nan
