@@ -1260,8 +1260,8 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     of +1/-1/0, or (D, 0): no mode check.  ``skip`` (D, n) int64: a nonzero
     entry is a status the caller already knows (the pose is not evaluated).
 
-    Per pose, once: assembly (a start that closes the loops to the tolerance
-    is taken as it is, else Newton from it), the transfer, phi' and the velocity-product
+    Per pose, once: assembly (a start that closes the loops to rounding,
+    residual < 2e-15, is taken as it is, else Newton from it), the transfer, phi' and the velocity-product
     accelerations, one Newton-Euler pass at q'' = 0 (gravity included) giving
     the bias ``T0 = q'^T P* q' + T_gravity`` and ``I*`` (the stages of
     :func:`_batch`); then for each of the K accelerations ``T_q = T0 + I* q''``
@@ -1323,8 +1323,9 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
                 phi[:] = phi0[dp, t if phi0.shape[1] > 1 else 0]
             for m in range(M):
                 phi[q_idx[m]] = q[dq, tq, m]
-            # a start that closes the loops already (a closed-form inverse
-            # kinematics) is used as it is; otherwise Newton from it
+            # a start that closes the loops to rounding (an exact closed-form
+            # inverse kinematics) is used as it is: Newton's polishing step would
+            # not move it; otherwise Newton from it
             _frames(P[0], P[1], isR, P[3], P[4], P[5], phi, W[0], W[1])
             _side_frames(P[13], P[14], P[15], P[16], W[0], W[2])
             _residual(P[10], P[11], P[12], P[17], W[2], W[3])
@@ -1333,7 +1334,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
                 e = abs(W[3][i]) if P[18][i] else abs(W[3][i]) / Lc
                 if not (e <= res):
                     res = e
-            if res < scal[1]:
+            if res < 2e-15:
                 st = 0
                 _jacobian(P[0], P[10], P[11], P[12], P[13], P[15], P[17], W[1], W[2], W[4])
             else:

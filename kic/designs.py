@@ -38,7 +38,7 @@ import numpy as np
 
 from . import _closed_kernels as closed_kernels
 from .backend import use_compiled
-from .closed_plan import ClosedPlan, joint_indices, plan_from_model
+from .closed_plan import ClosedPlan, float_fields, joint_indices, plan_from_model
 from .errors import ModelError, Status
 
 __all__ = ["DesignBatch", "DesignLoads"]
@@ -350,6 +350,7 @@ class DesignBatch:
         status = skip.copy()
         acond = np.full((D, n), np.nan)
         names = [self.plan.phi_names[i] for i in act]
+        lengths = float_fields(self.plan, self.floats)["scale"][:, 0]
         for d in range(D):
             todo = np.nonzero(skip[d] == 0)[0]
             if todo.size == 0:
@@ -379,8 +380,10 @@ class DesignBatch:
                         G = m.kinematics(qo[good], order=1, start=po[good]).transfer.G
                         Ga = G[:, act, :]
                         prism = ~self.plan.is_revolute
+                        # the batch's characteristic length (a writer's may differ from
+                        # the builder's, whose reference configuration can differ)
                         acond[d, gi] = scaled_condition(Ga, prism[act], prism[self.plan.q_idx],
-                                                        m.characteristic_length)
+                                                        lengths[d])
                         f, s3 = m.actuator_loads(rep(qo[good]), rep(qdo[good]),
                                                  xo[good].reshape(-1, M), names,
                                                  on_failure="nan", start=rep(po[good]))

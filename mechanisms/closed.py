@@ -1445,6 +1445,8 @@ class FiveBarTask:
         (elbow1, elbow2, tip_side) every answer is in.
     cranks, crank_rates, crank_accelerations : ndarray (D, n, 2)
         The closed-form inverse kinematics (rad, rad/s, rad/s^2); NaN where failed.
+    phi : ndarray (D, n, 5)
+        All joint values (rad) in the batch's joint order (``batch.plan.phi_names``).
     torques : ndarray (D, n, 2)
         Crank torques (N m), gravity included: ``I* q'' + q'^T P* q' + T_gravity``.
     inertia : ndarray (D, n, 2, 2)
@@ -1534,7 +1536,7 @@ def five_bar_task(batch, tip, tip_rate, tip_acceleration) -> FiveBarTask:
     good = status == Status.OK
     nan = lambda a: np.where(good.reshape(good.shape + (1,) * (a.ndim - 2)), a,  # noqa: E731
                              np.nan)
-    return FiveBarTask(mode=mode, cranks=nan(cranks), crank_rates=nan(qd),
+    return FiveBarTask(mode=mode, phi=res.phi, cranks=nan(cranks), crank_rates=nan(qd),
                        crank_accelerations=nan(qdd), torques=res.loads, inertia=res.inertia,
                        status=status,
                        condition=np.where(status == Status.UNASSEMBLABLE, np.nan,
@@ -1559,6 +1561,7 @@ def _stewart_design_guess(params: dict, q, names=()) -> np.ndarray:
     q (D, n, 6): the legs' closed-form inverse kinematics (as ``_stewart_guess``)."""
     B, P = _stewart_anchors(params)
     q = np.asarray(q, float)
+    q = np.broadcast_to(q, (B.shape[0],) + q.shape[-2:])
     R = _rz(q[..., 3]) @ _ry(q[..., 4]) @ _rx(q[..., 5])             # (D, n, 3, 3)
     d = q[..., None, :3] + np.einsum("dnij,dlj->dnli", R, P) - B[:, None]
     L = np.linalg.norm(d, axis=-1)
