@@ -1327,18 +1327,28 @@ def five_bar_designs(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2
     for chunk in np.array_split(miss, max(1, len(miss) // 32)):
         if chunk.size == 0:
             continue
-        sub = {k: v[chunk] for k, v in p.items()}
-        phi = _five_bar_joint_values(sub, np.broadcast_to(cr, (chunk.size,) + cr.shape),
-                                     None, side)
-        s_ = np.sin(phi[..., 2:])
+        # only the grid points where the couplers can meet (the rest score 0)
+        b_, l1, l2, k1, k2 = (p[k][chunk][:, None] for k in ("base", "crank1", "crank2",
+                                                               "coupler1", "coupler2"))
+        gap = np.hypot(b_ + l2 * np.cos(cr[:, 1]) - l1 * np.cos(cr[:, 0]),
+                       l2 * np.sin(cr[:, 1]) - l1 * np.sin(cr[:, 0]))
+        tol = 1e-9 * (k1 + k2)
+        dd, gg = np.nonzero((gap <= k1 + k2 + tol) & (gap >= np.abs(k1 - k2) - tol))
+        sub = {k: v[chunk][dd] for k, v in p.items()}
+        phi = _five_bar_joint_values(sub, cr[gg][:, None], None, side)[:, 0]
+        s_ = np.sin(phi[:, 2:])
         # in the mode (NaN: no), scored by the smallest |sin| of the passive joints
-        fit = (np.sign(s_[..., 0]) == want[0]) & (np.sign(s_[..., 1]) == want[1]) & \
-            (np.sign(s_[..., 2]) == want[2])
+        fit = (np.sign(s_[:, 0]) == want[0]) & (np.sign(s_[:, 1]) == want[1]) & \
+            (np.sign(s_[:, 2]) == want[2])
         a_ = np.abs(s_)
-        score = np.where(fit, np.minimum(np.minimum(a_[..., 0], a_[..., 1]), a_[..., 2]), 0.0)
+        score = np.zeros((chunk.size, cr.shape[0]))
+        score[dd, gg] = np.where(fit, np.minimum(np.minimum(a_[:, 0], a_[:, 1]), a_[:, 2]),
+                                 0.0)
         k = np.argmax(score, axis=1)
         found = score[np.arange(chunk.size), k] > 0
-        ref[chunk[found]] = phi[np.nonzero(found)[0], k[found]]
+        ref[chunk[found]] = _five_bar_joint_values(
+            {kk: v[chunk[found]] for kk, v in p.items()}, cr[k[found]][:, None], None,
+            side)[:, 0]
         lost.extend(chunk[~found].tolist())
     for d in lost:                    # the finer grid, or the mode does not exist
         geo = FiveBarGeometry(*(p[k][d] for k in ("base", "crank1", "crank2", "coupler1",
