@@ -14,8 +14,8 @@ Three ways to make one:
 * :meth:`DesignBatch.from_models`: models built by the user (any builder, any
   ``kic.Mechanism``), checked to share one structure;
 * :meth:`DesignBatch.from_builder`: a builder called once per design with
-  keyword arguments taken from arrays (designs whose build raises
-  :class:`kic.ModelError` are kept as infeasible: every pose fails, as data);
+  keyword arguments taken from arrays (designs whose build raises a kic error
+  are kept as infeasible: every pose fails, as data);
 * a vectorized writer that sets the float buffers from arrays of design
   parameters directly (``mechanisms.five_bar_designs``,
   ``mechanisms.stewart_designs``): no model is built per design.
@@ -39,7 +39,7 @@ import numpy as np
 from . import _closed_kernels as closed_kernels
 from .backend import use_compiled
 from .closed_plan import ClosedPlan, float_fields, joint_indices, plan_from_model
-from .errors import ModelError, Status
+from .errors import KicError, ModelError, Status
 
 __all__ = ["DesignBatch", "DesignLoads"]
 
@@ -179,8 +179,9 @@ class DesignBatch:
         """Call ``build(**{name: values[d]})`` for every design d.
 
         ``parameters`` maps keyword names of ``build`` to arrays (D,) (or
-        scalars, shared).  A design whose build raises :class:`kic.ModelError`
-        (e.g. a linkage that never closes) is kept as infeasible.
+        scalars, shared).  A design whose build raises a kic error
+        (:class:`kic.ModelError`, :class:`kic.ClosureError`, ... : e.g. a linkage
+        that never closes) is kept as infeasible.
         """
         params = {k: np.asarray(v) for k, v in parameters.items()}
         D = int(np.broadcast_shapes(*(v.shape for v in params.values()))[0]) if params else 0
@@ -190,7 +191,7 @@ class DesignBatch:
             try:
                 models.append(build(**{k: v[d].item() for k, v in params.items()}))
                 feasible[d] = True
-            except ModelError:
+            except KicError:          # ModelError, ClosureError, SingularityError
                 models.append(None)
         good = [m for m in models if m is not None]
         if not good:
@@ -273,7 +274,9 @@ class DesignBatch:
         start : array_like (D, n, N) or (n, N), optional
             Start values of every joint for the assembly; default the batch's
             ``guess`` (a closed form, for the built-in writers), else each
-            design's poses as a path from its reference configuration.
+            design's poses as a path from its reference configuration, and the
+            poses that path loses again from the design's model's guess
+            function (as ``ClosedModel`` does).
         skip : array_like (D, n) of int, optional
             Statuses known beforehand (nonzero: the pose is not evaluated and
             keeps it).
@@ -327,6 +330,8 @@ class DesignBatch:
             out = closed_kernels.design_loads(self.plan.args[1], self.floats, qa, qda, xa,
                                               act, phi0, path, self.modes, sk)
             T, Ta, I, phi, status, _, _, _, acond = out
+            if path:
+                self._retry_with_guess(qa, qda, xa, act, (T, Ta, I, phi, status, acond), sk)
         else:
             T, Ta, I, phi, status, acond = self._numpy_loads(qa, qda, xa, act, phi0, path, sk)
         K = xa.shape[2]
@@ -337,6 +342,35 @@ class DesignBatch:
         del K
         return DesignLoads(T, Ta if act.size else None, I, bias, phi, status.astype(int),
                            acond)
+
+    def _retry_with_guess(self, qa, qda, xa, act, outputs, skip) -> None:
+        """Poses a path from the reference lost (not assembled, or in another mode):
+        again from the design's model's guess function where it has one, as
+        ``ClosedModel`` does (in place)."""
+        from .assembly import first_guess
+        status = outputs[4]
+        lost = ((status == Status.UNASSEMBLABLE) | (status == Status.OTHER_MODE)) & (skip == 0)
+        if not lost.any() or self._models is None:
+            return
+        D, n, N = len(self), skip.shape[1], self.plan.N
+        retry = np.zeros((D, n), bool)
+        phi0 = np.zeros((D, n, N))
+        for d in np.nonzero(lost.any(axis=1))[0]:
+            m = self._models[d]
+            if m is None or getattr(m, "guess", None) is None:
+                continue
+            idx = np.nonzero(lost[d])[0]
+            q = np.broadcast_to(qa[d if qa.shape[0] > 1 else 0], (n, self.dof))[idx]
+            phi0[d, idx] = first_guess(m.system, q, m.reference_phi, None, m.guess)
+            retry[d, idx] = True
+        if not retry.any():
+            return
+        sk = np.where(retry, 0, -1).astype(np.int64)
+        again = closed_kernels.design_loads(self.plan.args[1], self.floats, qa, qda, xa, act,
+                                            phi0, False, self.modes, sk)
+        again = (again[0], again[1], again[2], again[3], again[4], again[8])
+        for mine, new in zip(outputs, again):
+            mine[retry] = new[retry]
 
     def _numpy_loads(self, qa, qda, xa, act, phi0, path, skip):
         """The numpy backend: each design's model through its public API."""
