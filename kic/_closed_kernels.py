@@ -1261,8 +1261,8 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     entry is a status the caller already knows (the pose is not evaluated).
 
     Per pose, once: assembly (a start that closes the loops to rounding,
-    residual < 2e-15, is taken as it is, else Newton from it), the transfer, phi' and the velocity-product
-    accelerations, one Newton-Euler pass at q'' = 0 (gravity included) giving
+    residual < 2e-15, is taken as it is, else Newton from it), the transfer,
+    phi' and the velocity-product accelerations, one Newton-Euler pass at q'' = 0 (gravity included) giving
     the bias ``T0 = q'^T P* q' + T_gravity`` and ``I*`` (the stages of
     :func:`_batch`); then for each of the K accelerations ``T_q = T0 + I* q''``
     (the loads are affine in q'') and, with actuators, ``(G^a)^T tau_a = T_q``

@@ -1287,6 +1287,25 @@ def five_bar_designs(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2
     ------
     kic.ModelError
         A parameter out of range (the message names it and the first design).
+
+    Notes
+    -----
+    Each design's float buffer equals the one of ``five_bar(..., mode=mode)``
+    for its parameters (tests/test_designs.py): the joint origins ``base``,
+    ``crank_i``, ``coupler1``, the tip's frame on coupler 2, the rods' masses,
+    centroids and inertias (``m L^2 / 12``, the tip mass on coupler 1 by the
+    parallel-axis theorem), gravity, and the characteristic length at the
+    reference configuration, found from the mode as :func:`five_bar` does (the
+    home pose where it is in the mode and regular, else the most regular
+    configuration of the same crank grid, searched for many designs at once).
+
+    Examples
+    --------
+    >>> import numpy as np, mechanisms
+    >>> batch = mechanisms.five_bar_designs(crank1=[0.25, 0.3], crank2=[0.25, 0.3])
+    >>> task = mechanisms.five_bar_task(batch, [[0.1, 0.45]], [[0.0, 0.0]], [[0.0, 0.0]])
+    >>> task.torques.shape, task.status.tolist()
+    ((2, 1, 2), [[0], [0]])
     """
     from kic.closed_plan import plan_from_model
     from kic.designs import DesignBatch
@@ -1501,6 +1520,23 @@ def five_bar_task(batch, tip, tip_rate, tip_acceleration) -> FiveBarTask:
     FiveBarTask
         Inverse kinematics in the batch's mode, crank torques, I* and the
         conditioning per (design, point); failures as data (NaN + status).
+
+    Notes
+    -----
+    The inverse kinematics and rates are :meth:`FiveBarGeometry.inverse` and
+    :meth:`FiveBarGeometry.inverse_rates` written for a design axis; every
+    pose starts its assembly from the closed-form joint values, so the
+    torques are those of the design's model at the same configuration.
+
+    Examples
+    --------
+    >>> import numpy as np, kic, mechanisms
+    >>> batch = mechanisms.five_bar_designs(coupler1=[0.35, 0.1], coupler2=[0.35, 0.1])
+    >>> task = mechanisms.five_bar_task(batch, [[0.1, 0.45]], [[0.0, 0.0]], [[0.0, 0.0]])
+    >>> [kic.Status(s).name for s in task.status[:, 0]]
+    ['OK', 'UNASSEMBLABLE']
+    >>> bool(np.isnan(task.torques[1]).all())
+    True
     """
     p = batch.parameters
     need = ("base", "crank1", "crank2", "coupler1", "coupler2", "elbow1", "elbow2", "tip_side")
@@ -1605,6 +1641,21 @@ def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     frames), masses, gravity and characteristic length at its reference pose
     are written into its float buffer.
 
+    Parameters
+    ----------
+    rb, rp : float or array_like (D,)
+        Radii of the base and platform anchor circles (m).
+    base_half_angle, plat_half_angle : float or array_like (D,)
+        Half the angular spacing of each anchor pair (rad, in [0, pi/3)).
+    h0 : float or array_like (D,)
+        Nominal platform height (m): the reference pose.
+    m_plat, m_cyl, m_rod : float or array_like (D,)
+        Masses of the platform, each cylinder and each rod (kg).
+    g : float or array_like (D,)
+        Gravity (m/s^2) along -z.
+    **fixed
+        Other keyword arguments of :func:`stewart_platform`, shared.
+
     Returns
     -------
     kic.designs.DesignBatch
@@ -1618,6 +1669,25 @@ def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     ------
     kic.ModelError
         A parameter out of range (the message names it and the first design).
+
+    Notes
+    -----
+    The reference configuration of each design is its nominal pose
+    ``(0, 0, h0, 0, 0, 0)`` with the legs' closed-form joint values.
+    :func:`stewart_platform`'s model starts from the same legs but closes the
+    loops by a minimum-norm step that also moves the platform (to z = 0.53 m
+    for the defaults), so its reference, and with it the characteristic length
+    that makes conditions dimensionless, can differ from the writer's; every
+    other number of the float buffer is the builder's (tests/test_designs.py).
+
+    Examples
+    --------
+    >>> import numpy as np, mechanisms
+    >>> batch = mechanisms.stewart_designs(rb=[0.5, 0.6])
+    >>> pose = [0.0, 0.0, 0.6, 0.0, 0.0, 0.0]
+    >>> res = batch.loads(pose, np.zeros(6), accelerations=np.zeros((1, 6)))
+    >>> res.actuator_loads.shape                  # designs, poses, accelerations, legs
+    (2, 1, 1, 6)
     """
     from kic.closed_plan import float_fields, plan_from_model, reference_length
     from kic.designs import DesignBatch
