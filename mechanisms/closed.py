@@ -1319,13 +1319,16 @@ def five_bar_designs(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2
         "m_coupler1": (m_coupler1, "mass"), "m_coupler2": (m_coupler2, "mass"),
         "m_tip": (m_tip, "mass"), "g": (g, "gravity")})
     side = elbows_side[2]
-    template = five_bar(tip_side=side)                 # the structure (any feasible design)
-    plan = plan_from_model(template)
+    # the structure (the default design), built once per tip side and kept
+    if side not in _FIVE_BAR_TEMPLATES:
+        template = five_bar(tip_side=side)
+        _FIVE_BAR_TEMPLATES[side] = (plan_from_model(template), template.reference_phi)
+    plan, t_ref = _FIVE_BAR_TEMPLATES[side]
     tparams = {"base": 0.2, "crank1": 0.25, "crank2": 0.25, "coupler1": 0.35,
                "coupler2": 0.35, "m_crank1": 1.0, "m_crank2": 1.0, "m_coupler1": 0.8,
                "m_coupler2": 0.8, "m_tip": 0.5, "g": 9.81}
     tparams = {k: np.array([v]) for k, v in tparams.items()}
-    t_ref = template.reference_phi[None]
+    t_ref = t_ref[None]
     _check_writer(b, _five_bar_floats(plan, tparams, t_ref)[0], plan)
 
     # reference configurations: the home pose where it is in the mode and regular
@@ -1384,6 +1387,10 @@ def five_bar_designs(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2
     return DesignBatch(plan, floats, ref, np.full((D, 1), -float(side)), feasible,
                        ("crank1", "crank2"), params, build=build,
                        guess=partial(_five_bar_design_guess, tip_side=side))
+
+
+#: five_bar_designs' template plans by tip side (plans are immutable)
+_FIVE_BAR_TEMPLATES: dict = {}
 
 
 def _five_bar_design_model(mode, elbow1=None, elbow2=None, tip_side=None, **kw):

@@ -299,3 +299,20 @@ def test_pickle(five_bars):
     P, A = stewart_poses(2)
     assert np.array_equal(again.loads(P, np.zeros(6), accelerations=A).actuator_loads,
                           sb.loads(P, np.zeros(6), accelerations=A).actuator_loads)
+
+
+def test_five_bar_writer_other_modes():
+    rng = np.random.default_rng(8)
+    p = five_bar_params(rng, 6)
+    for mode in ((1, -1, -1), (1, 1, 1)):
+        batch = mechanisms.five_bar_designs(**p, mode=mode)
+        generic = DesignBatch.from_builder(
+            lambda **kw: mechanisms.five_bar(**kw, mode=mode), p)
+        assert np.array_equal(batch.feasible, generic.feasible)
+        f = batch.feasible
+        assert f.sum() == 5 and not f[1]
+        assert np.abs(batch.floats[f] - generic.floats[f]).max() < 1e-14
+        assert np.abs(batch.reference_phi[f] - generic.reference_phi[f]).max() < 1e-12
+        assert np.array_equal(batch.modes[f], generic.modes[f])
+    with pytest.raises(kic.ModelError, match="no design could be built"):
+        DesignBatch.from_builder(build_five_bar, {"base": [3.0], "crank1": 0.1})
