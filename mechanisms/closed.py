@@ -1614,9 +1614,12 @@ def _stewart_design_guess(params: dict, q, names=()) -> np.ndarray:
     q (D, n, 6): the legs' closed-form inverse kinematics (as ``_stewart_guess``)."""
     B, P = _stewart_anchors(params)
     q = np.asarray(q, float)
+    shared = q.ndim == 2 or q.shape[0] == 1 or q.strides[0] == 0     # poses of all designs
+    q1 = q.reshape((-1,) + q.shape[-2:])[0] if shared else q
+    R = _rz(q1[..., 3]) @ _ry(q1[..., 4]) @ _rx(q1[..., 5])          # (n or D, n, 3, 3)
     q = np.broadcast_to(q, (B.shape[0],) + q.shape[-2:])
-    R = _rz(q[..., 3]) @ _ry(q[..., 4]) @ _rx(q[..., 5])             # (D, n, 3, 3)
-    d = q[..., None, :3] + np.einsum("dnij,dlj->dnli", R, P) - B[:, None]
+    RP = np.einsum("nij,dlj->dnli", R, P) if shared else np.einsum("dnij,dlj->dnli", R, P)
+    d = q[..., None, :3] + RP - B[:, None]
     L = np.linalg.norm(d, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         u = d / L[..., None]
@@ -1711,8 +1714,12 @@ def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
             d = int(np.argmax(bad))
             raise kic.ModelError(f"{b}: {name} of design {d} is {p[name][d]!r} rad; a half "
                                  "angle must lie in [0, pi/3) rad")
-    template = stewart_platform(**fixed)
-    plan = plan_from_model(template)
+    if fixed or "" not in _STEWART_TEMPLATE:      # the defaults' structure is kept
+        template = stewart_platform(**fixed)
+        built = (plan_from_model(template), template.mode, tuple(template.actuators))
+        if not fixed:
+            _STEWART_TEMPLATE[""] = built
+    plan, t_mode, t_actuators = built if fixed else _STEWART_TEMPLATE[""]
     names = tuple(plan.phi_names)
     guess = partial(_stewart_design_guess, names=names)
 
@@ -1744,9 +1751,13 @@ def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
            "m_rod": 1.0, "g": 9.81}
     _check_writer(b, write({k: np.array([v]) for k, v in tpl.items()})[0][0], plan)
     floats, ref = write(p)
-    return DesignBatch(plan, floats, ref, np.tile(template.mode, (D, 1)),
-                       actuators=tuple(template.actuators), parameters=p,
+    return DesignBatch(plan, floats, ref, np.tile(t_mode, (D, 1)),
+                       actuators=t_actuators, parameters=p,
                        build=partial(_stewart_design_model, fixed=fixed), guess=guess)
+
+
+#: stewart_designs' template (the defaults' plan, mode and actuators; plans are immutable)
+_STEWART_TEMPLATE: dict = {}
 
 
 def _stewart_design_model(fixed, **kw):
