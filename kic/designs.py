@@ -334,12 +334,10 @@ class DesignBatch:
                 self._retry_with_guess(qa, qda, xa, act, (T, Ta, I, phi, status, acond), sk)
         else:
             T, Ta, I, phi, status, acond = self._numpy_loads(qa, qda, xa, act, phi0, path, sk)
-        K = xa.shape[2]
         bias = T[:, :, 0, :] - np.einsum("dnab,dnb->dna", I,
                                          np.broadcast_to(xa[:, :, 0, :], (D, n, M)))
         if accelerations is None:
             T, Ta = T[:, :, 0], Ta[:, :, 0]
-        del K
         return DesignLoads(T, Ta if act.size else None, I, bias, phi, status.astype(int),
                            acond)
 
