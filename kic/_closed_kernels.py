@@ -1250,6 +1250,117 @@ def inertia(plan, phi):
 # design axis: many float buffers (designs) sharing one int buffer (structure)
 # --------------------------------------------------------------------------
 @_jit
+def _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, gravity_bias):
+    """I*_q (Im) by composite rigid bodies on the tree and, with ``gravity_bias``
+    (q' = 0), the gravity load T0 = G^T T_phi from the same composites.
+
+    Each body's spatial inertia about the world origin, in the screw coordinates
+    [omega; v_O] of :func:`_frames`, is ``[[I_w + m [c]^T [c], m [c]], [-m [c], m 1]]``
+    (c its world centroid, I_w its central inertia in world axes, [c] the cross
+    product matrix): kinetic energy ``s^T M s / 2``.  The composite Ic_j of the subtree of joint j gives the
+    joint-space inertia ``H_ij = S_i^T Ic_j S_j`` (i an ancestor of j, or j) and
+    ``I*_q = G^T H G``; at rest the joint loads of gravity are
+    ``S_j^T Ic_j [0; -g]`` (the subtree's weight, as the Newton-Euler pass with
+    the base accelerated by -g)."""
+    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
+     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
+     block_loops, q_idx, scal, max_iter) = P
+    F, S, G = W[0], W[1], W[7]
+    N, M = G.shape
+    f = np.empty(6)
+    for j in range(N):
+        Icj = Ic[j]
+        Icj[:, :] = 0.0
+        m = mass[j]
+        if m <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
+                and inertia[j, 2, 2] == 0.0:
+            continue
+        Fj = F[j]
+        c0 = Fj[0, 0] * com[j, 0] + Fj[0, 1] * com[j, 1] + Fj[0, 2] * com[j, 2] + Fj[0, 3]
+        c1 = Fj[1, 0] * com[j, 0] + Fj[1, 1] * com[j, 1] + Fj[1, 2] * com[j, 2] + Fj[1, 3]
+        c2 = Fj[2, 0] * com[j, 0] + Fj[2, 1] * com[j, 1] + Fj[2, 2] * com[j, 2] + Fj[2, 3]
+        # I_w = R I R^T
+        for a in range(3):
+            for b in range(3):
+                acc = 0.0
+                for k in range(3):
+                    r = Fj[a, 0] * inertia[j, 0, k] + Fj[a, 1] * inertia[j, 1, k] \
+                        + Fj[a, 2] * inertia[j, 2, k]
+                    acc += r * Fj[b, k]
+                Icj[a, b] = acc
+        cc = c0 * c0 + c1 * c1 + c2 * c2
+        Icj[0, 0] += m * (cc - c0 * c0)
+        Icj[1, 1] += m * (cc - c1 * c1)
+        Icj[2, 2] += m * (cc - c2 * c2)
+        Icj[0, 1] -= m * c0 * c1
+        Icj[1, 0] -= m * c0 * c1
+        Icj[0, 2] -= m * c0 * c2
+        Icj[2, 0] -= m * c0 * c2
+        Icj[1, 2] -= m * c1 * c2
+        Icj[2, 1] -= m * c1 * c2
+        # m [c]x (upper right) and -m [c]x = (m [c]x)^T (lower left)
+        Icj[0, 4], Icj[0, 5] = -m * c2, m * c1
+        Icj[1, 3], Icj[1, 5] = m * c2, -m * c0
+        Icj[2, 3], Icj[2, 4] = -m * c1, m * c0
+        for a in range(3):                # the lower left block is its transpose
+            for b in range(3):
+                Icj[3 + a, b] = Icj[b, 3 + a]
+        Icj[3, 3] = m
+        Icj[4, 4] = m
+        Icj[5, 5] = m
+    # composites: children before parents
+    for jj in range(N - 1, -1, -1):
+        j = order[jj]
+        p = parent[j]
+        if p >= 0:
+            for a in range(6):
+                for b in range(6):
+                    Ic[p, a, b] += Ic[j, a, b]
+    # HG = H G, pair by pair along every path
+    HG[:, :] = 0.0
+    for j in range(N):
+        for a in range(6):
+            acc = 0.0
+            for b in range(6):
+                acc += Ic[j, a, b] * S[j, b]
+            f[a] = acc
+        i = j
+        while i >= 0:
+            h = 0.0
+            for a in range(6):
+                h += S[i, a] * f[a]
+            if h != 0.0:
+                for a in range(M):
+                    HG[i, a] += h * G[j, a]
+                if i != j:
+                    for a in range(M):
+                        HG[j, a] += h * G[i, a]
+            i = parent[i]
+        if gravity_bias:
+            # S_j^T Ic_j [0; -g]
+            acc = 0.0
+            for a in range(6):
+                w = 0.0
+                for b in range(3):
+                    w -= Ic[j, a, 3 + b] * gravity[b]
+                acc += S[j, a] * w
+            Tphi[j] = acc
+    for a in range(M):
+        for b in range(M):
+            acc = 0.0
+            for j in range(N):
+                acc += G[j, a] * HG[j, b]
+            Im[a, b] = acc
+    for a in range(M):
+        for b in range(a):
+            v = 0.5 * (Im[a, b] + Im[b, a])
+            Im[a, b] = v
+            Im[b, a] = v
+    if gravity_bias:
+        _project(G, Tphi, T0)
+
+
+@_jit
 def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     """Loads of D designs x n poses x K accelerations in one call.
 
@@ -1262,9 +1373,11 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
 
     Per pose, once: assembly (a start that closes the loops to rounding,
     residual < 2e-15, is taken as it is, else Newton from it), the transfer,
-    phi' and the velocity-product accelerations, one Newton-Euler pass at q'' = 0 (gravity included) giving
-    the bias ``T0 = q'^T P* q' + T_gravity`` and ``I*`` (the stages of
-    :func:`_batch`); then for each of the K accelerations ``T_q = T0 + I* q''``
+    I* by composite rigid bodies (:func:`_composite_inertia`) and the bias
+    ``T0 = q'^T P* q' + T_gravity``: from the same composites at rest (q' = 0),
+    else by phi', the velocity products and one Newton-Euler pass at q'' = 0
+    (the stages of :func:`_batch`); then for each of the K accelerations
+    ``T_q = T0 + I* q''``
     (the loads are affine in q'') and, with actuators, ``(G^a)^T tau_a = T_q``
     (least-norm when Na > M).  Returns (loads (D, n, K, M), actuator loads
     (D, n, K, Na), I* (D, n, M, M), phi (D, n, N), status (D, n), residual
@@ -1300,6 +1413,9 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     pv = np.zeros(M, np.int64)
     rhs = np.empty(M)
     sol = np.empty(M)
+    Ic = np.empty((N, 6, 6))
+    HG = np.empty((N, M))
+    Tphi = np.empty(N)
     for d in range(D):
         P = _unpack(fstack[d], ibuf)
         isR, q_idx, scal = P[2], P[23], P[24]
@@ -1362,10 +1478,15 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             last[:] = phi
             have_last = True
             G = W[7]
-            _rates(P, W, qd[dv, tv], zero)
-            _rnea(P, W, True)
-            _project(G, W[13], T0)
-            _inertia_pose(P, W, Im)
+            at_rest = True
+            for m in range(M):
+                if qd[dv, tv, m] != 0.0:
+                    at_rest = False
+            _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, at_rest)
+            if not at_rest:
+                _rates(P, W, qd[dv, tv], zero)
+                _rnea(P, W, True)
+                _project(G, W[13], T0)
             for a in range(M):
                 for b in range(M):
                     Iout[d, t, a, b] = Im[a, b]
