@@ -30,7 +30,7 @@ from .backend import inverse_with_condition
 from .errors import Status
 from .loops import MAX_ITERATIONS, TOLERANCE, LoopSystem
 
-__all__ = ["Assembly", "assemble", "first_guess", "newton", "in_mode"]
+__all__ = ["Assembly", "assemble", "first_guess", "newton", "in_mode", "project"]
 
 _CONTINUATION_STEPS = (4, 16, 64)
 
@@ -110,6 +110,36 @@ def newton(system: LoopSystem, phi: np.ndarray):
             sub[:, block.joints] += step
         phi[active] = sub
         kins = None
+    return phi, worst
+
+
+def project(system: LoopSystem, phi: np.ndarray):
+    """The nearest assembled configurations to joint values ``phi`` (n, N).
+
+    Gauss-Newton on *all* joints with minimum-norm steps (lengths divided by
+    the characteristic length L, so rad and m weigh alike): it needs no choice
+    of independent coordinates, so it works where every choice is singular,
+    e.g. to land on the far side of a bifurcation.  Returns (phi, worst scaled
+    residual (n,)); a configuration whose residual stays above
+    :data:`kic.loops.TOLERANCE` did not reach the closure.
+    """
+    phi = np.array(phi, dtype=float)
+    scale = np.where(system.is_prismatic, system.length, 1.0)   # joint = scale * x
+    worst = np.full(phi.shape[0], np.inf)
+    polished = np.zeros(phi.shape[0], bool)
+    for _ in range(MAX_ITERATIONS + 2):
+        worst, kins = system.scaled_residual(phi)
+        polished_now = worst < TOLERANCE
+        todo = np.isfinite(worst) & ~(polished_now & polished)
+        polished |= polished_now
+        if not todo.any():
+            break
+        rows, _ = system.rows(phi[todo], 1)
+        n = int(todo.sum())
+        r = np.concatenate([rw.r for rw in rows], axis=1)
+        J = np.concatenate([system.loop_matrix(li, rw, n)
+                            for li, rw in zip(system.loops, rows)], axis=1) * scale
+        phi[todo] -= np.einsum("npr,nr->np", np.linalg.pinv(J), r) * scale
     return phi, worst
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _closed_kernels as closed_kernels
 from ._array import blocks, from_batch, match_batch
-from .assembly import Assembly, assemble, first_guess
+from .assembly import Assembly, assemble, first_guess, project
 from .backend import spd_solve, use_compiled
 from .closed_plan import plan_from_model
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
@@ -406,6 +406,22 @@ class ClosedModel:
             raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
         J = self.system.jacobian(phi.reshape(-1, self.N))
         return J.reshape(phi.shape[:-1] + J.shape[1:])
+
+    def project(self, phi) -> tuple[np.ndarray, np.ndarray]:
+        """The assembled joint values nearest to ``phi`` (..., N), whatever the
+        coordinates: ``(phi, residual)``, the residual (...) dimensionless
+        (lengths divided by :attr:`characteristic_length`); above
+        :data:`kic.loops.TOLERANCE` where the closure was not reached.
+
+        Minimum-norm Gauss-Newton over all joints (:func:`kic.assembly.project`),
+        so it also works where no set of independent coordinates is regular
+        (it is how :func:`kic.simulate` lands beyond a bifurcation).  Not checked
+        against the model's assembly mode."""
+        phi = np.asarray(phi, dtype=float)
+        if phi.shape[-1:] != (self.N,):
+            raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
+        out, worst = project(self.system, phi.reshape(-1, self.N))
+        return out.reshape(phi.shape), worst.reshape(phi.shape[:-1])
 
     def assemble(self, q, start=None, on_failure: str = "raise"):
         """All joint values phi (..., N) at coordinates ``q`` (..., M), in the model's

@@ -15,6 +15,7 @@ from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 
 from ._array import finite_array
 from .errors import ClosureError, KicError, ModelError, SingularityError
+from .loops import TOLERANCE
 
 __all__ = ["simulate", "Simulation"]
 
@@ -46,6 +47,11 @@ class Simulation:
         Where a closed model's simulation changed its independent coordinates:
         the time (s), the coordinate names before and after, and the condition
         number that triggered it.
+    crossings : list of dict
+        Where the motion went through a singular configuration of the mechanism
+        itself (a bifurcation, where every set of coordinates fails) by
+        extrapolation: ``t`` and ``t_after`` (s), the best ``condition`` before
+        and ``condition_after``, and ``energy_jump`` (J) across it.
     """
 
     t: np.ndarray
@@ -57,7 +63,13 @@ class Simulation:
     nfev: int
     phi: np.ndarray | None = None
     switches: list = field(default_factory=list)
+    crossings: list = field(default_factory=list)
 
+
+#: dimensionless condition number above which, when no set of joint coordinates
+#: does better, a closed model's motion is taken across the singular
+#: configuration ahead (see ``_cross``)
+BRIDGE_CONDITION = 1e4
 
 _METHODS = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF": BDF,
             "LSODA": LSODA}
@@ -65,7 +77,8 @@ _METHODS = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF":
 
 def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA",
              rtol: float = 1e-9, atol: float = 1e-11, t_eval=None,
-             max_step: float = np.inf, switch_condition: float = 100.0) -> Simulation:
+             max_step: float = np.inf, switch_condition: float = 100.0,
+             bifurcation: str = "cross") -> Simulation:
     """Integrate ``q'' = I*^-1 (T - q'^T P* q' - T_L)`` from (q0, qd0).
 
     The integrator is stepped here (scipy's ``OdeSolver`` classes): after each
@@ -82,9 +95,20 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
     Tesar 1982), carrying the state across exactly (the rates through the
     transfer), and switches again, or back, only when the set in use passes
     ``switch_condition`` (dimensionless condition number of its dependent
-    block).  :attr:`Simulation.switches` says where.  Only where every set is
-    singular (the mechanism's own mobility changes: a bifurcation) does a
-    :class:`kic.SingularityError` remain.
+    block).  :attr:`Simulation.switches` says where.
+
+    Where every set is singular, the mechanism itself is: its mobility changes
+    there (a bifurcation, or change point, where two branches of its
+    configuration space cross, as in a parallelogram four-bar with all joints
+    collinear).  A motion that reaches it with some speed continues along the
+    branch it came on (leaving it for the other branch would take an impulse);
+    with ``bifurcation="cross"`` (the default) the simulation crosses it that
+    way, by the motion's own Taylor expansion over a fraction of a millisecond
+    (see :data:`BRIDGE_CONDITION`), and records each crossing in
+    :attr:`Simulation.crossings`; with ``bifurcation="raise"`` it stops there
+    with a :class:`kic.SingularityError` that says so.  A motion that only
+    passes near such a configuration is integrated through (switching
+    coordinates), with errors grown by the condition number there.
 
     Parameters
     ----------
@@ -109,6 +133,9 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
     switch_condition : float
         Condition number of the coordinates in use above which a closed model
         looks for better ones (``inf``: never switch).
+    bifurcation : {"cross", "raise"}
+        What a closed model's free motion does at a singular configuration of
+        the mechanism itself (see above).
 
     Returns
     -------
@@ -126,6 +153,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
     q0 = finite_array(q0, "q0", (M,))
     qd0 = finite_array(qd0, "qd0", (M,))
     t0, t1 = (float(x) for x in finite_array(t_span, "t_span", (2,)))
+    if bifurcation not in ("cross", "raise"):
+        raise ModelError(f"bifurcation must be 'cross' or 'raise', got {bifurcation!r}")
     if method not in _METHODS:
         raise ModelError(f"unknown integration method {method!r}; use one of {list(_METHODS)}")
     if callable(tau):
@@ -149,9 +178,14 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
     if times is None or (times.size and times[0] <= t0):
         rec.add(current, t0, y, phi)
     threshold = switch_condition
+    history: list = []                  # (t, condition, y, phi) of the accepted steps
+    step_limit, retries = None, 0       # shorter steps after a step failed
+    may_cross = bifurcation == "cross"
+    last_step = None
     while True:
-        solver, warm = _solver(current, method, t, y, t1, rtol, atol, max_step, tau_fn,
-                               callable(tau), loads, phi, closed)
+        solver, warm = _solver(current, method, t, y, t1, rtol, atol,
+                               max_step if step_limit is None else min(max_step, step_limit),
+                               tau_fn, callable(tau), loads, phi, closed)
         switch = None
         while solver.status == "running":
             t_old, y_old, phi_old = solver.t, solver.y.copy(), warm["phi"]
@@ -163,6 +197,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
                 if not switching:
                     raise
                 switch = (t_old, y_old, phi_old, np.inf)    # the coordinates failed in a step
+                last_step = solver.step_size
                 break
             if solver.status == "failed":
                 raise KicError(f"integration failed at t = {solver.t:g} s")
@@ -174,6 +209,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
                         yi = dense(te)
                         rec.add(current, float(te), yi, warm["track"](yi[:M])[0])
             phi_step, cond = warm["track"](solver.y[:M])
+            history.append((solver.t, cond, solver.y.copy(), phi_step))
             if times is None:
                 rec.add(current, solver.t, solver.y, phi_step)
             if switching and cond > threshold:
@@ -183,32 +219,80 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
         if switch is None:
             break
         t, ys, phis, cond = switch
-        new = _better_coordinates(current, phis, cond, t)
-        if new is None:                         # the set in use is still the best one
-            if np.isfinite(cond):
-                current_next = current
-            else:
+        names, best = current.best_coordinates(phis)
+        crossed = None
+        if not best < BRIDGE_CONDITION and may_cross:
+            # every set of coordinates is poor here: the mechanism nears a singular
+            # configuration of its own (a bifurcation); cross it along the motion from
+            # the last step still below BRIDGE_CONDITION (closer in, the state in these
+            # coordinates carries errors amplified by the condition)
+            below = [h for h in history if h[1] <= BRIDGE_CONDITION]
+            if below and below[-1][0] < t:
+                if below[-1][1] < BRIDGE_CONDITION / 4 and retries < 6:
+                    # too far out to cross from: approach again in shorter steps
+                    step_limit, retries = (t - below[-1][0]) / 8, retries + 1
+                    t, _, y, phi = below[-1]
+                    rec.truncate(t)
+                    history = [h for h in history if h[0] <= t]
+                    threshold = BRIDGE_CONDITION / 4
+                    continue
+                t, cond, ys, phis = below[-1]
+                rec.truncate(t)
                 names, best = current.best_coordinates(phis)
+            crossed = _cross(current, t, ys, phis, best, history, loads,
+                             tau is None and (loads is None or loads.conservative))
+            may_cross = crossed is not None     # a failed crossing: integrate on instead
+            if crossed is None and not best < current.max_condition:
                 raise SingularityError(
-                    f"the coordinates {current.coordinate_names} fail at t = {t:g} s and no "
-                    f"other set of joint coordinates does better (best dimensionless condition "
-                    f"number {best:.3e}, for {names}): every set is singular there, so the "
-                    "mechanism's own mobility changes (a bifurcation)", condition=float(best),
-                    where="closure Jacobian (bifurcation)")
-        else:
-            current_next = new
-        if current_next is not current:
+                    f"the mechanism itself is singular near t = {t:g} s: every set of "
+                    f"independent joint coordinates is singular there (best dimensionless "
+                    f"condition number {best:.3e}, for {names}), so its mobility changes "
+                    "(a bifurcation), and no configuration beyond it continues the motion",
+                    condition=float(best), where="closure Jacobian (bifurcation)")
+        if crossed is not None:
+            new, t_after, y, phi, info = crossed
+            if times is not None:
+                for te in times[(times > t) & (times < t_after)]:
+                    rec.add_joints(float(te), *_taylor(info, te - t, current))
+            rec.crossings.append(info["report"])
+            current, M, t = new, new.dof, t_after
+            if times is None:
+                rec.add(current, t, y, phi)
+            # leaving the singular configuration the condition falls: look again only
+            # if it grows 10x
+            threshold = max(switch_condition, 10 * info["report"]["condition_after"])
+            history, step_limit, retries = [], None, 0
+            continue
+        if sorted(names) != sorted(current.coordinate_names) and best < cond / 2:
+            new = current.in_coordinates(names, reference=phis, name=current.name)
             rate = current.joint_rates(ys[:M], ys[M:], start=phis)
-            idx = current_next.joint_indices(current_next.coordinate_names)
+            idx = new.joint_indices(new.coordinate_names)
             y = np.concatenate([phis[idx], rate[idx]])
             rec.switches.append((t, list(current.coordinate_names),
-                                 list(current_next.coordinate_names), float(cond)))
-            current = current_next
-            M = current.dof
-            threshold = switch_condition
+                                 list(new.coordinate_names), float(cond)))
+            current, M = new, new.dof
+            threshold, history, step_limit, retries = switch_condition, [], None, 0
+            may_cross = bifurcation == "cross"
+        elif np.isfinite(cond):
+            y, step_limit, retries = ys, None, 0
+            # no better set: look again only if it grows 10x, or past BRIDGE_CONDITION
+            threshold = 10 * cond if cond >= BRIDGE_CONDITION else min(10 * cond,
+                                                                       BRIDGE_CONDITION)
+        elif retries < 6 and last_step:
+            # a trial point jumped over the singular configuration of these coordinates
+            # before the condition said so: approach it again in shorter steps
+            y, retries = ys, retries + 1
+            step_limit = last_step / 4
+            threshold = min(threshold, 2 * current_condition(history))
         else:
-            y = ys
-            threshold = 10 * cond       # no better set: look again only if it grows 10x
+            why = ("every set is poorly conditioned there: the mechanism itself is at or "
+                   "near a singular configuration (a bifurcation, where its mobility changes)"
+                   if not best < BRIDGE_CONDITION else "no other set does better there")
+            raise SingularityError(
+                f"the coordinates {current.coordinate_names} fail in a step after t = {t:g} s; "
+                f"{why} (best dimensionless condition number {best:.3e}, for {names})",
+                condition=float(best), where="closure Jacobian (bifurcation)"
+                if not best < BRIDGE_CONDITION else "closure Jacobian")
         phi = phis
     return rec.result(model, loads, tau, nfev)
 
@@ -255,21 +339,119 @@ def _solver(model, method, t, y, t1, rtol, atol, max_step, tau_fn, check_tau, lo
     return solver, warm
 
 
-def _better_coordinates(model, phi, cond, t):
-    """The model in the best-conditioned set of joint coordinates at phi, or None
-    when the set in use is (about) as good; a SingularityError where every set is
-    singular (the mechanism's mobility changes there)."""
-    names, best = model.best_coordinates(phi)
-    if not best < model.max_condition:
-        raise SingularityError(
-            f"the mechanism itself is singular at t = {t:g} s: every set of independent "
-            f"joint coordinates is singular there (best dimensionless condition number "
-            f"{best:.3e}), so its mobility changes (a bifurcation); no choice of "
-            "coordinates continues the motion", condition=float(best),
-            where="closure Jacobian (bifurcation)")
-    if sorted(names) == sorted(model.coordinate_names) or not best < cond / 2:
-        return None
-    return model.in_coordinates(names, reference=phi, name=model.name)
+def current_condition(history) -> float:
+    """The condition number at the last accepted step (1 before any)."""
+    return float(history[-1][1]) if history else 1.0
+
+
+def _taylor(info, dt, model):
+    """Joint values and rates dt (s) after the start of a crossing: the motion's
+    Taylor expansion (its jerk from the accelerations at both ends, when known),
+    put back on the closure."""
+    jerk = info.get("jerk", 0.0)
+    phi = info["phi"] + dt * info["phid"] + dt * dt / 2 * info["phidd"] + dt ** 3 / 6 * jerk
+    phid = info["phid"] + dt * info["phidd"] + dt * dt / 2 * jerk
+    phi, _ = model.project(phi)
+    return phi, _tangent(model, phi, phid)
+
+
+def _tangent(model, phi, phid):
+    """phid with its component across the closure removed (minimum norm)."""
+    J = model.closure_jacobian(phi)
+    return phid - np.linalg.pinv(J) @ (J @ phid)
+
+
+def _accelerations(model, phi, phid, loads):
+    """phi'' of the free motion at joint values and rates (N,), the model in
+    coordinates that are regular there."""
+    idx = model.joint_indices(model.coordinate_names)
+    q, qd = phi[idx], phid[idx]
+    qdd = model.forward_dynamics(q, qd, np.zeros(model.dof), loads=loads, start=phi)
+    return model.joint_rates(q, qd, qdd, start=phi)[1]
+
+
+def _cross(model, t, y, phi, condition, history, loads, conservative):
+    """Take the motion across a singular configuration of the mechanism.
+
+    Where every set of independent coordinates is singular the two branches of
+    the configuration space meet, and a smooth motion continues along the
+    branch it came on, which near the crossing is the motion's own Taylor
+    expansion.  The step h is twice the estimated time to the singular
+    configuration (1 / condition falls about linearly in time on the way in):
+    a predictor from the joint values, rates and accelerations, then two
+    correctors with the jerk from the accelerations at both ends (errors
+    O(h^4) in the values, O(h^3) in the rates), each put back on the closure
+    (minimum-norm Gauss-Newton) with its rates projected on the closure's
+    tangent.  h is a fraction of a millisecond near BRIDGE_CONDITION.  A
+    conservative motion keeps its energy across: the rates are scaled to the
+    energy before (the correction is reported).  Returns (model in the best coordinates there, t + h, state, phi, info), or
+    None when no point beyond is regular.
+    """
+    M = model.dof
+    q, qd = y[:M], y[M:]
+    qdd = model.forward_dynamics(q, qd, np.zeros(M), loads=loads, start=phi)
+    phid, phidd = model.joint_rates(q, qd, qdd, start=phi)
+    scale = np.where(model.system.is_prismatic, 1.0 / model.characteristic_length, 1.0)
+    speed = float(np.linalg.norm(phid * scale))
+    if not speed > 0.0:
+        return None                     # at rest on a singular configuration
+    dt = 1.0 / (condition * speed)      # distance ~ 1 / condition (rad)
+    pts = [(h[0], h[1]) for h in history if np.isfinite(h[1]) and h[0] <= t][-2:]
+    if len(pts) == 2 and pts[1][0] > pts[0][0]:
+        slope = (1 / pts[1][1] - 1 / pts[0][1]) / (pts[1][0] - pts[0][0])
+        if slope < 0:
+            dt = (1 / pts[1][1]) / -slope
+    before = _joint_energy(model, phi[None], phid[None], loads)[0]
+    for h in (2 * dt, 4 * dt, 8 * dt):
+        info = {"phi": phi, "phid": phid, "phidd": phidd}
+        phi_b, phid_b = _taylor(info, h, model)
+        _, residual = model.project(phi_b)
+        names, best = model.best_coordinates(phi_b)
+        if not (residual < 1e3 * TOLERANCE and best < condition):
+            continue
+        try:
+            for _ in range(2):                  # correctors
+                new = model.in_coordinates(names, reference=phi_b, name=model.name)
+                info["jerk"] = (_accelerations(new, phi_b, phid_b, loads) - phidd) / h
+                phi_b, phid_b = _taylor(info, h, model)
+        except KicError:
+            continue
+        # the expansion must hold across: the closure barely corrects its rates (a
+        # motion passing near, not through, the singular configuration turns sharply
+        # there, and no expansion follows it)
+        predicted = phid + h * phidd + h * h / 2 * info["jerk"]
+        if np.linalg.norm((phid_b - predicted) * scale) > 1e-6 * speed:
+            return None
+        names, best = model.best_coordinates(phi_b)
+        new = model.in_coordinates(names, reference=phi_b, name=model.name)
+        idx = new.joint_indices(new.coordinate_names)
+        after = _joint_energy(model, phi_b[None], phid_b[None], loads)[0]
+        kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], loads)[0]
+        if conservative and abs(after - before) > 1e-6 * max(abs(before), kinetic):
+            return None
+        if conservative:
+            # the motion keeps its energy across, as everywhere: put back the O(h^3)
+            # error of the rates by scaling them (reported as energy_jump)
+            if kinetic > 0 and kinetic + before - after > 0:
+                phid_b = phid_b * np.sqrt((kinetic + before - after) / kinetic)
+        info["report"] = {"t": float(t), "t_after": float(t + h),
+                          "condition": float(condition), "condition_after": float(best),
+                          "energy_jump": float(after - before)}
+        return new, t + h, np.concatenate([phi_b[idx], phid_b[idx]]), phi_b, info
+    return None
+
+
+def _joint_energy(model, phi, phid, loads):
+    """Kinetic + potential (+ conservative loads) energy from the joint values and
+    rates of every open chain (n,): no coordinates involved."""
+    E = np.zeros(phi.shape[0])
+    parts = model.split_loads(loads) if loads else [None] * len(model.open_chains)
+    for (chain, idx), cl in zip(model.open_chains, parts):
+        dyn = chain.dynamics(phi[:, idx])
+        E = E + dyn.kinetic_energy(phid[:, idx]) + dyn.potential_energy
+        if cl is not None:
+            E = E + dyn.loads_energy(cl)
+    return E
 
 
 class _Record:
@@ -280,47 +462,68 @@ class _Record:
         self.user = model.joint_indices(model.coordinate_names) if closed else None
         self.t, self.phi, self.rates, self.models = [], [], [], []
         self.switches: list = []
+        self.crossings: list = []
 
     def add(self, model, t, y, phi):
         M = model.dof
         self.t.append(float(t))
         self.models.append(model)
-        if self.closed:
-            self.phi.append(np.array(phi, float))
-            self.rates.append((y[:M].copy(), y[M:].copy()))
-        else:
-            self.phi.append(y[:M].copy())
-            self.rates.append((y[:M].copy(), y[M:].copy()))
+        self.phi.append(np.array(phi, float) if self.closed else y[:M].copy())
+        self.rates.append((y[:M].copy(), y[M:].copy()))
+
+    def truncate(self, t) -> None:
+        """Drop the samples after time t (s)."""
+        keep = sum(1 for ti in self.t if ti <= t)
+        for seq in (self.t, self.phi, self.rates, self.models):
+            del seq[keep:]
+
+    def add_joints(self, t, phi, phid):
+        """A sample given by its joint values and rates (inside a crossing)."""
+        self.t.append(float(t))
+        self.models.append(None)
+        self.phi.append(np.array(phi, float))
+        self.rates.append((None, np.array(phid, float)))
 
     def result(self, model, loads, tau, nfev) -> "Simulation":
         K = len(self.t)
         t = np.array(self.t)
         phi = np.array(self.phi).reshape(K, -1)
-        energy = np.zeros(K)
-        ke = np.zeros(K)
-        qd_user = np.zeros((K, model.dof))
-        # energies and the user's rates, stretch by stretch in the coordinates used
+        if self.closed:
+            energy, qd_user = self._joint_record(model, phi, loads)
+            ke = None
+        else:
+            q = np.array([r[0] for r in self.rates]).reshape(K, -1)
+            qd_user = np.array([r[1] for r in self.rates]).reshape(K, -1)
+            dyn = model.dynamics(q)
+            ke = dyn.kinetic_energy(qd_user)
+            energy = ke + dyn.potential_energy
+            if loads:
+                energy = energy + dyn.loads_energy(loads)
+        q_user = phi[:, self.user] if self.closed else phi
+        conservative = tau is None and (loads is None or loads.conservative)
+        if ke is None:
+            ke = energy - _joint_energy(model, phi, np.zeros_like(phi), loads) if K else energy
+        scale = max(abs(float(energy[0])), float(np.max(ke)) if K else 0.0, 1e-300)
+        drift = float(np.max(np.abs(energy - energy[0]))) / scale if K else 0.0
+        return Simulation(t, q_user, qd_user, energy, drift, conservative, int(nfev), phi,
+                          self.switches, self.crossings)
+
+    def _joint_record(self, model, phi, loads):
+        """Energies and the user's rates from every joint's value and rate, stretch by
+        stretch in the coordinates used."""
+        K, N = phi.shape
+        phid = np.zeros((K, N))
         k = 0
         while k < K:
             m = self.models[k]
             j = k
             while j < K and self.models[j] is m:
                 j += 1
-            q = np.array([r[0] for r in self.rates[k:j]])
-            qd = np.array([r[1] for r in self.rates[k:j]])
-            dyn = m.dynamics(q, start=phi[k:j]) if self.closed else m.dynamics(q)
-            ke[k:j] = dyn.kinetic_energy(qd)
-            energy[k:j] = ke[k:j] + dyn.potential_energy
-            if loads:
-                energy[k:j] += dyn.loads_energy(loads)
-            if m is model:
-                qd_user[k:j] = qd
+            if m is None:
+                phid[k:j] = [r[1] for r in self.rates[k:j]]
             else:
-                qd_user[k:j] = m.joint_rates(q, qd, start=phi[k:j])[:, self.user]
+                q = np.array([r[0] for r in self.rates[k:j]])
+                qd = np.array([r[1] for r in self.rates[k:j]])
+                phid[k:j] = m.joint_rates(q, qd, start=phi[k:j])
             k = j
-        q_user = phi[:, self.user] if self.closed else phi
-        conservative = tau is None and (loads is None or loads.conservative)
-        scale = max(abs(float(energy[0])), float(np.max(ke)) if K else 0.0, 1e-300)
-        drift = float(np.max(np.abs(energy - energy[0]))) / scale if K else 0.0
-        return Simulation(t, q_user, qd_user, energy, drift, conservative, int(nfev), phi,
-                          self.switches)
+        return _joint_energy(model, phi, phid, loads), phid[:, self.user]

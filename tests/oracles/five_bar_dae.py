@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.integrate import solve_ivp
 
-__all__ = ["DEFAULTS", "JOINTS", "Q_REF", "FiveBarDAE", "FiveBarSolution", "simulate_five_bar",
+__all__ = ["DEFAULTS", "JOINTS", "Q_REF", "FiveBarDAE", "FiveBarSolution", "SymmetricFiveBar", "simulate_five_bar",
            "assemble_five_bar", "parallelogram_closure_jacobian", "parallelogram_closure_rank"]
 
 #: parameters of ``mechanisms.five_bar()`` and their defaults (m, kg, m/s^2)
@@ -387,3 +387,113 @@ def parallelogram_closure_rank(crank_angle, ground=0.3, crank=0.1,
     s = np.linalg.svd(parallelogram_closure_jacobian(crank_angle, ground, crank, branch),
                       compute_uv=False)
     return np.sum(s > rtol * s[..., :1], axis=-1), s
+
+
+# ---------------------------------------------------------------------------
+# The symmetric five-bar through its flat configuration
+# ---------------------------------------------------------------------------
+def _sinc(x):
+    """sin(x)/x, analytic (also for the complex steps below)."""
+    x = np.asarray(x)
+    small = np.abs(x) < 1e-4
+    xs = np.where(small, 1.0, x)
+    return np.where(small, 1.0 - x * x / 6.0 + x ** 4 / 120.0, np.sin(xs) / xs)
+
+
+class SymmetricFiveBar:
+    """The free motion of a *symmetric* five-bar (equal cranks l, equal couplers
+    k, base = 2 (k - l)) from a symmetric start: one degree of freedom, through
+    the flat configuration where all five joints lie on the x axis.
+
+    By symmetry a2 = -u, b2 = pi - v when a1 = pi + u, b1 = v (the tip on the
+    axis x = base / 2), and the one closure row left,
+    ``l (1 - cos u) = k (1 - cos v)``, has at u = v = 0 a double point: two
+    smooth branches u = +-v w(v) cross there, w(0) = sqrt(k / l).  A motion
+    arriving along one branch continues along it (a turn onto the other would
+    need an impulse).  Writing ``u = v w(v)`` with
+    ``w = sqrt(k / l) sinc(v / 2) / sinc(v w / 2)`` (a fixed point, solved by
+    iteration) makes the branch a smooth curve theta(v); the coupler angle v is
+    the coordinate, and the equation of motion is the projection of the arms'
+    dynamics on the branch's tangent,
+
+        theta_v . (M (theta_v v'' + theta_vv v'^2) + h) = 0,
+
+    with M and h those of :class:`FiveBarDAE` (no closure forces: they do no
+    work along the branch).  theta_vv by a complex step of the closed-form
+    theta_v.  Nothing here assumes the crossing is regular: the reduced
+    equation is smooth through it.
+    """
+
+    def __init__(self, params: dict | None = None) -> None:
+        self.arms = FiveBarDAE(params)
+        p = self.arms.p
+        l, k = p["crank1"], p["coupler1"]
+        if not (p["crank2"] == l and p["coupler2"] == k and p["m_crank1"] == p["m_crank2"]
+                and abs(p["base"] - 2 * (k - l)) < 1e-12 * k):
+            raise ValueError("the symmetric reduction needs equal arms and base = 2 (k - l)")
+        self.l, self.k = l, k
+        self.sign = 1.0
+
+    def _w(self, v):
+        l, k = self.l, self.k
+        w = self.sign * np.sqrt(k / l) + 0 * v
+        for _ in range(60):
+            w_new = self.sign * np.sqrt(k / l) * _sinc(v / 2) / _sinc(v * w / 2)
+            if np.all(np.abs(w_new - w) < 1e-16):
+                return w_new
+            w = w_new
+        return w
+
+    def _u_v(self, v):
+        """du/dv by implicit differentiation of l (1 - cos u) = k (1 - cos v)."""
+        w = self._w(v)
+        return (self.k / (self.l * w)) * _sinc(v) / _sinc(v * w)
+
+    def theta(self, v):
+        u = v * self._w(v)
+        return np.array([np.pi + u, v, -u, np.pi - v])
+
+    def theta_v(self, v):
+        uv = self._u_v(v)
+        return np.array([uv, 1.0 + 0 * uv, -uv, -1.0 + 0 * uv])
+
+    def theta_vv(self, v, h=1e-30):
+        return np.imag(self.theta_v(v + 1j * h)) / h
+
+    def start(self, phi0) -> float:
+        """v (rad) of kic joint values phi0 on the branch (sets the branch sign)."""
+        th = FiveBarDAE.from_joints(phi0)
+        u = np.angle(np.exp(1j * (th[0] - np.pi)))
+        v = np.angle(np.exp(1j * th[1]))
+        self.sign = np.sign(u / v)
+        if np.max(np.abs(self.theta(v) - np.array([th[0], th[1], th[2], th[3]])
+                         - np.round((self.theta(v) - th) / (2 * np.pi)) * 2 * np.pi)) > 1e-9:
+            raise ValueError("phi0 is not a symmetric configuration of this five-bar")
+        return float(v)
+
+    def simulate(self, t_eval, phi0, rtol=1e-13, atol=1e-14) -> FiveBarSolution:
+        """The motion from rest at phi0 (kic joint values), as FiveBarSolution."""
+        t_eval = np.asarray(t_eval, float)
+        v0 = self.start(phi0)
+
+        def rhs(t, y):
+            v, vd = y
+            tv, tvv = self.theta_v(v), self.theta_vv(v)
+            th = self.theta(v)
+            M = self.arms.mass(th)
+            h = self.arms.bias(th, tv * vd)
+            vdd = -tv @ (M @ tvv * vd * vd + h) / (tv @ M @ tv)
+            return [vd, vdd]
+
+        sol = solve_ivp(rhs, (t_eval[0], t_eval[-1]), [v0, 0.0], method="DOP853", rtol=rtol,
+                        atol=atol, t_eval=t_eval)
+        if sol.status < 0:
+            raise RuntimeError(f"symmetric five-bar oracle: {sol.message}")
+        theta = np.array([self.theta(v) for v in sol.y[0]])
+        thetad = np.array([self.theta_v(v) * vd for v, vd in sol.y.T])
+        return FiveBarSolution(
+            t=t_eval, theta=theta, thetad=thetad, phi=FiveBarDAE.to_joints(theta),
+            phid=FiveBarDAE.to_joints(thetad),
+            energy=np.array([self.arms.energy(a, b) for a, b in zip(theta, thetad)]),
+            residual=np.array([np.linalg.norm(self.arms.constraint(a)) for a in theta]),
+            crossings=[], nfev=sol.nfev)
