@@ -524,14 +524,24 @@ class ClosedModel:
         ok = asm.ok
         if not ok.any():
             return cond
-        phi = asm.phi[ok]
+        cond[ok] = self._block_conditions(asm.phi[ok])
+        return cond
+
+    def _block_conditions(self, phi: np.ndarray) -> np.ndarray:
         rows, _ = self.system.rows(phi, 1, residual=False)
         c = np.ones(phi.shape[0])
         for block in self.system.blocks:
             A, _ = self.system.block_matrices(rows, block, phi.shape[0], need_q=False)
             c = np.maximum(c, self.system.condition(A, block))
-        cond[ok] = c
-        return cond
+        return c
+
+    def condition_at(self, phi) -> np.ndarray:
+        """:meth:`condition` of these coordinates at joint values ``phi`` (..., N)
+        (assembled ones, e.g. ``sim.phi``; in any assembly mode): (...)."""
+        phi = np.asarray(phi, dtype=float)
+        if phi.shape[-1:] != (self.N,):
+            raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
+        return self._block_conditions(phi.reshape(-1, self.N)).reshape(phi.shape[:-1])
 
     # ------------------------------------------------------------- transfer
     def _evaluate(self, qf, batch, fn, tail, on_failure, start=None):
