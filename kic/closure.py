@@ -251,11 +251,12 @@ class ClosedModel:
             self._kernel_plan = cached
         return cached[1]
 
-    def _one(self, what: str, q, qd, x, start, act=_NO_ACTUATORS):
+    def _one(self, what: str, q, qd, x, start, act=_NO_ACTUATORS, singular=False):
         """The compiled path for one configuration given as float vectors, with no
         argument handling beyond a type check: the output, or None where anything
         is unusual (another layout, a batch, no plan, a failed pose: the general
-        path then answers or raises with its reports)."""
+        path then answers or raises with its reports).  With ``singular``, a pose
+        assembled but singular gives (NaN output, status): no other start helps."""
         M = self.dof
         for a in (q, qd, x):
             if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != (M,) \
@@ -272,6 +273,8 @@ class ClosedModel:
             return None
         out, _, status, _ = closed_kernels.one(plan, what, q, qd, x, act, phi0, path,
                                                self._mode)
+        if singular and status in (Status.SINGULAR, Status.SINGULAR_LOAD):
+            return np.full(out.shape, np.nan), status
         return out if status == 0 else None
 
     def track(self, q, start) -> tuple | None:
@@ -791,10 +794,13 @@ class ClosedModel:
         """``q'' = I*_q^-1 (T - q'^T P*_q q' - T_L)`` (..., M).  With
         ``on_failure="nan"`` returns ``(qdd, status)``; ``start`` an explicit warm
         start of the assembly (..., N)."""
-        if loads is None and on_failure == "raise":
-            fast = self._one("forward_dynamics", q, qd, tau, start)
+        if loads is None and on_failure in ("raise", "nan"):
+            fast = self._one("forward_dynamics", q, qd, tau, start,
+                             singular=on_failure == "nan")
             if fast is not None:
-                return fast.copy()
+                if isinstance(fast, tuple):
+                    return fast[0], np.asarray(int(fast[1]))
+                return (fast.copy(), np.asarray(0)) if on_failure == "nan" else fast.copy()
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 
 from ._array import finite_array
-from .errors import ClosureError, KicError, ModelError, SingularityError
+from .errors import ClosureError, KicError, ModelError, SingularityError, Status
 from .loops import TOLERANCE
 
 __all__ = ["simulate", "Simulation"]
@@ -303,7 +303,6 @@ def _solver(model, method, t, y, t1, rtol, atol, max_step, tau_fn, check_tau, lo
     """The integrator for one stretch in one set of coordinates, and its warm start."""
     M = model.dof
     warm = {"phi": phi}
-    extra = {"start": None} if closed else {}
 
     def rhs(t, x):
         q, qd = x[:M], x[M:]
@@ -312,11 +311,19 @@ def _solver(model, method, t, y, t1, rtol, atol, max_step, tau_fn, check_tau, lo
             T = np.asarray(T, dtype=float)
             if T.shape != (M,) or not np.all(np.isfinite(T)):
                 raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
-        if closed:
-            extra["start"] = warm["phi"]
         out = np.empty(2 * M)
         out[:M] = qd
-        out[M:] = model.forward_dynamics(q, qd, T, loads=loads, **extra)
+        if closed:
+            # failures as data: a singular trial point fails the step at once (the
+            # caller changes coordinates or crosses); no search from other starts
+            out[M:], status = model.forward_dynamics(q, qd, T, loads=loads, on_failure="nan",
+                                                     start=warm["phi"])
+            if status != 0:
+                raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
+                                       f"t = {t:g} s in the coordinates "
+                                       f"{model.coordinate_names}")
+        else:
+            out[M:] = model.forward_dynamics(q, qd, T, loads=loads)
         return out
 
     def track(q):
@@ -402,7 +409,11 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
         if slope < 0:
             dt = (1 / pts[1][1]) / -slope
     before = _joint_energy(model, phi[None], phid[None], loads)[0]
-    for h in (2 * dt, 4 * dt, 8 * dt):
+    # twice the estimate first; longer where the estimate fell short (the landing still
+    # before the singular configuration), up to 0.1 rad of motion
+    for h in 2.0 ** np.arange(1, 12) * dt:
+        if h * speed > 0.1:
+            break
         info = {"phi": phi, "phid": phid, "phidd": phidd}
         phi_b, phid_b = _taylor(info, h, model)
         _, residual = model.project(phi_b)
