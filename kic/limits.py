@@ -162,7 +162,10 @@ class JointLimits(Mapping):
             if isinstance(lim, JointRange):
                 name = joint
                 if name not in index:
-                    continue        # not a joint of this model (e.g. removed)
+                    raise ModelError(
+                        f"the range of joint {joint!r} cannot be checked in this model: it is "
+                        "not a joint value of the model (the loop is closed at its joint as a "
+                        "point); cut the loops elsewhere or limit another joint")
                 r_idx.append(index[name])
                 r_lo.append(lim.lower)
                 r_hi.append(lim.upper)

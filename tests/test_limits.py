@@ -121,7 +121,7 @@ def _five_bar_with_crank_limits(lower, upper):
     return fb, mech.model(["crank1", "crank2"], reference=ref)
 
 
-def test_assemble_reports_outside_limits():
+def test_assemble_reports_outside_limits(each_backend):
     fb, model = _five_bar_with_crank_limits(1.6, 2.2)
     assert model.limits["crank1"] == (1.6, 2.2)
     assert dict(fb.limits) == {}                      # the copy's limits only
@@ -152,7 +152,7 @@ def test_assemble_reports_outside_limits():
     model.assemble(q[inside])                     # within: no error
 
 
-def test_stewart_stroke_is_the_legs_range():
+def test_stewart_stroke_is_the_legs_range(each_backend):
     sp = mechanisms.stewart_platform(stroke=(0.5, 0.7))
     assert all(sp.limits[f"leg{i}.p"] == (0.5, 0.7) for i in range(6))
     assert len(mechanisms.stewart_platform().limits) == 0
@@ -185,3 +185,12 @@ def test_cone_of_a_joint_closed_as_a_point_is_refused():
     tilt = np.arccos(d[:, 2] / np.linalg.norm(d, axis=-1))
     assert status.tolist() == np.where(tilt <= 0.6, 0, 5).tolist()
     assert tilt[0] < 0.6 < tilt[1] and tilt[2] < 0.6
+
+
+def test_range_on_a_joint_closed_as_a_point_is_refused():
+    sp = mechanisms.stewart_platform()
+    mech = sp.mechanism.copy()
+    mech.set_limits("leg2.s1", (-1.0, 1.0))
+    with pytest.raises(kic.ModelError, match="'leg2.s1'"):
+        mech.model([kic.BodyPose("platform")], reference=dict(zip(sp.phi_names,
+                                                                     sp.reference_phi)))
