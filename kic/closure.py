@@ -161,7 +161,8 @@ class ClosedModel:
     def limits(self) -> JointLimits:
         """The mechanism's joint limits when the model was built (read-only
         mapping, with ``check(phi)``; :mod:`kic.limits`)."""
-        return self._limits
+        limits = self.__dict__.get("_limits")
+        return JointLimits(self.mechanism, self.phi_names) if limits is None else limits
 
     @property
     def blocks(self) -> list:
