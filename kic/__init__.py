@@ -49,7 +49,7 @@ from .topology import Mechanism
 from .transfer import Transfer, solve_transfer, transfer_influence
 # (kic.sweep is imported on its own, `from kic.sweep import sweep`: its example
 # evaluation uses the ready-made models of `mechanisms`, which import kic)
-from . import indices, mjcf, plot, urdf        # noqa: E402  (formats attach their methods)
+from . import indices, limits, mjcf, plot, urdf, workspace  # noqa: E402  (formats attach methods)
 from .urdf import MimicModel
 
 __all__ = [
@@ -64,5 +64,6 @@ __all__ = [
     "Transfer", "solve_transfer", "transfer_influence",
     "KicError", "ModelError", "SingularityError", "ClosureError", "Status",
     "set_backend", "get_backend", "MimicModel", "indices", "plot", "urdf", "mjcf",
+    "limits", "workspace",
 ]
 __version__ = "0.1.0"

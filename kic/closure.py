@@ -32,6 +32,7 @@ from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coor
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError, Status, located
 from .kinematics import Influence
+from .limits import JointLimits, outside_limits_error
 from .loops import LoopSystem
 from .transfer import Transfer, closure_transfer
 
@@ -109,6 +110,7 @@ class ClosedModel:
         physical = set(mech.primitive_joints)
         names = self.system.coordinate_names
         self.actuators = list(names) if all(n in physical for n in names) else []
+        self._limits = JointLimits(mech, self.system.phi_names)
 
     def _reference_in_mode(self, phi0, found, mode, defined) -> np.ndarray:
         want = np.asarray(mode, dtype=float).ravel()
@@ -154,6 +156,13 @@ class ClosedModel:
     @property
     def mode(self) -> tuple:
         return tuple(int(s) for s in self._mode)
+
+    @property
+    def limits(self) -> JointLimits:
+        """The mechanism's joint limits when the model was built (read-only
+        mapping, with ``check(phi)``; :mod:`kic.limits`)."""
+        limits = self.__dict__.get("_limits")
+        return JointLimits(self.mechanism, self.phi_names) if limits is None else limits
 
     @property
     def blocks(self) -> list:
@@ -447,8 +456,10 @@ class ClosedModel:
         Raises
         ------
         ClosureError
-            Some configurations cannot be assembled in the model's mode; the
-            message lists every failing index (``indices``, ``status``).
+            Some configurations cannot be assembled in the model's mode, or
+            are outside the joint limits (:attr:`limits`,
+            ``Status.OUTSIDE_LIMITS``); the message lists every failing index
+            (``indices``, ``status``).
         """
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
@@ -456,6 +467,14 @@ class ClosedModel:
         if fast is None:
             asm = self._assembled(qf, batch, start, on_failure)
             fast = asm.phi, asm.status
+        limits = self.__dict__.get("_limits")
+        if limits is not None and limits.checked:   # on the assembled phi, after the solver
+            status = limits.status(fast[0], fast[1])
+            outside = status == Status.OUTSIDE_LIMITS
+            if outside.any():
+                if on_failure == "raise":
+                    raise outside_limits_error(limits, fast[0], status, batch, self.name)
+                fast = np.where(outside[:, None], np.nan, fast[0]), status
         phi = fast[0].reshape(batch + (self.N,))
         return (phi, fast[1].reshape(batch)) if on_failure == "nan" else phi
 

@@ -80,6 +80,7 @@ class Mechanism:
         self.graph.add_node(GROUND, link=None)
         self._joints: dict[str, dict] = {}
         self._primitives: list[PrimitiveJoint] = []
+        self._limits: dict = {}
 
     # ------------------------------------------------------------ building
     def add_body(self, name: str, mass: float = 0.0, com=(0.0, 0.0, 0.0), inertia=None,
@@ -95,7 +96,8 @@ class Mechanism:
         return name
 
     def add_joint(self, name: str, kind: str, parent: str, child: str, axis=(0.0, 0.0, 1.0),
-                  origin=None, child_origin=None, axes: Sequence | None = None) -> None:
+                  origin=None, child_origin=None, axes: Sequence | None = None,
+                  limits=None) -> None:
         """Add a joint between two bodies.
 
         Parameters
@@ -119,6 +121,10 @@ class Mechanism:
             Axes of the successive rotations of a U (two) or S (three) joint,
             each in the frame left by the previous rotation; default x, y (U)
             and x, y, z (S).
+        limits : optional
+            ``(lower, upper)`` of an R (rad) or P (m) joint, or the cone angle
+            (rad, in (0, pi]) of a U or S joint about its default reference
+            axis; see :meth:`set_limits` and :mod:`kic.limits`.
         """
         label = f"joint {name!r}"
         if not isinstance(name, str) or not name:
@@ -161,6 +167,69 @@ class Mechanism:
             self.graph.add_edge(prim.parent, prim.child, key=pname, primitive=prim)
         self._joints[name] = dict(kind=key, parent=parent, child=child,
                                   primitives=[p.name for p in self._primitives[-n:]])
+        if limits is not None:
+            try:
+                self.set_limits(name, limits)
+            except ModelError:
+                self.remove_joint(name)          # leave the description as it was
+                raise
+
+    # -------------------------------------------------------------- limits
+    def set_limits(self, joint: str, limits, axis=None) -> None:
+        """Set (or with ``limits=None`` remove) the limits of a joint.
+
+        Parameters
+        ----------
+        joint : str
+            A joint as added, or an R/P joint of a compound joint by its
+            expanded name (e.g. ``"u1"``).
+        limits : (float, float) or float or None
+            ``(lower, upper)`` for an R (rad) or P (m) joint, ``lower < upper``;
+            the largest cone angle (rad, in (0, pi]) for a U or S joint.
+        axis : array_like (3,), optional
+            The cone's reference axis in the joint frame (U, S); default the
+            cross product of the joint's first two axes.  The cone angle is
+            the angle between this axis on the parent side and on the child
+            side (:mod:`kic.limits`).
+
+        Raises
+        ------
+        kic.ModelError
+            Unknown joint, a kind that takes no limits (C, virtual), or
+            invalid values; the message names the joint.
+        """
+        from .limits import make_limit
+        if joint in self._joints:
+            kind = self._joints[joint]["kind"]
+            axes = [p.axis for p in self.joint_primitives(joint)]
+        else:
+            prim = next((p for p in self._primitives if p.name == joint and not p.virtual),
+                        None)
+            if prim is None:
+                raise ModelError(f"limits: unknown joint {joint!r}; joints are {self.joints}")
+            kind, axes = prim.kind, [prim.axis]
+        if limits is None:
+            self._limits.pop(joint, None)
+            return
+        self._limits[joint] = make_limit(joint, kind, axes, limits, axis)
+
+    @property
+    def limits(self) -> dict:
+        """Joint name -> :class:`kic.limits.JointRange` or
+        :class:`kic.limits.ConeLimit` (a copy: change limits with
+        :meth:`set_limits`, or assign a whole mapping joint -> limits)."""
+        return dict(self._limits)
+
+    @limits.setter
+    def limits(self, mapping) -> None:
+        old = self._limits
+        self._limits = {}
+        try:
+            for joint, value in dict(mapping or {}).items():
+                self.set_limits(joint, value)
+        except ModelError:
+            self._limits = old
+            raise
 
     def _primitive_names(self) -> set:
         return {p.name for p in self._primitives}
@@ -173,6 +242,7 @@ class Mechanism:
         m.graph = self.graph.copy()
         m._joints = {k: dict(v) for k, v in self._joints.items()}
         m._primitives = list(self._primitives)
+        m._limits = dict(self._limits)
         return m
 
     def add_virtual_body(self, name: str) -> str:
@@ -222,6 +292,8 @@ class Mechanism:
         for p in prims[1:]:
             self.graph.remove_node(p.parent)
         del self._joints[name]
+        for key in [name] + [p.name for p in prims]:
+            self._limits.pop(key, None)
 
     # --------------------------------------------------------- inspection
     @property

@@ -813,8 +813,10 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     g : float
         Gravity (m/s^2) along -z.
     stroke : (float, float), optional
-        Shortest and longest leg length (m): ``model.geometry.status`` reports
-        poses outside as ``kic.Status.OUTSIDE_LIMITS``.
+        Shortest and longest leg length (m): the range of each actuator
+        ``"leg{i}.p"`` (``model.limits``); ``model.assemble`` and
+        ``model.geometry.status`` report poses outside as
+        ``kic.Status.OUTSIDE_LIMITS``.
 
     Returns
     -------
@@ -877,7 +879,8 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
         mech.add_body(f"leg{i}.rod", mass=m_rod, com=(0, 0, rod_com), inertia=I_rod)
         mech.add_joint(f"leg{i}.u", "U", "ground", f"leg{i}.cyl", origin=translation(*B[i]),
                        axes=[(1, 0, 0), (0, 1, 0)])
-        mech.add_joint(f"leg{i}.p", "P", f"leg{i}.cyl", f"leg{i}.rod", axis=(0, 0, 1))
+        mech.add_joint(f"leg{i}.p", "P", f"leg{i}.cyl", f"leg{i}.rod", axis=(0, 0, 1),
+                       limits=geometry.stroke)     # the leg length's range (None: none)
         mech.add_joint(f"leg{i}.s", "S", f"leg{i}.rod", "platform",
                        child_origin=translation(*P[i]))
 
