@@ -545,7 +545,9 @@ def mechanism_from_urdf(source, gravity=(0.0, 0.0, -9.81), check_triangle: bool 
         top, T = robot.body[j.parent]
         mech.add_joint(j.name, j.kind, rename.get(top, top), j.child, axis=j.axis,
                        origin=T @ j.origin)
-    mech.limits = robot.limits()
+    # equal bounds (a joint its limits lock) are no range of motion: a kic range needs
+    # lower < upper, so such a joint keeps no range
+    mech.limits = {k: v for k, v in robot.limits().items() if v[0] < v[1]}
     mech.mimic = robot.mimic()
     mech.fixed_frames = {n: (rename.get(top, top), T) for n, (top, T) in robot.body.items()}
     return mech

@@ -493,3 +493,20 @@ def test_pinocchio_mimic_model_agrees(fname):
         worst = max(worst, close(model.inverse_dynamics(q, qd, qdd),
                                  pin.rnea(pm, pdata, qp, v, a)[order], 1e-10))
     print(f"{fname} (mimic): largest difference to Pinocchio {worst:.2e}")
+
+
+def test_a_joint_locked_by_equal_limits_loads_without_a_range():
+    """URDF allows lower == upper (a joint its limits lock); a kic range needs
+    lower < upper, so the mechanism keeps none for it (and does not refuse the file)."""
+    from kic.urdf import mechanism_from_urdf
+    xml = ('<robot name="r"><link name="base"/><link name="a"><inertial><mass value="1"/>'
+           '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+           '<link name="b"><inertial><mass value="1"/>'
+           '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+           '<joint name="j" type="revolute"><parent link="base"/><child link="a"/>'
+           '<axis xyz="0 0 1"/><limit lower="0" upper="0" effort="1" velocity="1"/></joint>'
+           '<joint name="k" type="revolute"><parent link="a"/><child link="b"/>'
+           '<origin xyz="1 0 0"/><axis xyz="0 0 1"/>'
+           '<limit lower="-1" upper="2" effort="1" velocity="1"/></joint></robot>')
+    m = mechanism_from_urdf(xml)
+    assert "j" not in m.limits and "k" in m.limits
