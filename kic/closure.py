@@ -31,6 +31,7 @@ from .closed_plan import plan_from_model
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
 from .dynamics import DynamicModel
 from .errors import ClosureError, ModelError, SingularityError, Status, located
+from .loads import Loads
 from .kinematics import Influence
 from .limits import JointLimits, outside_limits_error
 from .loops import LoopSystem
@@ -211,12 +212,84 @@ class ClosedModel:
             out.append(self.system.index[n])
         return np.array(out, int)
 
-    def split_loads(self, loads) -> list:
-        """The parts of ``loads`` acting on each open chain (None where nothing acts)."""
+    def split_loads(self, loads, phi=None, phid=None) -> list:
+        """The parts of ``loads`` acting on each open chain (None where nothing acts).
+
+        Elements between points on bodies of two different open chains need both
+        poses: they are resolved into world forces at the joint values ``phi``
+        (n, N) (and rates ``phid`` (n, N) where they are damped)."""
         s = self.system
         owner = {b: (ci, s.chains[ci].link_names[li]) for b, (ci, li) in s.owner.items()}
         joints = {j: ci for j, (ci, _) in s.joint_owner.items()}
-        return loads.split(owner, joints, len(s.chains))
+        cross: list = []
+        parts = loads.split(owner, joints, len(s.chains), cross=cross)
+        if not cross:
+            return parts
+        if phi is None:
+            raise ModelError("loads with elements between bodies of different open chains "
+                             "need the joint values phi")
+        forces = Loads()
+        for e, (Pa, Pb, u, length, rate) in zip(cross, self._element_states(cross, phi, phid)):
+            T = e.tension(length, rate)[:, None] * u
+            if e.body_a is not None:
+                forces.force(e.body_a, T, point=e.point_a)
+            if e.body_b is not None:
+                forces.force(e.body_b, -T, point=e.point_b)
+        extra = forces.split(owner, joints, len(s.chains))
+        return [a if b is None else b if a is None else a.combined(b)
+                for a, b in zip(parts, extra)]
+
+    def _element_states(self, elements, phi, phid, rates: bool = True) -> list:
+        """(Pa, Pb, u, length, rate) of elements between body points at phi (n, N)."""
+        phi = np.asarray(phi, dtype=float).reshape(-1, self.N)
+        kins: dict = {}
+
+        def state(body, p):
+            if body is None:                   # the ground: a world point at rest
+                P = np.broadcast_to(p, (phi.shape[0], 3))
+                return P, np.zeros(P.shape)
+            ci, li = self.system.owner[body]
+            chain, idx = self.open_chains[ci]
+            if ci not in kins:
+                kins[ci] = chain.kinematics(phi[:, idx], 1)
+            P = kins[ci].link_point(li, p)
+            if phid is None:
+                return P, None
+            G = kins[ci].point(li, p).G
+            return P, np.einsum("nkm,nm->nk", G, np.asarray(phid, float).reshape(-1, self.N)[:, idx])
+
+        out = []
+        for e in elements:
+            (Pa, va), (Pb, vb) = state(e.body_a, e.point_a), state(e.body_b, e.point_b)
+            d = Pb - Pa
+            length = np.linalg.norm(d, axis=-1)
+            u = d / np.where(length > 0, length, 1.0)[:, None]
+            if e.conservative or not rates:
+                rate = np.zeros(length.shape)
+            elif va is None:
+                raise ModelError("these loads include dampers or force laws between bodies: "
+                                 "the rates are needed")
+            else:
+                rate = ((vb - va) * u).sum(-1)
+            out.append((Pa, Pb, u, length, rate))
+        return out
+
+    def loads_energy_at(self, loads, phi) -> np.ndarray:
+        """Potential energy (J) of the conservative ``loads`` at joint values phi
+        (n, N) (springs, constant forces and joint torques, springs between points)."""
+        phi = np.asarray(phi, dtype=float).reshape(-1, self.N)
+        s = self.system
+        owner = {b: (ci, s.chains[ci].link_names[li]) for b, (ci, li) in s.owner.items()}
+        joints = {j: ci for j, (ci, _) in s.joint_owner.items()}
+        cross: list = []
+        E = np.zeros(phi.shape[0])
+        for (chain, idx), cl in zip(self.open_chains,
+                                    loads.split(owner, joints, len(s.chains), cross=cross)):
+            if cl is not None:
+                E = E + chain.dynamics(phi[:, idx]).loads_energy(cl)
+        for e, st in zip(cross, self._element_states(cross, phi, None, rates=False)):
+            E = E + e.energy(st[3])
+        return E
 
     def __repr__(self) -> str:
         return (f"<ClosedModel {self.name or ''} in {self.coordinate_names}: "
@@ -652,25 +725,29 @@ class ClosedModel:
                                                 loads=cl)
         return T
 
-    def _loads_for(self, loads) -> list:
+    def _loads_for(self, loads, phi=None, phid=None) -> list:
         if loads is None or not loads:
             return [None] * len(self.system.chains)
-        return self.split_loads(loads)
+        return self.split_loads(loads, phi, phid)
+
+    @staticmethod
+    def _per_configuration(loads) -> bool:
+        """Loads that must be split at every batch of configurations: varying along
+        the batch, or elements between bodies of two chains."""
+        return loads is not None and (loads.batched or bool(loads.elements))
 
     def _required(self, qf, qd, qdd, loads, batch, actuators=None, on_failure="raise",
                   start=None):
         """T_q (n, M) and, with ``actuators``, ``G^a_q`` (n, Na, M) flattened in the tail."""
-        chain_loads = self._loads_for(loads)
+        each = self._per_configuration(loads)
+        chain_loads = None if each else self._loads_for(loads)
         na = 0 if actuators is None else len(actuators)
         M = self.dof
-        if loads is not None and loads.batched and on_failure == "raise":
-            pass                          # batched loads follow the batch: no sub-blocks
 
         def fn(phi, idx):
-            cl = chain_loads if loads is None or not loads.batched else \
-                self._loads_for(loads)            # batched loads evaluated on the whole batch
             tr, _, phid, phidd, _ = closure_transfer(self.system, phi, 1, self.max_condition,
                                                      velocity=(qd[idx], qdd[idx]))
+            cl = self._loads_for(loads, phi, phid) if each else chain_loads
             T = tr.load(self._joint_loads(phi, phid, phidd, cl))
             if not na:
                 return T
@@ -830,13 +907,14 @@ class ClosedModel:
             qdd, status = fast
             qdd = qdd.reshape(batch + (self.dof,))
             return (qdd, status.reshape(batch)) if on_failure == "nan" else qdd
-        chain_loads = self._loads_for(loads)
+        each = self._per_configuration(loads)
+        chain_loads = None if each else self._loads_for(loads)
 
         def fn(phi, idx):
-            cl = chain_loads if loads is None or not loads.batched else self._loads_for(loads)
             tr, _, phid, phidd, _ = closure_transfer(
                 self.system, phi, 1, self.max_condition,
                 velocity=(qd[idx], np.zeros((len(idx), self.dof))))
+            cl = self._loads_for(loads, phi, phid) if each else chain_loads
             bias = tr.load(self._joint_loads(phi, phid, phidd, cl))
             I = self._inertia(phi, tr)
             return spd_solve(I, tau[idx] - bias,
@@ -1004,7 +1082,8 @@ class ClosedDynamics(DynamicModel):
         qd = None if qdT is None else qdT.T
         phid = None if qd is None else self._tr.rates(qd)
         T = np.zeros(self._phi.shape)
-        for (chain, idx), cl in zip(self.model.open_chains, self.model.split_loads(loads)):
+        for (chain, idx), cl in zip(self.model.open_chains,
+                                    self.model.split_loads(loads, self._phi, phid)):
             if cl is None:
                 continue
             T[:, idx] += cl.chain_load(chain, self._phi[:, idx],
@@ -1012,9 +1091,4 @@ class ClosedDynamics(DynamicModel):
         return np.moveaxis(self._tr.load(T), 0, -1)
 
     def loads_energy(self, loads) -> np.ndarray:
-        E = 0.0
-        for (chain, idx), cl in zip(self.model.open_chains, self.model.split_loads(loads)):
-            if cl is None:
-                continue
-            E = E + chain.dynamics(self._phi[:, idx]).loads_energy(cl)
-        return np.broadcast_to(E, self._batch) if np.ndim(E) == 0 else E.reshape(self._batch)
+        return self.model.loads_energy_at(loads, self._phi).reshape(self._batch)

@@ -456,12 +456,11 @@ def _joint_energy(model, phi, phid, loads):
     """Kinetic + potential (+ conservative loads) energy from the joint values and
     rates of every open chain (n,): no coordinates involved."""
     E = np.zeros(phi.shape[0])
-    parts = model.split_loads(loads) if loads else [None] * len(model.open_chains)
-    for (chain, idx), cl in zip(model.open_chains, parts):
+    for chain, idx in model.open_chains:
         dyn = chain.dynamics(phi[:, idx])
         E = E + dyn.kinetic_energy(phid[:, idx]) + dyn.potential_energy
-        if cl is not None:
-            E = E + dyn.loads_energy(cl)
+    if loads:
+        E = E + model.loads_energy_at(loads, phi)
     return E
 
 
