@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 PIP_Q  ?= -q
 
-.PHONY: demo test bench docs-test clean
+.PHONY: demo test bench docs-test examples figures clean
 
 demo: $(VENV)/.installed-core
 	$(BIN)/python -m kic.demo
@@ -19,6 +19,17 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/serial.py
 	$(BIN)/python benchmarks/closed.py
 	$(BIN)/python benchmarks/linearize.py
+
+# the design studies of examples/ (plots to examples/out/); QUICK=1 for short runs
+examples: $(VENV)/.installed-test
+	$(BIN)/python examples/five_bar_optimization.py $(if $(QUICK),--quick)
+	$(BIN)/python examples/stewart_sweep.py $(if $(QUICK),--quick)
+
+# the committed figures under docs/figures/
+figures: $(VENV)/.installed-test
+	$(BIN)/python docs/figures/make_closed_figures.py
+	$(BIN)/python docs/figures/make_design_figures.py
+	$(BIN)/python docs/figures/make_workspace.py
 
 docs-test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest tests/test_docs.py
