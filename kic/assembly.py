@@ -3,10 +3,13 @@
 Newton's method on the dependent joints, block by block (the blocks of
 :class:`kic.loops.LoopSystem`), with every configuration of a batch iterating
 together in array form.  Where several assemblies exist, the *mode* decides:
-a model's assembly mode is the sign of ``det A`` of each block (``A = dc/dp``,
-the dependent-joint Jacobian), fixed at the model's reference configuration
-or given by name; the signs change only across a singular configuration,
-which is where the modes meet.  Every assembled configuration is checked to be
+a model's assembly mode is the sign of ``det A`` (``A = dc/dp``, the
+dependent-joint Jacobian) of each diagonal block of each block's fine
+block-triangular form (Dulmage-Mendelsohn: det A is their product, and each
+sign is a choice of its own, e.g. each elbow of a five-bar in tip
+coordinates), fixed at the model's reference configuration or given by name;
+the signs change only across a singular configuration, which is where the
+modes meet.  Every assembled configuration is checked to be
 in the model's mode.
 
 Where to start, in order of preference: an explicit warm start (``start``,
@@ -48,9 +51,9 @@ class Assembly:
     residual : ndarray (n,)
         Worst closure residual (rad, and lengths divided by the model's
         characteristic length).
-    mode : ndarray (n, B)
-        Sign of ``det A`` of every block at phi (0 where not assembled or not
-        defined).
+    mode : ndarray (n, S)
+        The assembly mode at phi (:meth:`kic.loops.LoopSystem.mode`; 0 where not
+        assembled or not defined).
     attempt : ndarray (n, N)
         Where the solver stopped (equal to phi where it succeeded): what a
         report on a failure looks at.
@@ -189,8 +192,9 @@ def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.
     ----------
     system : LoopSystem
     q : ndarray (n, M)
-    mode : ndarray (B,)
-        Signs of ``det A`` per block (0: not checked).
+    mode : ndarray (S,)
+        The assembly mode (:meth:`LoopSystem.mode`: a det sign per diagonal
+        block of each block's fine block-triangular form; 0: not checked).
     reference : ndarray (N,)
         An assembled configuration in the mode (the model's reference).
     start : ndarray (n, N) or (N,), optional
@@ -206,7 +210,7 @@ def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.
     phi0 = first_guess(system, q, reference, start, guess)
     phi, worst = newton(system, phi0)
     converged = worst < TOLERANCE
-    found = np.zeros((n, len(system.blocks)))
+    found = np.zeros((n, len(system.mode_parts)))
     if converged.any():
         found[converged] = system.mode(phi[converged])
     good = converged & in_mode(found, mode)

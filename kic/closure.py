@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _closed_kernels as closed_kernels
 from ._array import blocks, from_batch, match_batch
-from .assembly import Assembly, assemble, first_guess, project
+from .assembly import Assembly, assemble, first_guess, in_mode, project
 from .backend import spd_solve, use_compiled
 from .closed_plan import plan_from_model
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
@@ -67,9 +67,10 @@ class ClosedModel:
     loops : list of str
         The cut joints (or virtual closures), one per loop.
     mode : tuple of int
-        The assembly mode: the sign (+1/-1) of ``det A`` of each block of
-        dependent joints (``A = dc/dp``), 0 where not defined.  Fixed at the
-        reference configuration unless given.
+        The assembly mode: the sign (+1/-1) of ``det A`` (``A = dc/dp``) of
+        each diagonal block of each block's fine block-triangular form
+        (:attr:`mode_parts`), 0 where not defined.  Fixed at the reference
+        configuration unless given.
     reference_phi : ndarray (N,)
         The assembled reference configuration.
     characteristic_length : float
@@ -96,8 +97,9 @@ class ClosedModel:
         phi0 = self.system.reference_phi(reference, mech.primitive_joints)
         self.system.prepare(phi0)
         found = self.system.mode(phi0[None])[0]
-        defined = np.array([not any(self.system.loops[i].reduction == "svd" for i in b.loops)
-                            for b in self.system.blocks], bool)
+        defined = np.array([not any(self.system.loops[i].reduction == "svd"
+                                    for i in self.system.blocks[b].loops)
+                            for b, _, _ in self.system.mode_parts], bool)
         if np.any(defined & (found == 0)):
             raise ModelError(f"the reference configuration of {self.name or 'the model'} is "
                              "singular for the coordinates "
@@ -108,6 +110,10 @@ class ClosedModel:
         phi0.setflags(write=False)
         self.reference_phi = phi0
         self._mode = np.ascontiguousarray(found, dtype=float)
+        # the compiled kernels check det A per block; where blocks refine, the finer
+        # signs are checked on their results here
+        self._block_mode = np.ascontiguousarray(self.system.block_mode(self._mode))
+        self._refined = len(self.system.mode_parts) > len(self.system.blocks)
         physical = set(mech.primitive_joints)
         names = self.system.coordinate_names
         self.actuators = list(names) if all(n in physical for n in names) else []
@@ -116,8 +122,8 @@ class ClosedModel:
     def _reference_in_mode(self, phi0, found, mode, defined) -> np.ndarray:
         want = np.asarray(mode, dtype=float).ravel()
         if want.shape != found.shape or not np.all(np.isin(want, (-1.0, 1.0)) | ~defined):
-            raise ModelError(f"mode must give +1 or -1 for each of the {found.size} blocks "
-                             f"{self.blocks}, got {mode!r}")
+            raise ModelError(f"mode must give +1 or -1 for each of the {found.size} parts "
+                             f"{self.mode_parts} of the blocks, got {mode!r}")
         if np.all((want == found) | ~defined):
             return phi0
         if self.guess is not None:
@@ -157,6 +163,31 @@ class ClosedModel:
     @property
     def mode(self) -> tuple:
         return tuple(int(s) for s in self._mode)
+
+    @property
+    def mode_parts(self) -> list:
+        """The joints whose det sign each entry of :attr:`mode` is: the dependent
+        joints of each diagonal block of the blocks' fine block-triangular form."""
+        return [[self.system.phi_names[self.system.blocks[b].joints[c]] for c in cols]
+                for b, _, cols in self.system.mode_parts]
+
+    @property
+    def block_mode(self) -> tuple:
+        """The sign of det A of each whole block (the products of :attr:`mode`'s
+        entries block by block; what the compiled kernels check)."""
+        return tuple(int(s) for s in self._block_mode)
+
+    def _off_mode(self, phi, status) -> np.ndarray:
+        """Poses a kernel assembled (status OK) outside the finer mode (n,)."""
+        status = np.asarray(status).reshape(-1)
+        bad = np.zeros(status.shape, bool)
+        if not self._refined:
+            return bad
+        ok = np.nonzero(status == 0)[0]
+        if ok.size:
+            found = self.system.mode(np.asarray(phi, float).reshape(-1, self.N)[ok])
+            bad[ok] = ~in_mode(found, self._mode)
+        return bad
 
     @property
     def limits(self) -> JointLimits:
@@ -353,8 +384,10 @@ class ClosedModel:
         plan = self._plan()
         if plan is None:
             return None
-        out, _, status, _ = closed_kernels.one(plan, what, q, qd, x, act, phi0, path,
-                                               self._mode)
+        out, phi_one, status, _ = closed_kernels.one(plan, what, q, qd, x, act, phi0, path,
+                                                     self._block_mode)
+        if status == 0 and self._refined and self._off_mode(phi_one, [0])[0]:
+            return None
         if singular and status in (Status.SINGULAR, Status.SINGULAR_LOAD):
             return np.full(out.shape, np.nan), status
         return out if status == 0 else None
@@ -370,7 +403,9 @@ class ClosedModel:
             return None
         _, phi, status, cond = closed_kernels.one(
             plan, "assemble", np.ascontiguousarray(q), q, q, _NO_ACTUATORS,
-            np.ascontiguousarray(start, dtype=float), False, self._mode)
+            np.ascontiguousarray(start, dtype=float), False, self._block_mode)
+        if status == 0 and self._refined and self._off_mode(phi, [0])[0]:
+            return None
         return (phi.copy(), cond) if status == 0 else None
 
     def _compiled(self, what: str, qf, start, on_failure, *rates, act=None):
@@ -386,21 +421,31 @@ class ClosedModel:
         # from the warm start, else from the reference along the batch (each pose
         # from the previous one); poses that land outside the mode try the guess
         # function, then the numpy path (continuation)
+        def call(q_, phi0, **kw):
+            res = fn(plan, q_, *args_for(q_), phi0, mode=self._block_mode, **kw)
+            status = np.array(res[at], int)
+            status[self._off_mode(res[at - 1], status)] = _OTHER_MODE
+            return res[0], status
+
+        def args_for(q_):
+            if q_ is qf:
+                return args
+            return tuple(a[idx] if a.shape[0] == qf.shape[0] else a
+                         for a in args[:len(rates)]) + args[len(rates):]
+
+        idx = None
         if start is not None:
-            res = fn(plan, qf, *args, self._start(start, qf.shape[0]), mode=self._mode)
+            out, status = call(qf, self._start(start, qf.shape[0]))
         else:
-            res = fn(plan, qf, *args, self.reference_phi, path=True, mode=self._mode)
-        out, status = res[0], np.asarray(res[at], int)
+            out, status = call(qf, self.reference_phi, path=True)
         lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
         if lost.any() and start is None and self.guess is not None:
             idx = np.nonzero(lost)[0]
             phi0 = first_guess(self.system, qf[idx], self.reference_phi, None, self.guess)
-            sub = tuple(a[idx] if a.shape[0] == qf.shape[0] else a for a in args[:len(rates)])
-            again = fn(plan, qf[idx], *sub, *args[len(rates):], phi0, mode=self._mode)
+            again, st = call(qf[idx], phi0)
             out = out.copy()
-            status = status.copy()
-            out[idx] = again[0]
-            status[idx] = again[at]
+            out[idx] = again
+            status[idx] = st
             lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
         if lost.any() or (on_failure == "raise" and status.any()):
             return None                # continuation, or the numpy path's error report
@@ -425,10 +470,15 @@ class ClosedModel:
         if plan is not None:
             s = self.reference_phi if start is None else self._start(start, qf.shape[0])
             phi, status, res, cond, sign = closed_kernels.assemble(
-                plan, qf, s, path=start is None, mode=self._mode)
-            status = np.asarray(status, int)
+                plan, qf, s, path=start is None, mode=self._block_mode)
+            status = np.array(status, int)
+            status[self._off_mode(phi, status)] = _OTHER_MODE
             if not np.any((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)):
                 ok = status == Status.OK
+                if self._refined:
+                    sign = np.zeros((ok.size, len(self._mode)))
+                    if ok.any():
+                        sign[ok] = self.system.mode(phi[ok])
                 sign = np.where(ok[:, None], sign, 0.0)
                 cond = np.where(ok, cond.max(axis=1) if cond.shape[1] else 1.0, np.nan)
                 return Assembly(phi.reshape(batch + (self.N,)), status.reshape(batch),

@@ -168,7 +168,7 @@ class DesignBatch:
                         "loops, blocks)")
                 raise ModelError(f"from_models: design {d} has another {what} than design 0; a "
                                  "design batch holds one structure with different numbers")
-        modes = np.stack([np.asarray(m.mode, float).reshape(-1) for m in models])
+        modes = np.stack([np.asarray(m.block_mode, float).reshape(-1) for m in models])
         return cls(plans[0], np.stack([p.args[0] for p in plans]),
                    np.stack([m.reference_phi for m in models]), modes,
                    actuators=tuple(getattr(models[0], "actuators", ()) or ()),

@@ -443,6 +443,50 @@ class LoopSystem:
                     side.q_pos = np.array([qpos[g] for g in cols if g in qpos], int)
             lrows = np.concatenate([self.loops[i].length_rows() for i in loops])
             self.blocks.append(Block(loops, deps, offsets, lrows, self.is_prismatic[deps]))
+        # the assembly mode: one det sign per diagonal block of each block's fine
+        # block-triangular form (det A is their product, and each sign is a mode of
+        # its own: the five-bar in tip coordinates has one per elbow)
+        self.mode_parts = [(b, rows, cols) for b, block in enumerate(self.blocks)
+                           for rows, cols in self._fine_blocks(block)]
+
+    def _fine_blocks(self, block: Block) -> list:
+        """The Dulmage-Mendelsohn fine decomposition of a block's structure (every
+        row of a loop depends on the joints of that loop only): (row positions,
+        column positions) of each square diagonal block of its block-triangular
+        form, ordered by their first column.  The decomposition does not depend on
+        the matching found (it is unique)."""
+        dpos = {int(g): i for i, g in enumerate(block.joints)}
+        graph = nx.Graph()
+        rows = []
+        for i, sl in zip(block.loops, block.rows):
+            cols = [dpos[c] for c in self.loops[i].cols.tolist() if c in dpos]
+            for r in range(sl.start, sl.stop):
+                rows.append(("row", r))
+                graph.add_edges_from((("row", r), ("col", c)) for c in cols)
+        whole = [(np.arange(block.size), np.arange(block.size))]
+        if len(rows) != block.size:
+            return whole
+        match = nx.bipartite.hopcroft_karp_matching(graph, top_nodes=rows)
+        if any(r not in match for r in rows):
+            return whole                   # structurally singular: no finer sign
+        depends = nx.DiGraph()
+        depends.add_nodes_from(range(block.size))
+        row_of = {}
+        for r in rows:
+            c0 = match[r][1]
+            row_of[c0] = r[1]
+            depends.add_edges_from((c0, c[1]) for c in graph[r] if c[1] != c0)
+        parts = sorted(sorted(cc) for cc in nx.strongly_connected_components(depends))
+        return [(np.array(sorted(row_of[c] for c in cc)), np.array(cc)) for cc in parts]
+
+    def block_mode(self, mode: np.ndarray) -> np.ndarray:
+        """Signs of det A per block (..., B) from the finer mode (..., S): their
+        products (0 where a part is 0)."""
+        mode = np.asarray(mode, dtype=float)
+        out = np.ones(mode.shape[:-1] + (len(self.blocks),))
+        for k, (b, _, _) in enumerate(self.mode_parts):
+            out[..., b] *= mode[..., k]
+        return out
 
     # --------------------------------------------------- evaluation at phi
     def kinematics(self, phi: np.ndarray, order: int, chains=None) -> dict:
@@ -671,7 +715,9 @@ class LoopSystem:
             where={"loops": names, "joints": joints}, index=(index,) if batched else None)
 
     def mode(self, phi: np.ndarray, rows=None) -> np.ndarray:
-        """Signs of ``det A`` of every block at phi (n, N): (n, B) of -1, 0, +1.
+        """The assembly mode at phi (n, N): (n, S) of -1, 0, +1, the signs of
+        ``det`` of every diagonal block of each block's fine block-triangular form
+        (:attr:`mode_parts`; one per block where a block does not refine).
 
         Within one assembly mode the signs stay the same; they change only
         where a block is singular, which is where the modes meet.  A block with
@@ -680,12 +726,15 @@ class LoopSystem:
         n = phi.shape[0]
         if rows is None:
             rows, _ = self.rows(phi, 1, residual=False)
-        out = np.zeros((n, len(self.blocks)))
-        for b, block in enumerate(self.blocks):
+        out = np.zeros((n, len(self.mode_parts)))
+        mats: dict = {}
+        for k, (b, r, c) in enumerate(self.mode_parts):
+            block = self.blocks[b]
             if any(self.loops[i].reduction == "svd" for i in block.loops):
                 continue
-            A, _ = self.block_matrices(rows, block, n, need_q=False)
-            out[:, b] = np.sign(np.linalg.det(A))
+            if b not in mats:
+                mats[b] = self.block_matrices(rows, block, n, need_q=False)[0]
+            out[:, k] = np.sign(np.linalg.det(mats[b][:, r][:, :, c]))
         return out
 
 

@@ -1719,7 +1719,7 @@ def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
                                  "angle must lie in [0, pi/3) rad")
     if fixed or "" not in _STEWART_TEMPLATE:      # the defaults' structure is kept
         template = stewart_platform(**fixed)
-        built = (plan_from_model(template), template.mode, tuple(template.actuators))
+        built = (plan_from_model(template), template.block_mode, tuple(template.actuators))
         if not fixed:
             _STEWART_TEMPLATE[""] = built
     plan, t_mode, t_actuators = built if fixed else _STEWART_TEMPLATE[""]

@@ -253,11 +253,6 @@ def test_closed_form_against_newton_in_tip_coordinates(mode, numpy_backend):
     assert np.all(tm.geometry.modes(phi[good], tm.phi_names) == mode)
 
 
-@pytest.mark.xfail(strict=True, reason="kic: the compiled assembly continues along the batch "
-                   "from the reference and uses the guess only for lost poses; in tip "
-                   "coordinates the mode (sign of det A = -elbow1*elbow2) does not tell "
-                   "elbows (+1, -1) from (-1, +1), so the working mode switches silently "
-                   "(lead: ClosedModel._compiled)")
 def test_tip_coordinates_answer_does_not_depend_on_the_backend():
     X = np.array([[0.1, 0.45], [0.05, 0.4], [0.1, 0.2], [0.3, 0.3]])
     answers = []
@@ -375,3 +370,35 @@ def test_stewart_example_quick(tmp_path, capsys):
     equal = np.isclose(res.designs["base_half_angle"], res.designs["plat_half_angle"])
     assert np.array_equal(np.isnan(res.results["peak_force"]), equal)
     assert np.all(np.isinf(res.results["worst_condition"][equal]))
+
+
+@pytest.mark.parametrize("elbows", [(1, 1), (1, -1), (-1, 1), (-1, -1)])
+def test_each_working_mode_is_a_mode_of_the_tip_model(elbows):
+    """In tip coordinates the closure's one block is block-triangular: leg 1's
+    joints first (elbow 1's sign), then the rest (elbow 2's).  Each elbow pair is
+    its own assembly mode, kept by both backends along a batch of tip points."""
+    X = np.array([[0.1, 0.45], [0.05, 0.4], [0.12, 0.3], [0.15, 0.42]])
+    answers = []
+    for backend in ("numpy", "numba"):
+        previous = kic.set_backend(backend)
+        try:
+            tm = mechanisms.five_bar(mode=elbows + (1,), coordinates="tip")
+            assert len(tm.mode) == 2 and len(tm.block_mode) == 1
+            assert sorted(map(sorted, tm.mode_parts)) == [
+                ["crank1", "elbow1"], ["crank2", "elbow2", "tip"]]
+            phi, status = tm.assemble(X, on_failure="nan")
+            ok = status == kic.Status.OK
+            assert ok.sum() >= 3
+            modes = tm.geometry.modes(phi[ok], tm.phi_names)
+            assert np.all(modes[:, :2] == elbows), modes
+            answers.append(phi)
+        finally:
+            kic.set_backend(previous)
+    assert np.allclose(answers[0], answers[1], equal_nan=True, atol=1e-12)
+
+
+def test_blocks_that_do_not_refine_keep_their_mode():
+    assert len(mechanisms.five_bar().mode) == 1
+    assert len(mechanisms.four_bar().mode) == 1
+    sp = mechanisms.stewart_platform()
+    assert len(sp.mode) == len(sp.block_mode) == len(sp.blocks)
