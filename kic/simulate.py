@@ -275,9 +275,11 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
             may_cross = bifurcation == "cross"
         elif np.isfinite(cond):
             y, step_limit, retries = ys, None, 0
-            # no better set: look again only if it grows 10x, or past BRIDGE_CONDITION
-            threshold = 10 * cond if cond >= BRIDGE_CONDITION else min(10 * cond,
-                                                                       BRIDGE_CONDITION)
+            # no better set yet: look again when it doubles (a better set may appear
+            # soon; the errors of these coordinates grow with their condition), and
+            # past BRIDGE_CONDITION
+            threshold = 2 * cond if cond >= BRIDGE_CONDITION else min(2 * cond,
+                                                                      BRIDGE_CONDITION)
         elif retries < 6 and last_step:
             # a trial point jumped over the singular configuration of these coordinates
             # before the condition said so: approach it again in shorter steps
