@@ -17,7 +17,7 @@ constraint drift at the end.
 
 Run::
 
-    python benchmarks/five_bar_free_fall.py [--repeats 3]
+    python benchmarks/five_bar_free_fall.py [--repeats 3] [--duration 10]
 """
 from __future__ import annotations
 
@@ -53,7 +53,10 @@ def best_of(fn, repeats: int) -> tuple[float, object]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=T_END, help="seconds (default 2; the "
+                    "issue asks for 2 and 10)")
     args = ap.parse_args(argv)
+    t_end = args.duration
     try:
         import pinocchio as pin
         from scipy.integrate import solve_ivp
@@ -73,7 +76,7 @@ def main(argv=None) -> int:
         return np.concatenate([x[nq:], a])
 
     def pin_run():
-        return solve_ivp(rhs, (0.0, T_END), x0, method="LSODA", rtol=RTOL, atol=ATOL,
+        return solve_ivp(rhs, (0.0, t_end), x0, method="LSODA", rtol=RTOL, atol=ATOL,
                          dense_output=True)
 
     t_check = np.concatenate([[0.0], CHECK])
@@ -91,7 +94,7 @@ def main(argv=None) -> int:
     def gap(phi):
         return np.abs(np.angle(np.exp(1j * (phi - oracle)))).max(axis=1)
 
-    print(f"default five-bar, free fall from rest for {T_END:g} s, rtol {RTOL:g}, "
+    print(f"default five-bar, free fall from rest for {t_end:g} s, rtol {RTOL:g}, "
           f"atol {ATOL:g}; min of {args.repeats}")
     print(f"  Pinocchio (LSODA over constraintDynamics): {t_pin * 1e3:8.1f} ms, "
           f"{sol.nfev} evaluations, constraint drift at the end {drift:.1e} m")
@@ -105,7 +108,7 @@ def main(argv=None) -> int:
             continue
         try:
             kic.simulate(fb, (0.0, 0.05), fb.reference, [0.0, 0.0])      # warm up
-            t_kic, sim = best_of(lambda: kic.simulate(fb, (0.0, T_END), fb.reference,
+            t_kic, sim = best_of(lambda: kic.simulate(fb, (0.0, t_end), fb.reference,
                                                       [0.0, 0.0], rtol=RTOL, atol=ATOL),
                                  args.repeats)
             checked = kic.simulate(fb, (0.0, CHECK[-1]), fb.reference, [0.0, 0.0], rtol=RTOL,
@@ -118,6 +121,8 @@ def main(argv=None) -> int:
               f"(at {', '.join(format(c['t'], '.4f') for c in sim.crossings)} s)")
         print(f"    joint angles vs the symmetric solution at {CHECK.tolist()} s: "
               + " ".join(f"{g:.1e}" for g in gap(checked.phi)))
+        verdict = "met" if sim.energy_drift < 1e-8 else "NOT met"
+        print(f"    energy drift {sim.energy_drift:.1e} (target < 1e-8: {verdict})")
     return 0
 
 

@@ -1025,6 +1025,230 @@ def _batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
 
 
 # --------------------------------------------------------------------------
+# free motion: scipy's DOP853, step for step, in one compiled loop
+# --------------------------------------------------------------------------
+@_jit
+def _place(P, W, phi, q, mode, cond, dsign):
+    """Assemble at the coordinates q starting from the joint values in phi (in
+    place), form the transfer and check the assembly mode; returns the status
+    (0 ok, 1 not assembled, 2 singular block, 4 other mode)."""
+    q_idx = P[23]
+    for m in range(q_idx.shape[0]):
+        phi[q_idx[m]] = q[m]
+    st, _ = _assemble_pose(P, W, phi)
+    if st == 1:
+        return 1
+    st2 = _transfer_pose(P, W, cond, dsign)
+    if st != 0 or st2 != 0:
+        return 2
+    for b in range(mode.shape[0]):
+        if mode[b] != 0.0 and dsign[b] != mode[b]:
+            return 4
+    return 0
+
+
+@_jit
+def _free_rhs(P, W, start, phi, y, f, mode, cond, dsign, Im, Tq, b, sol, zero):
+    """f = (q', q'') of the free motion (gravity only) at the state y = (q, q'),
+    the joint values assembled from ``start``; returns the status."""
+    M = Tq.shape[0]
+    phi[:] = start
+    st = _place(P, W, phi, y[:M], mode, cond, dsign)
+    if st != 0:
+        return st
+    _rates(P, W, y[M:], zero)
+    _rnea(P, W, True)
+    _project(W[7], W[13], Tq)
+    _inertia_pose(P, W, Im)
+    for m in range(M):
+        b[m] = -Tq[m]
+    if not _cholesky_solve(Im, b, sol):
+        return 3
+    for m in range(M):
+        f[m] = y[M + m]
+        f[M + m] = sol[m]
+    return 0
+
+
+@_jit
+def _rms(x):
+    s = 0.0
+    for v in x:
+        s += v * v
+    return np.sqrt(s / x.shape[0])
+
+
+@_jit
+def _free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, order, t, t_end, y0, phi0, h_abs, rtol,
+                 atol, max_step, stop_condition, relax, capacity):
+    """Integrate the free motion from (t, y0) towards t_end by DOP853 with scipy's
+    coefficients, error norm and step-size control (``scipy.integrate.DOP853``,
+    step for step), every trial point assembled from the joint values of the last
+    accepted step, every accepted step tracked (assembled) and recorded.
+
+    ``h_abs`` <= 0 selects the first step as scipy does.  Stops at t_end (code 0),
+    after an accepted step whose worst block condition exceeds ``stop_condition``
+    (1), when a trial point fails (2; ``failed`` its status), when the step
+    underflows (3), when ``capacity`` steps are recorded (4), or when an accepted
+    point cannot be tracked (5; that state is returned, not recorded).  Once a
+    step's condition is at most ``relax``, ``stop_condition`` falls to ``relax``
+    (hysteresis: a raised threshold holds only while the condition stays high);
+    the threshold in effect is returned last."""
+    P = _unpack(fbuf, ibuf)
+    N, M, R, L, nB, nb = _dims(P)
+    W = _work(N, M, R, L, nB, nb)
+    n = 2 * M
+    S = A.shape[0]
+    K = np.empty((S + 1, n))
+    ytmp = np.empty(n)
+    y = y0.copy()
+    y_new = np.empty(n)
+    f = np.empty(n)
+    start = phi0.copy()
+    phi = np.empty(N)
+    cond = np.empty(nB)
+    dsign = np.empty(nB)
+    Im = np.empty((M, M))
+    Tq = np.empty(M)
+    b = np.empty(M)
+    sol = np.empty(M)
+    zero = np.zeros(M)
+    scale = np.empty(n)
+    ts = np.empty(capacity)
+    ys = np.empty((capacity, n))
+    phis = np.empty((capacity, N))
+    conds = np.empty(capacity)
+    nfev = 1
+    failed = _free_rhs(P, W, start, phi, y, f, mode, cond, dsign, Im, Tq, b, sol, zero)
+    k = 0
+    code = 0
+    last = 0.0
+    if failed != 0:
+        return 2, 0, ts, ys, phis, conds, t, y, start, h_abs, nfev, failed, last, stop_condition
+    exponent = -1.0 / (order + 1)
+    if h_abs <= 0.0:
+        # scipy.integrate._ivp.common.select_initial_step
+        length = t_end - t
+        for i in range(n):
+            scale[i] = atol + abs(y[i]) * rtol
+        d0 = 0.0
+        d1 = 0.0
+        for i in range(n):
+            d0 += (y[i] / scale[i]) ** 2
+            d1 += (f[i] / scale[i]) ** 2
+        d0 = np.sqrt(d0 / n)
+        d1 = np.sqrt(d1 / n)
+        h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
+        h0 = min(h0, length)
+        for i in range(n):
+            ytmp[i] = y[i] + h0 * f[i]
+        failed = _free_rhs(P, W, start, phi, ytmp, K[0], mode, cond, dsign, Im, Tq, b, sol,
+                           zero)
+        nfev += 1
+        if failed != 0:
+            return (2, 0, ts, ys, phis, conds, t, y, start, h_abs,
+                    nfev, failed, last, stop_condition)
+        d2 = 0.0
+        for i in range(n):
+            d2 += ((K[0, i] - f[i]) / scale[i]) ** 2
+        d2 = np.sqrt(d2 / n) / h0
+        if d1 <= 1e-15 and d2 <= 1e-15:
+            h1 = max(1e-6, h0 * 1e-3)
+        else:
+            h1 = (0.01 / max(d1, d2)) ** (1.0 / (order + 1))
+        h_abs = min(100 * h0, h1, length, max_step)
+    while True:
+        if not (t < t_end):
+            code = 0
+            break
+        if k >= capacity:
+            code = 4
+            break
+        min_step = 10 * abs(np.nextafter(t, np.inf) - t)
+        h = min(h_abs, max_step) if h_abs > min_step else min_step
+        rejected = False
+        while True:
+            if h < min_step:
+                return 3, k, ts, ys, phis, conds, t, y, start, h, nfev, 0, last, stop_condition
+            t_new = t + h
+            if t_new > t_end:
+                t_new = t_end
+            h = t_new - t
+            # scipy.integrate._ivp.rk.rk_step
+            K[0, :] = f
+            for s in range(1, S):
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(s):
+                        acc += K[j, i] * A[s, j]
+                    ytmp[i] = y[i] + acc * h
+                failed = _free_rhs(P, W, start, phi, ytmp, K[s], mode, cond, dsign, Im, Tq, b,
+                                   sol, zero)
+                nfev += 1
+                if failed != 0:
+                    return (2, k, ts, ys, phis, conds, t, y, start, h,
+                            nfev, failed, last, stop_condition)
+            for i in range(n):
+                acc = 0.0
+                for j in range(S):
+                    acc += K[j, i] * B[j]
+                y_new[i] = y[i] + h * acc
+            failed = _free_rhs(P, W, start, phi, y_new, K[S], mode, cond, dsign, Im, Tq, b,
+                               sol, zero)
+            nfev += 1
+            if failed != 0:
+                return (2, k, ts, ys, phis, conds, t, y, start, h,
+                        nfev, failed, last, stop_condition)
+            # DOP853._estimate_error_norm
+            e5 = 0.0
+            e3 = 0.0
+            for i in range(n):
+                sc = atol + max(abs(y[i]), abs(y_new[i])) * rtol
+                a5 = 0.0
+                a3 = 0.0
+                for j in range(S + 1):
+                    a5 += K[j, i] * E5[j]
+                    a3 += K[j, i] * E3[j]
+                e5 += (a5 / sc) ** 2
+                e3 += (a3 / sc) ** 2
+            if e5 == 0.0 and e3 == 0.0:
+                error = 0.0
+            else:
+                error = h * e5 / np.sqrt((e5 + 0.01 * e3) * n)
+            if error < 1.0:
+                factor = 10.0 if error == 0.0 else min(10.0, 0.9 * error ** exponent)
+                if rejected:
+                    factor = min(1.0, factor)
+                h_abs = h * factor
+                break
+            h = h * max(0.2, 0.9 * error ** exponent)
+            rejected = True
+        last = t_new - t
+        t = t_new
+        y[:] = y_new
+        f[:] = K[S]
+        phi[:] = start
+        st = _place(P, W, phi, y[:M], mode, cond, dsign)
+        if st != 0:
+            return 5, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, st, last, stop_condition
+        start[:] = phi
+        worst = 1.0
+        for c in range(nB):
+            worst = max(worst, cond[c])
+        if worst <= relax:
+            stop_condition = min(stop_condition, relax)
+        ts[k] = t
+        ys[k] = y
+        phis[k] = phi
+        conds[k] = worst
+        k += 1
+        if worst > stop_condition:
+            code = 1
+            break
+    return code, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, 0, last, stop_condition
+
+
+# --------------------------------------------------------------------------
 # Python entry points
 # --------------------------------------------------------------------------
 _F8 = np.dtype(np.float64)
@@ -1084,8 +1308,9 @@ def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode) -> tuple:
     """The lean call for one configuration whose arguments the caller has laid
     out already: ``q``, ``qd``, ``x`` float64 C-contiguous (M,), ``phi_start``
     (N,), ``act`` int64 (Na,) (or empty), ``mode`` float64 (B,) checked once.
-    Returns ``(output row, phi, status, worst block condition)``; NaN inputs still
-    raise ModelError."""
+    Returns ``(output row, phi, status, worst block condition)`` (the condition
+    only for ``"assemble"``, else NaN: a reduction costs a microsecond here); NaN
+    inputs still raise ModelError."""
     buf, status, bad = _batch(plan.args[0], plan.args[1], _CODE[what], 1, q.reshape(1, -1),
                               qd.reshape(1, -1), x.reshape(1, -1), act,
                               phi_start.reshape(1, -1), path, mode)
@@ -1095,8 +1320,10 @@ def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode) -> tuple:
     N, B = plan.parent.shape[0], plan.block_row.shape[0] - 1
     K = buf.shape[1] - N - 2 - 2 * B
     row = buf[0]
-    cond = row[K + N + 1:K + N + 1 + B].max() if B else 1.0
-    return row[:K], row[K:K + N], int(status[0]), float(cond)
+    cond = np.nan
+    if what == "assemble":
+        cond = float(row[K + N + 1:K + N + 1 + B].max()) if B else 1.0
+    return row[:K], row[K:K + N], int(status[0]), cond
 
 
 def _split(plan, buf, status):
@@ -1559,3 +1786,23 @@ def design_loads(ibuf, fstack, q, qd, x, act, phi0, path, modes, skip):
     checks them).  Returns the kernel's tuple."""
     _require()
     return _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip)
+
+
+_DOP853 = None
+
+
+def free_motion(plan, mode, t: float, t_end: float, y, phi, h_abs: float, rtol: float,
+                atol: float, max_step: float, stop_condition: float, relax: float,
+                capacity: int) -> tuple:
+    """Python entry of :func:`_free_motion` (the caller lays out ``y`` (2M,) and
+    ``phi`` (N,) as float64 C-contiguous).  Returns the kernel's tuple."""
+    global _DOP853
+    _require()
+    if _DOP853 is None:
+        from scipy.integrate import DOP853
+        _DOP853 = tuple(np.ascontiguousarray(a, dtype=np.float64)
+                        for a in (DOP853.A, DOP853.B, DOP853.C, DOP853.E3, DOP853.E5)) + (
+            float(DOP853.error_estimator_order),)
+    return _free_motion(plan.args[0], plan.args[1], mode, *_DOP853, float(t), float(t_end),
+                        y, phi, float(h_abs), float(rtol), float(atol), float(max_step),
+                        float(stop_condition), float(relax), int(capacity))

@@ -392,6 +392,53 @@ class ClosedModel:
             return np.full(out.shape, np.nan), status
         return out if status == 0 else None
 
+    def free_motion_steps(self, t: float, y, t_end: float, start, *, rtol: float,
+                          atol: float, step: float = 0.0, max_step: float = np.inf,
+                          stop_condition: float = np.inf, relax: float = np.inf,
+                          capacity: int = 2048) -> dict | None:
+        """Steps of the free motion (gravity only: no input, no applied loads) from
+        time ``t`` (s) and state ``y = (q, q')`` (2M,) towards ``t_end``, in one
+        compiled call: scipy's DOP853 (Dormand-Prince 8(5,3), its coefficients,
+        error norm and step-size control, step for step), every trial point
+        assembled from the joint values of the last accepted step (``start`` (N,)
+        first), every accepted step assembled and recorded with the worst block
+        condition number there.  ``step`` > 0 is the first step size (s); 0 lets
+        the integrator choose it as scipy does.  Once a step's condition is at
+        most ``relax``, ``stop_condition`` falls to ``relax`` (hysteresis: a
+        raised threshold holds only while the condition stays high).
+
+        Returns None where the compiled path does not serve (the numpy backend,
+        assembly modes finer than the blocks, closures the kernels do not
+        cover); else a dict: ``code`` (0 reached ``t_end``; 1 stopped after a
+        step whose condition exceeded ``stop_condition``; 2 a trial point failed
+        with :class:`kic.Status` ``status``; 3 the step size underflowed; 4
+        ``capacity`` steps recorded; 5 an accepted point could not be assembled
+        (``status``), not recorded), the recorded ``t`` (k,), ``y`` (k, 2M),
+        ``phi`` (k, N) and ``condition`` (k,), the ``state`` ``(t, y, phi)``
+        where it stopped (the last accepted step; the unrecorded point for code
+        5), the ``step`` size to try next (for code 2: the one that failed),
+        ``last_step`` (the last accepted one), ``nfev`` and the ``threshold``
+        (``stop_condition``) in effect at the end.
+        """
+        plan = self._plan()
+        if plan is None or self._refined:
+            return None
+        y = np.ascontiguousarray(y, dtype=float)
+        start = np.ascontiguousarray(start, dtype=float)
+        if y.shape != (2 * self.dof,) or start.shape != (self.N,):
+            raise ModelError(f"free_motion_steps: y must have {2 * self.dof} values and start "
+                             f"{self.N}, got {y.shape} and {start.shape}")
+        # scipy's own floor on the relative tolerance
+        rtol = max(float(rtol), 100 * np.finfo(float).eps)
+        (code, k, ts, ys, phis, conds, t_stop, y_stop, phi_stop, h, nfev, status, last,
+         threshold) = closed_kernels.free_motion(plan, self._block_mode, t, t_end, y, start,
+                                                 step, rtol, atol, max_step, stop_condition,
+                                                 relax, capacity)
+        return {"code": int(code), "t": ts[:k], "y": ys[:k], "phi": phis[:k],
+                "condition": conds[:k], "state": (float(t_stop), y_stop, phi_stop),
+                "step": float(h), "last_step": float(last), "nfev": int(nfev),
+                "status": int(status), "threshold": float(threshold)}
+
     def track(self, q, start) -> tuple | None:
         """Joint values (N,) at one configuration q (M,) assembled from ``start``
         (N,), and the condition number of the coordinates there: the lean call a

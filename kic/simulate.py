@@ -75,7 +75,7 @@ _METHODS = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF":
             "LSODA": LSODA}
 
 
-def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA",
+def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853",
              rtol: float = 1e-9, atol: float = 1e-11, t_eval=None,
              max_step: float = np.inf, switch_condition: float = 100.0,
              bifurcation: str = "cross") -> Simulation:
@@ -124,8 +124,12 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
     loads : kic.Loads, optional
         Applied loads (gravity is always included through the model).
     method : str
-        ``"LSODA"`` (Adams, switching to BDF when stiff; the default), ``"RK45"``,
-        ``"RK23"``, ``"DOP853"``, ``"Radau"``, ``"BDF"``.
+        ``"DOP853"`` (the default: Dormand-Prince 8(5,3), explicit, for the
+        tight tolerances mechanisms are simulated at; the free motion of a
+        closed model runs it in compiled code, step for step as scipy's
+        ``DOP853``, where numba is present), ``"LSODA"`` (Adams, switching to
+        BDF when stiff: stiff springs, dampers or motor models), ``"RK45"``,
+        ``"RK23"``, ``"Radau"``, ``"BDF"``.
     rtol, atol : float
         Integration tolerances.
     t_eval : array_like, optional
@@ -182,42 +186,35 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
     step_limit, retries = None, 0       # shorter steps after a step failed
     may_cross = bifurcation == "cross"
     last_step = None
+    compiled = (closed and tau is None and not loads and times is None and method == "DOP853"
+                and np.ndim(atol) == 0 and hasattr(model, "free_motion_steps"))
     while True:
-        solver, warm = _solver(current, method, t, y, t1, rtol, atol,
-                               max_step if step_limit is None else min(max_step, step_limit),
-                               tau_fn, callable(tau), loads, phi, closed)
-        switch = None
-        while solver.status == "running":
-            t_old, y_old, phi_old = solver.t, solver.y.copy(), warm["phi"]
-            try:
-                solver.step()
-            except (SingularityError, ClosureError):
-                # a trial point of the step met the singularity of these coordinates
-                # (or crossed it, into the other assembly mode they see)
-                if not switching:
-                    raise
-                switch = (t_old, y_old, phi_old, np.inf)    # the coordinates failed in a step
-                last_step = solver.step_size
+        stretch_max = max_step if step_limit is None else min(max_step, step_limit)
+        # after a failed step, the first step too is short (the solver's own choice
+        # would try a point beyond the singularity again), and short steps hold for
+        # a short while only
+        first = None if step_limit is None else stretch_max
+        t_end = t1 if step_limit is None else min(t1, t + 64 * stretch_max)
+        relax = switch_condition if switching else np.inf
+        stretch = None
+        if compiled:
+            stretch = _compiled_stretch(current, t, y, t_end, phi, rtol, atol, stretch_max,
+                                        first, switching, threshold, relax, rec, history)
+        if stretch is None:
+            stretch = _scipy_stretch(current, method, t, y, t_end, phi, rtol, atol, stretch_max,
+                                     first, tau_fn, callable(tau), loads, closed, switching,
+                                     threshold, relax, times, rec, history)
+        nfev += stretch.nfev
+        threshold = stretch.threshold
+        if stretch.tried is not None:
+            last_step = stretch.tried
+        if not stretch.leave:
+            if stretch.t >= t1:
                 break
-            if solver.status == "failed":
-                raise KicError(f"integration failed at t = {solver.t:g} s")
-            if times is not None:
-                inside = times[(times > t_old) & (times <= solver.t)]
-                if inside.size:
-                    dense = solver.dense_output()
-                    for te in inside:
-                        yi = dense(te)
-                        rec.add(current, float(te), yi, warm["track"](yi[:M])[0])
-            phi_step, cond = warm["track"](solver.y[:M])
-            history.append((solver.t, cond, solver.y.copy(), phi_step))
-            if times is None:
-                rec.add(current, solver.t, solver.y, phi_step)
-            if switching and cond > threshold:
-                switch = (solver.t, solver.y.copy(), phi_step, cond)
-                break
-        nfev += solver.nfev
-        if switch is None:
-            break
+            # the short steps have taken the motion past the difficulty: go on freely
+            t, y, phi, step_limit, retries = stretch.t, stretch.y, stretch.phi, None, 0
+            continue
+        switch = (stretch.t, stretch.y, stretch.phi, stretch.condition)
         t, ys, phis, cond = switch
         names, best = current.best_coordinates(phis)
         crossed = None
@@ -300,8 +297,120 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "LSODA"
 
 
 
-def _solver(model, method, t, y, t1, rtol, atol, max_step, tau_fn, check_tau, loads, phi,
-            closed):
+@dataclass
+class _Stretch:
+    """How a stretch of integration in one set of coordinates ended."""
+
+    t: float                    # where it stopped (s): the last accepted step
+    y: np.ndarray
+    phi: np.ndarray
+    condition: float            # there; inf where a trial point of the next step failed
+    leave: bool                 # these coordinates must be left (else t_end was reached)
+    nfev: int
+    tried: float | None         # the step size that failed (a trial point failed)
+    threshold: float            # the switching threshold in effect at the end
+
+
+def _scipy_stretch(model, method, t, y, t_end, phi, rtol, atol, max_step, first, tau_fn,
+                   check_tau, loads, closed, switching, threshold, relax, times, rec,
+                   history) -> _Stretch:
+    """Integrate in one set of coordinates with scipy's solver, stepped here, until
+    t_end or until these coordinates must be left: a step's condition number
+    passed ``threshold`` (which falls to ``relax`` once the condition is at most
+    that), or a trial point failed."""
+    M = model.dof
+    try:
+        solver, warm = _solver(model, method, t, y, t_end, rtol, atol, max_step, first, tau_fn,
+                               check_tau, loads, phi, closed)
+    except (SingularityError, ClosureError):
+        # the solver's first evaluations (its initial step) met the singularity
+        if not switching:
+            raise
+        return _Stretch(t, y, phi, np.inf, True, 0, None, threshold)
+    cond = current_condition(history)
+    while solver.status == "running":
+        t_old, y_old, phi_old = solver.t, solver.y.copy(), warm["phi"]
+        try:
+            solver.step()
+        except (SingularityError, ClosureError):
+            # a trial point of the step met the singularity of these coordinates
+            # (or crossed it, into the other assembly mode they see)
+            if not switching:
+                raise
+            return _Stretch(t_old, y_old, phi_old, np.inf, True, solver.nfev,
+                            solver.step_size, threshold)
+        if solver.status == "failed":
+            raise KicError(f"integration failed at t = {solver.t:g} s")
+        if times is not None:
+            inside = times[(times > t_old) & (times <= solver.t)]
+            if inside.size:
+                dense = solver.dense_output()
+                for te in inside:
+                    yi = dense(te)
+                    rec.add(model, float(te), yi, warm["track"](yi[:M])[0])
+        phi_step, cond = warm["track"](solver.y[:M])
+        history.append((solver.t, cond, solver.y.copy(), phi_step))
+        if times is None:
+            rec.add(model, solver.t, solver.y, phi_step)
+        if cond <= relax:
+            threshold = min(threshold, relax)
+        if switching and cond > threshold:
+            return _Stretch(solver.t, solver.y.copy(), phi_step, cond, True, solver.nfev, None,
+                            threshold)
+    return _Stretch(solver.t, solver.y.copy(), warm["phi"], cond, False, solver.nfev, None,
+                    threshold)
+
+
+def _compiled_stretch(model, t, y, t_end, phi, rtol, atol, max_step, first, switching,
+                      threshold, relax, rec, history) -> _Stretch | None:
+    """The same as :func:`_scipy_stretch` for the free motion of a closed model
+    with DOP853, in compiled calls (:meth:`kic.ClosedModel.free_motion_steps`);
+    None where the compiled path does not serve."""
+    M = model.dof
+    nfev, step = 0, first or 0.0
+    stop = threshold if switching else np.inf
+    cond = current_condition(history)
+    while True:
+        out = model.free_motion_steps(t, y, t_end, phi, rtol=rtol, atol=atol, step=step,
+                                      max_step=max_step, stop_condition=stop, relax=relax)
+        if out is None:
+            return None
+        nfev += out["nfev"]
+        for tk, yk, pk, ck in zip(out["t"], out["y"], out["phi"], out["condition"]):
+            history.append((float(tk), float(ck), yk, pk))
+            rec.add(model, tk, yk, pk)
+            cond = float(ck)
+        t, y, phi = out["state"]
+        step, code, stop = out["step"], out["code"], out["threshold"]
+        threshold = min(threshold, stop)
+        if code == 0:
+            return _Stretch(t, y, phi, cond, False, nfev, None, threshold)
+        if code == 1:
+            return _Stretch(t, y, phi, cond, True, nfev, None, threshold)
+        if code == 2:
+            if not switching:
+                raise SingularityError(f"{Status(out['status']).name.lower()} configuration "
+                                       f"in a step after t = {t:g} s in the coordinates "
+                                       f"{model.coordinate_names}")
+            return _Stretch(t, y, phi, np.inf, True, nfev, out["step"] or None, threshold)
+        if code == 3:
+            raise KicError(f"integration failed at t = {t:g} s (step size too small)")
+        if code == 5:
+            # the general path assembles the accepted point, or raises with its report
+            asm = model.assembly(y[:M], start=phi)
+            if asm.status != 0:
+                model.assemble(y[:M], start=phi)
+            phi, cond = asm.phi, float(asm.condition)
+            history.append((t, cond, y, phi))
+            rec.add(model, t, y, phi)
+            if cond <= relax:
+                threshold = stop = min(stop, relax)
+            if cond > stop:
+                return _Stretch(t, y, phi, cond, True, nfev, None, threshold)
+
+
+def _solver(model, method, t, y, t1, rtol, atol, max_step, first, tau_fn, check_tau, loads,
+            phi, closed):
     """The integrator for one stretch in one set of coordinates, and its warm start."""
     M = model.dof
     warm = {"phi": phi}
@@ -344,7 +453,8 @@ def _solver(model, method, t, y, t1, rtol, atol, max_step, tau_fn, check_tau, lo
         return asm.phi, float(asm.condition)
 
     warm["track"] = track
-    solver = _METHODS[method](rhs, t, y, t1, rtol=rtol, atol=atol, max_step=max_step)
+    solver = _METHODS[method](rhs, t, y, t1, rtol=rtol, atol=atol, max_step=max_step,
+                              first_step=first)
     return solver, warm
 
 
