@@ -1024,6 +1024,25 @@ def _batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
     return buf, status, bad
 
 
+@_jit
+def _single(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, nB):
+    """One configuration given as vectors: :func:`_batch` on one row, with the
+    output row, phi and the worst block condition taken out here (each array
+    handed back to Python or reshaped there costs a few hundred nanoseconds, a
+    tenth of a five-bar pose).  Returns (out, phi, status, condition, bad)."""
+    N = phi0.shape[0]
+    buf, status, bad = _batch(fbuf, ibuf, what, 1, q.reshape((1, q.shape[0])),
+                              qd.reshape((1, qd.shape[0])), x.reshape((1, x.shape[0])), act,
+                              phi0.reshape((1, N)), path, mode)
+    if bad:
+        return np.empty(0), np.empty(0), 0, 0.0, bad
+    K = buf.shape[1] - N - 2 - 2 * nB
+    cond = 1.0 if nB == 0 else buf[0, K + N + 1]
+    for b in range(1, nB):
+        cond = max(cond, buf[0, K + N + 1 + b])
+    return buf[0, :K].copy(), buf[0, K:K + N].copy(), status[0], cond, 0
+
+
 # --------------------------------------------------------------------------
 # free motion: scipy's DOP853, step for step, in one compiled loop
 # --------------------------------------------------------------------------
@@ -1308,22 +1327,15 @@ def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode) -> tuple:
     """The lean call for one configuration whose arguments the caller has laid
     out already: ``q``, ``qd``, ``x`` float64 C-contiguous (M,), ``phi_start``
     (N,), ``act`` int64 (Na,) (or empty), ``mode`` float64 (B,) checked once.
-    Returns ``(output row, phi, status, worst block condition)`` (the condition
-    only for ``"assemble"``, else NaN: a reduction costs a microsecond here); NaN
-    inputs still raise ModelError."""
-    buf, status, bad = _batch(plan.args[0], plan.args[1], _CODE[what], 1, q.reshape(1, -1),
-                              qd.reshape(1, -1), x.reshape(1, -1), act,
-                              phi_start.reshape(1, -1), path, mode)
+    Returns ``(output row, phi, status, worst block condition)``, arrays of
+    their own; NaN inputs still raise ModelError."""
+    out, phi, status, cond, bad = _single(plan.args[0], plan.args[1], _CODE[what], q, qd, x,
+                                          act, phi_start, path, mode,
+                                          plan.block_row.shape[0] - 1)
     if bad:
         from .errors import ModelError
         raise ModelError(f"{_NAMES[bad]} contains NaN or infinite values")
-    N, B = plan.parent.shape[0], plan.block_row.shape[0] - 1
-    K = buf.shape[1] - N - 2 - 2 * B
-    row = buf[0]
-    cond = np.nan
-    if what == "assemble":
-        cond = float(row[K + N + 1:K + N + 1 + B].max()) if B else 1.0
-    return row[:K], row[K:K + N], int(status[0]), cond
+    return out, phi, status, cond
 
 
 def _split(plan, buf, status):

@@ -453,7 +453,7 @@ class ClosedModel:
             np.ascontiguousarray(start, dtype=float), False, self._block_mode)
         if status == 0 and self._refined and self._off_mode(phi, [0])[0]:
             return None
-        return (phi.copy(), cond) if status == 0 else None
+        return (phi, cond) if status == 0 else None
 
     def _compiled(self, what: str, qf, start, on_failure, *rates, act=None):
         """One compiled call for the whole batch: (output, status), or None where
@@ -876,7 +876,7 @@ class ClosedModel:
         if loads is None and on_failure == "raise":
             fast = self._one("inverse_dynamics", q, qd, qdd, start)
             if fast is not None:
-                return fast.copy()
+                return fast                      # an array of its own
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
@@ -930,7 +930,7 @@ class ClosedModel:
             act = self._actuator_index(actuators)
             fast = self._one("actuator_loads", q, qd, qdd, start, act)
             if fast is not None:
-                return fast.copy()
+                return fast
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
@@ -993,7 +993,7 @@ class ClosedModel:
             if fast is not None:
                 if isinstance(fast, tuple):
                     return fast[0], np.asarray(int(fast[1]))
-                return (fast.copy(), np.asarray(0)) if on_failure == "nan" else fast.copy()
+                return (fast, np.asarray(0)) if on_failure == "nan" else fast
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
