@@ -185,7 +185,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     history: list = []                  # (t, condition, y, phi) of the accepted steps
     step_limit, retries = None, 0       # shorter steps after a step failed
     may_cross = bifurcation == "cross"
-    last_step = None
+    last_step = recent_step = None
     compiled = (closed and tau is None and not loads and times is None and method == "DOP853"
                 and np.ndim(atol) == 0 and hasattr(model, "free_motion_steps"))
     while True:
@@ -193,8 +193,11 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
         # after a failed step, the first step too is short (the solver's own choice
         # would try a point beyond the singularity again), and short steps hold for
         # a short while only
-        first = None if step_limit is None else stretch_max
+        first = stretch_max if step_limit is not None else recent_step
         t_end = t1 if step_limit is None else min(t1, t + 64 * stretch_max)
+        if first is not None:
+            first = min(first, max_step, t_end - t)
+            first = first if first > 0 else None      # (at the end already)
         relax = switch_condition if switching else np.inf
         stretch = None
         if compiled:
@@ -206,8 +209,9 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
                                      threshold, relax, times, rec, history)
         nfev += stretch.nfev
         threshold = stretch.threshold
-        if stretch.tried is not None:
-            last_step = stretch.tried
+        # the step that failed in this stretch, if any (not an older one)
+        last_step = stretch.tried
+        recent_step = stretch.step or recent_step
         if not stretch.leave:
             if stretch.t >= t1:
                 break
@@ -277,11 +281,13 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
             # past BRIDGE_CONDITION
             threshold = 2 * cond if cond >= BRIDGE_CONDITION else min(2 * cond,
                                                                       BRIDGE_CONDITION)
-        elif retries < 6 and last_step:
+        elif retries < 6 and (last_step or recent_step):
             # a trial point jumped over the singular configuration of these coordinates
-            # before the condition said so: approach it again in shorter steps
+            # before the condition said so: approach it again in shorter steps (than
+            # the one that failed, or, where the solver failed before its first step,
+            # than the last step taken)
             y, retries = ys, retries + 1
-            step_limit = last_step / 4
+            step_limit = (last_step or step_limit or recent_step) / 4
             threshold = min(threshold, 2 * current_condition(history))
         else:
             why = ("every set is poorly conditioned there: the mechanism itself is at or "
@@ -309,6 +315,7 @@ class _Stretch:
     nfev: int
     tried: float | None         # the step size that failed (a trial point failed)
     threshold: float            # the switching threshold in effect at the end
+    step: float | None = None   # the last accepted step size (s), if any
 
 
 def _scipy_stretch(model, method, t, y, t_end, phi, rtol, atol, max_step, first, tau_fn,
@@ -338,9 +345,16 @@ def _scipy_stretch(model, method, t, y, t_end, phi, rtol, atol, max_step, first,
             if not switching:
                 raise
             return _Stretch(t_old, y_old, phi_old, np.inf, True, solver.nfev,
-                            solver.step_size, threshold)
+                            solver.step_size, threshold, solver.step_size)
         if solver.status == "failed":
-            raise KicError(f"integration failed at t = {solver.t:g} s")
+            # the step size underflowed: the motion is discontinuous in these
+            # coordinates there (near their singularity, a trial point's closure can
+            # land on either of two close solutions)
+            if not switching:
+                raise KicError(f"integration failed at t = {solver.t:g} s (step size too "
+                               "small)")
+            return _Stretch(solver.t, solver.y.copy(), warm["phi"], np.inf, True, solver.nfev,
+                            None, threshold, solver.step_size)
         if times is not None:
             inside = times[(times > t_old) & (times <= solver.t)]
             if inside.size:
@@ -356,9 +370,9 @@ def _scipy_stretch(model, method, t, y, t_end, phi, rtol, atol, max_step, first,
             threshold = min(threshold, relax)
         if switching and cond > threshold:
             return _Stretch(solver.t, solver.y.copy(), phi_step, cond, True, solver.nfev, None,
-                            threshold)
+                            threshold, solver.step_size)
     return _Stretch(solver.t, solver.y.copy(), warm["phi"], cond, False, solver.nfev, None,
-                    threshold)
+                    threshold, solver.step_size)
 
 
 def _compiled_stretch(model, t, y, t_end, phi, rtol, atol, max_step, first, switching,
@@ -367,7 +381,7 @@ def _compiled_stretch(model, t, y, t_end, phi, rtol, atol, max_step, first, swit
     with DOP853, in compiled calls (:meth:`kic.ClosedModel.free_motion_steps`);
     None where the compiled path does not serve."""
     M = model.dof
-    nfev, step = 0, first or 0.0
+    nfev, step, last = 0, first or 0.0, None
     stop = threshold if switching else np.inf
     cond = current_condition(history)
     while True:
@@ -382,19 +396,23 @@ def _compiled_stretch(model, t, y, t_end, phi, rtol, atol, max_step, first, swit
             cond = float(ck)
         t, y, phi = out["state"]
         step, code, stop = out["step"], out["code"], out["threshold"]
+        last = out["last_step"] or last
         threshold = min(threshold, stop)
         if code == 0:
-            return _Stretch(t, y, phi, cond, False, nfev, None, threshold)
+            return _Stretch(t, y, phi, cond, False, nfev, None, threshold, last)
         if code == 1:
-            return _Stretch(t, y, phi, cond, True, nfev, None, threshold)
+            return _Stretch(t, y, phi, cond, True, nfev, None, threshold, last)
         if code == 2:
             if not switching:
                 raise SingularityError(f"{Status(out['status']).name.lower()} configuration "
                                        f"in a step after t = {t:g} s in the coordinates "
                                        f"{model.coordinate_names}")
-            return _Stretch(t, y, phi, np.inf, True, nfev, out["step"] or None, threshold)
+            return _Stretch(t, y, phi, np.inf, True, nfev, out["step"] or None, threshold,
+                            last)
         if code == 3:
-            raise KicError(f"integration failed at t = {t:g} s (step size too small)")
+            if not switching:
+                raise KicError(f"integration failed at t = {t:g} s (step size too small)")
+            return _Stretch(t, y, phi, np.inf, True, nfev, None, threshold, last)
         if code == 5:
             # the general path assembles the accepted point, or raises with its report
             asm = model.assembly(y[:M], start=phi)
@@ -406,7 +424,7 @@ def _compiled_stretch(model, t, y, t_end, phi, rtol, atol, max_step, first, swit
             if cond <= relax:
                 threshold = stop = min(stop, relax)
             if cond > stop:
-                return _Stretch(t, y, phi, cond, True, nfev, None, threshold)
+                return _Stretch(t, y, phi, cond, True, nfev, None, threshold, last)
 
 
 def _solver(model, method, t, y, t1, rtol, atol, max_step, first, tau_fn, check_tau, loads,

@@ -83,7 +83,7 @@ def test_free_motion_runs_through(duration):
     assert np.all(np.isfinite(sim.phi))
     residual = fb.project(sim.phi)[1]
     assert residual.max() < 1e-10                       # on the closure throughout
-    assert sim.energy_drift < (1e-8 if duration == 2.0 else 1e-5), sim.energy_drift
+    assert sim.energy_drift < (1e-8 if duration == 2.0 else 1e-7), sim.energy_drift
 
 
 def test_parallelogram_is_carried_through_its_change_point():

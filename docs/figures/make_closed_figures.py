@@ -22,7 +22,9 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> Path:
     fb = mechanisms.five_bar()
-    sim = kic.simulate(fb, (0.0, 2.0), fb.reference, [0.0, 0.0], rtol=1e-10, atol=1e-12)
+    # output every millisecond (the integrator's own steps are tens of milliseconds)
+    sim = kic.simulate(fb, (0.0, 2.0), fb.reference, [0.0, 0.0], rtol=1e-10, atol=1e-12,
+                       t_eval=np.linspace(0.0, 2.0, 2001))
     cond = fb.condition_at(sim.phi)
     fig, (ax1, ax2) = plt.subplots(2, 1, sharex=True, figsize=(7.0, 5.0))
     ax1.plot(sim.t, sim.q[:, 0], label="crank1")
