@@ -1,0 +1,210 @@
+"""Design sensitivities (kic.sensitivity) against central finite differences of
+rebuilt models: the joint origin moved by +-h in a freshly built description,
+the body's mass (and its inertia in proportion) changed by +-h."""
+import numpy as np
+import pytest
+
+import kic
+import mechanisms
+from helpers import random_chain as make_chain
+
+pytestmark = pytest.mark.usefixtures("each_backend")
+
+H_LEN, H_MASS = 1e-5, 1e-4
+
+
+def shifted(T, d, h):
+    T = np.array(T, float)
+    T[:3, 3] += h * np.asarray(d, float)
+    return T
+
+
+def unit(d):
+    d = np.asarray(d, float)
+    return d / np.linalg.norm(d)
+
+
+def scaled_link(link, h):
+    m = link.mass + h
+    return kic.Link(m, link.com, link.inertia * (m / link.mass), name=link.name,
+                    check_triangle=False)
+
+
+def close(a, b, rtol=1e-7, floor=1e-12):
+    """|a - b| <= rtol * max|b| (or rtol * floor where the derivative vanishes)."""
+    a, b = np.asarray(a), np.asarray(b)
+    scale = max(float(np.abs(b).max()), floor)
+    err = float(np.abs(a - b).max()) / scale
+    assert err < rtol, f"relative error {err:.2e} (scale {scale:.3g})"
+    return err
+
+
+def quantities(model, q, qd, qdd, actuators=None):
+    dyn = model.dynamics(q)
+    out = [dyn.I_star, dyn.gravity_load, model.inverse_dynamics(q, qd, qdd)]
+    if actuators is not None:
+        out.append(model.actuator_loads(q, qd, qdd, actuators))
+    return out
+
+
+def check_against(s, build, perturb, q, qd, qdd, actuators=None):
+    """Compare each column of s with central differences of rebuilt models."""
+    for k, name in enumerate(s.parameters):
+        h = H_MASS if name.startswith("mass") else H_LEN
+        plus = quantities(build(**perturb(name, h)), q, qd, qdd, actuators)
+        minus = quantities(build(**perturb(name, -h)), q, qd, qdd, actuators)
+        fd = [(a - b) / (2 * h) for a, b in zip(plus, minus)]
+        nominal = [np.abs(a + b).max() / 2 for a, b in zip(plus, minus)]
+        got = [s.inertia[..., k], s.gravity_load[..., k], s.loads[..., k]]
+        if actuators is not None:
+            got.append(s.actuator_loads[..., k])
+        for what, a, b, v in zip(("I*", "gravity", "loads", "actuators"), got, fd, nominal):
+            try:
+                close(a, b, floor=1e-3 * v)
+            except AssertionError as exc:
+                raise AssertionError(f"{name}, d{what}/dp: {exc}") from None
+
+
+# ---------------------------------------------------------------- serial chain
+def test_serial_chain_against_rebuilt_chains(rng):
+    chain = make_chain(rng, 4, kinds="RPRR")
+    names = chain.joint_names
+    d2 = rng.normal(size=3)
+    params = [kic.Length(names[1]), kic.Length(names[2], direction=d2, name="j3 along d2"),
+              kic.Length(names[0], direction=(0, 0, 1)),
+              kic.Mass(chain.link_names[2]), kic.Mass(chain.link_names[3])]
+    q = rng.uniform(-1, 1, (3, 4))
+    qd, qdd = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    s = kic.sensitivities(chain, params, q, qd, qdd)
+    assert s.inertia.shape == (3, 4, 4, 5) and s.actuator_loads.shape == (3, 4, 5)
+    assert np.allclose(s.actuator_loads, s.loads)
+    assert np.allclose(s.I_star, chain.dynamics(q).I_star)
+    assert np.allclose(s.T, chain.inverse_dynamics(q, qd, qdd))
+    where = {"length:" + names[1]: (1, unit(chain.joints[1].origin[:3, 3])),
+             "j3 along d2": (2, unit(d2)), "length:" + names[0]: (0, unit((0, 0, 1)))}
+
+    def build(joint=None, d=None, h=0.0, link=None):
+        joints = list(chain.joints)
+        links = list(chain.links)
+        if joint is not None:
+            J = joints[joint]
+            joints[joint] = kic.Joint(J.kind, J.axis, shifted(J.origin, d, h), name=J.name)
+        if link is not None:
+            links[link] = scaled_link(links[link], h)
+        return kic.SerialChain(joints, links, gravity=chain.gravity, base=chain.base,
+                               tool=chain.tool, frame_offsets=chain.frame_offsets)
+
+    def perturb(name, h):
+        if name.startswith("mass:"):
+            return dict(link=chain.link_names.index(name[5:]), h=h)
+        j, d = where[name]
+        return dict(joint=j, d=d, h=h)
+
+    check_against(s, build, perturb, q, qd, qdd)
+
+
+# -------------------------------------------------------------------- five-bar
+FIVE = dict(base=0.2, l1=0.25, l2=0.27, k1=0.35, k2=0.33)
+
+
+def rod(m, L):
+    return dict(mass=m, com=(L / 2, 0, 0), inertia=np.diag([0, m * L * L / 12, m * L * L / 12]))
+
+
+def T(x=0.0, y=0.0):
+    out = np.eye(4)
+    out[:2, 3] = x, y
+    return out
+
+
+def five_bar_mechanism(shift=None, mass=None):
+    """The five-bar of mechanisms.five_bar, built here; ``shift = (joint, side, d, h)``
+    moves one joint frame, ``mass = (body, h)`` changes one body's mass."""
+    g = FIVE
+    mech = kic.Mechanism(gravity=(0, -9.81, 0))
+    bodies = {"crank1": rod(1.0, g["l1"]), "crank2": rod(1.1, g["l2"]),
+              "coupler1": rod(0.8, g["k1"]), "coupler2": rod(0.7, g["k2"])}
+    for name, data in bodies.items():
+        if mass is not None and mass[0] == name:
+            f = (data["mass"] + mass[1]) / data["mass"]
+            data = dict(mass=data["mass"] * f, com=data["com"], inertia=data["inertia"] * f)
+        mech.add_body(name, **data)
+    origins = {"crank1": (T(), T()), "crank2": (T(g["base"]), T()),
+               "elbow1": (T(g["l1"]), T()), "elbow2": (T(g["l2"]), T()),
+               "tip": (T(g["k1"]), T(g["k2"]))}
+    if shift is not None:
+        joint, side, d, h = shift
+        O, C = origins[joint]
+        origins[joint] = (shifted(O, d, h), C) if side == "parent" else (O, shifted(C, d, h))
+    for j, (parent, child) in {"crank1": ("ground", "crank1"), "crank2": ("ground", "crank2"),
+                               "elbow1": ("crank1", "coupler1"),
+                               "elbow2": ("crank2", "coupler2"),
+                               "tip": ("coupler1", "coupler2")}.items():
+        mech.add_joint(j, "R", parent, child, origin=origins[j][0],
+                       child_origin=origins[j][1])
+    return mech
+
+
+REFERENCE = None
+
+
+def five_bar_model(coordinates="cranks", **kw):
+    global REFERENCE
+    if REFERENCE is None:
+        ref = mechanisms.five_bar(base=FIVE["base"], crank1=FIVE["l1"], crank2=FIVE["l2"],
+                                  coupler1=FIVE["k1"], coupler2=FIVE["k2"])
+        REFERENCE = dict(zip(ref.phi_names, ref.reference_phi))
+    mech = five_bar_mechanism(**kw)
+    if coordinates == "cranks":
+        return mech.model(["crank1", "crank2"], reference=REFERENCE)
+    tip = mech.model([kic.PointPosition("coupler1", (FIVE["k1"], 0, 0), prefix="tip.")],
+                     reference=REFERENCE)
+    tip.actuators = ["crank1", "crank2"]
+    return tip
+
+
+FIVE_PARAMS = [kic.Length("elbow1"), kic.Length("tip", side="child"),
+               kic.Length("crank2", direction=(1, 0, 0), name="base"),
+               kic.Length("elbow2", direction=(0.3, 1.0, 0.0)),
+               kic.Length("tip", direction=(0, 1, 0), name="tip offset"),
+               kic.Mass("crank1"), kic.Mass("coupler2")]
+FIVE_SHIFTS = {"length:elbow1": ("elbow1", "parent", (1, 0, 0)),
+               "length:tip:child": ("tip", "child", (1, 0, 0)),
+               "base": ("crank2", "parent", (1, 0, 0)),
+               "length:elbow2": ("elbow2", "parent", unit((0.3, 1.0, 0.0))),
+               "tip offset": ("tip", "parent", (0, 1, 0))}
+
+
+def five_bar_perturb(name, h):
+    if name.startswith("mass:"):
+        return dict(mass=(name[5:], h))
+    joint, side, d = FIVE_SHIFTS[name]
+    return dict(shift=(joint, side, d, h))
+
+
+def test_five_bar_in_crank_coordinates_against_rebuilt_models():
+    model = five_bar_model()
+    q0 = model.reference
+    q = q0 + np.array([[0.0, 0.0], [0.15, -0.1], [-0.1, 0.12], [0.05, 0.2]])
+    rng = np.random.default_rng(5)
+    qd, qdd = rng.normal(size=q.shape), rng.normal(size=q.shape)
+    s = kic.sensitivities(model, FIVE_PARAMS, q, qd, qdd)
+    assert s.actuators == ("crank1", "crank2")
+    assert np.allclose(s.tau, model.actuator_loads(q, qd, qdd, ["crank1", "crank2"]))
+    check_against(s, five_bar_model, five_bar_perturb, q, qd, qdd,
+                  actuators=["crank1", "crank2"])
+
+
+def test_five_bar_actuator_loads_in_tip_coordinates():
+    """Coordinates that are not the actuators: d(G^a_q)/dp enters dtau/dp."""
+    model = five_bar_model("tip")
+    crank = five_bar_model()
+    cranks = crank.reference + np.array([[0.0, 0.0], [0.1, -0.12]])
+    F = crank.kinematics(cranks, 1).frame("coupler1")
+    q = F[:, :2, 3] + F[:, :2, 0] * FIVE["k1"]                 # the tip C (m)
+    qd, qdd = np.array([[0.3, -0.2], [-0.1, 0.25]]), np.array([[1.0, 0.5], [-0.4, 0.8]])
+    s = kic.sensitivities(model, FIVE_PARAMS[:2] + FIVE_PARAMS[3:4] + FIVE_PARAMS[5:6],
+                          q, qd, qdd)
+    assert s.actuators == ("crank1", "crank2")
+    check_against(s, lambda **kw: five_bar_model("tip", **kw), five_bar_perturb, q, qd, qdd,
+                  actuators=["crank1", "crank2"])
