@@ -208,3 +208,148 @@ def test_five_bar_actuator_loads_in_tip_coordinates():
     assert s.actuators == ("crank1", "crank2")
     check_against(s, lambda **kw: five_bar_model("tip", **kw), five_bar_perturb, q, qd, qdd,
                   actuators=["crank1", "crank2"])
+
+
+# ------------------------------------------------------------ Stewart platform
+STEWART = mechanisms.stewart_platform()
+
+
+def stewart_mechanism(shift=None, mass=None):
+    """The platform of mechanisms.stewart_platform(), built here from its anchors
+    and bodies; ``shift`` and ``mass`` as for the five-bar."""
+    B, P = STEWART.anchors
+    nominal = STEWART.mechanism
+    mech = kic.Mechanism(gravity=nominal.gravity)
+    for body in ["platform"] + [f"leg{i}.{p}" for i in range(6) for p in ("cyl", "rod")]:
+        link = nominal.graph.nodes[body]["link"]
+        if mass is not None and mass[0] == body:
+            link = scaled_link(link, mass[1])
+        mech.add_body(body, link=link)
+    origins = {}
+    for i in range(6):
+        origins[f"leg{i}.u"] = (T(*B[i][:2]), np.eye(4))
+        origins[f"leg{i}.p"] = (np.eye(4), np.eye(4))
+        origins[f"leg{i}.s"] = (np.eye(4), T(*P[i][:2]))
+    if shift is not None:
+        joint, side, d, h = shift
+        O, C = origins[joint]
+        origins[joint] = (shifted(O, d, h), C) if side == "parent" else (O, shifted(C, d, h))
+    for i in range(6):
+        u, p, s = (f"leg{i}.{k}" for k in "ups")
+        mech.add_joint(u, "U", "ground", f"leg{i}.cyl", origin=origins[u][0],
+                       axes=[(1, 0, 0), (0, 1, 0)])
+        mech.add_joint(p, "P", f"leg{i}.cyl", f"leg{i}.rod", axis=(0, 0, 1),
+                       origin=origins[p][0])
+        mech.add_joint(s, "S", f"leg{i}.rod", "platform", origin=origins[s][0],
+                       child_origin=origins[s][1])
+    return mech
+
+
+def stewart_model(**kw):
+    physical = set(STEWART.mechanism.primitive_joints)
+    ref = {n: v for n, v in zip(STEWART.phi_names, STEWART.reference_phi) if n in physical}
+    model = stewart_mechanism(**kw).model([kic.BodyPose("platform")], reference=ref)
+    model.actuators = [f"leg{i}.p" for i in range(6)]
+    return model
+
+
+STEWART_PARAMS = [kic.Length("leg0.u"), kic.Length("leg2.s", side="child"),
+                  kic.Length("leg4.p", direction=(1, 0, 0)),
+                  kic.Mass("platform"), kic.Mass("leg1.rod")]
+
+
+def stewart_perturb(name, h):
+    B, P = STEWART.anchors
+    if name.startswith("mass:"):
+        return dict(mass=(name[5:], h))
+    return dict(shift={"length:leg0.u": ("leg0.u", "parent", unit(B[0])),
+                       "length:leg2.s:child": ("leg2.s", "child", unit(P[2])),
+                       "length:leg4.p": ("leg4.p", "parent", (1, 0, 0))}[name] + (h,))
+
+
+def test_stewart_platform_leg_forces_against_rebuilt_models():
+    model = stewart_model()
+    q = model.reference + np.array([[0.01, -0.02, 0.03, 0.05, -0.04, 0.02],
+                                    [-0.02, 0.01, -0.02, -0.03, 0.06, -0.05]])
+    qd = np.array([[0.1, -0.2, 0.05, 0.3, -0.1, 0.2], [0.0, 0.1, -0.1, 0.1, 0.2, -0.3]])
+    qdd = np.array([[0.5, 0.2, -0.3, 0.4, 0.1, -0.6], [-0.2, 0.3, 0.6, -0.1, 0.5, 0.2]])
+    s = kic.sensitivities(model, STEWART_PARAMS, q, qd, qdd)
+    assert s.actuators == tuple(model.actuators)
+    assert s.actuator_loads.shape == (2, 6, 5)
+    check_against(s, stewart_model, stewart_perturb, q, qd, qdd, actuators=model.actuators)
+
+
+# ------------------------------------------------------- batches, open mechanisms
+def test_batch_equals_single_pose():
+    model = five_bar_model()
+    q = model.reference + np.array([[[0.0, 0.0], [0.1, -0.1]], [[-0.1, 0.05], [0.05, 0.1]]])
+    qd = np.array([0.4, -0.3])                      # broadcast over the batch
+    qdd = np.ones(q.shape)
+    sens = kic.DesignSensitivity(model, FIVE_PARAMS)
+    s = sens(q, qd, qdd)
+    assert s.inertia.shape == (2, 2, 2, 2, 7) and s.actuator_loads.shape == (2, 2, 2, 7)
+    for i in range(2):
+        for j in range(2):
+            one = sens(q[i, j], qd, qdd[i, j])
+            assert one.inertia.shape == (2, 2, 7)
+            for a, b in ((s.inertia[i, j], one.inertia), (s.gravity_load[i, j], one.gravity_load),
+                         (s.loads[i, j], one.loads), (s.actuator_loads[i, j], one.actuator_loads),
+                         (s.T[i, j], one.T)):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_open_mechanism_equals_serial_chain():
+    """A kic.Mechanism without loops gives the same derivatives as the serial chain."""
+    L1, L2 = 0.5, 0.4
+    mech = kic.Mechanism(gravity=(0, -9.81, 0))
+    mech.add_body("upper", **rod(2.0, L1))
+    mech.add_body("fore", **rod(1.5, L2))
+    mech.add_joint("shoulder", "R", "ground", "upper")
+    mech.add_joint("elbow", "R", "upper", "fore", origin=T(L1))
+    model = mech.model(["shoulder", "elbow"])
+    chain = kic.SerialChain(
+        [kic.Joint("R", name="shoulder"), kic.Joint("R", origin=T(L1), name="elbow")],
+        [kic.Link(name="upper", **rod(2.0, L1)), kic.Link(name="fore", **rod(1.5, L2))],
+        gravity=(0, -9.81, 0))
+    params = [kic.Length("elbow"), kic.Mass("fore"), kic.Mass("upper")]
+    q, qd, qdd = [[0.3, 0.8], [1.0, -0.4]], [0.5, -1.0], [[1.0, 2.0], [0.0, -1.0]]
+    a = kic.sensitivities(model, params, q, qd, qdd)
+    b = kic.sensitivities(chain, params, q, qd, qdd)
+    for x, y in ((a.inertia, b.inertia), (a.gravity_load, b.gravity_load),
+                 (a.loads, b.loads), (a.actuator_loads, b.actuator_loads)):
+        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
+    # a lengthened upper arm: I*_11 grows by d/dL1 (m_fore |r_fore|^2) at the pose
+    s = kic.sensitivities(chain, [kic.Length("elbow")], [0.0, 0.0])
+    assert s.inertia[0, 0, 0] == pytest.approx(2 * 1.5 * (L1 + L2 / 2), rel=1e-12)
+    assert s.gravity_load[0, 0] == pytest.approx(1.5 * 9.81, rel=1e-12)
+
+
+def test_errors_name_the_part_at_fault():
+    model = five_bar_model()
+    with pytest.raises(kic.ModelError, match="unknown joint 'elbow9'"):
+        kic.DesignSensitivity(model, [kic.Length("elbow9")])
+    with pytest.raises(kic.ModelError, match="unknown body 'wheel'"):
+        kic.DesignSensitivity(model, [kic.Mass("wheel")])
+    with pytest.raises(kic.ModelError, match="length:crank1.*give a direction"):
+        kic.DesignSensitivity(model, [kic.Length("crank1")])
+    with pytest.raises(kic.ModelError, match="length:elbow1.*direction .* is zero"):
+        kic.DesignSensitivity(model, [kic.Length("elbow1", direction=(0, 0, 0))])
+    with pytest.raises(kic.ModelError, match="length:elbow1.*3 finite numbers"):
+        kic.DesignSensitivity(model, [kic.Length("elbow1", direction=(1, 0))])
+    with pytest.raises(kic.ModelError, match="side must be"):
+        kic.DesignSensitivity(model, [kic.Length("elbow1", side="left")])
+    with pytest.raises(kic.ModelError, match="repeated design parameters"):
+        kic.DesignSensitivity(model, [kic.Mass("crank1"), kic.Mass("crank1")])
+    with pytest.raises(kic.ModelError, match="kic.Length or kic.Mass"):
+        kic.DesignSensitivity(model, ["elbow1"])
+    with pytest.raises(kic.ModelError, match="unknown actuated joints"):
+        kic.sensitivities(model, [kic.Mass("crank1")], model.reference, actuators=["x", "y"])
+    with pytest.raises(kic.ModelError, match="q must have shape"):
+        kic.sensitivities(model, [kic.Mass("crank1")], [0.0, 0.0, 0.0])
+    chain = mechanisms.planar_two_link()
+    with pytest.raises(kic.ModelError, match="no child side"):
+        kic.DesignSensitivity(chain, [kic.Length(chain.joint_names[1], side="child")])
+    with pytest.raises(kic.ModelError, match="unknown link 'hand'"):
+        kic.DesignSensitivity(chain, [kic.Mass("hand")])
+    with pytest.raises(kic.ModelError, match="kic.SerialChain or kic.ClosedModel"):
+        kic.DesignSensitivity(five_bar_mechanism(), [kic.Mass("crank1")])
