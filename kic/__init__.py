@@ -18,8 +18,9 @@ The data flow one way, and so do the modules:
 * linearized model: :func:`linear_dynamics`; DC motors and the state space:
   :class:`DCMotor`, :class:`ActuatedSystem`, :class:`Trajectory`,
   :class:`StateSpaceSequence` (export to python-control, scipy, MATLAB);
-* design sensitivities: :func:`sensitivities` (:class:`Length`, :class:`Mass`
-  parameters -> :class:`Sensitivities`, dI*/dp, dT/dp, dtau/dp).
+* design sensitivities: :func:`sensitivities` (:class:`Length`, :class:`Mass`,
+  :class:`Centroid`, :class:`Inertia` parameters -> :class:`Sensitivities`:
+  dI*/dp, dT_gravity/dp, dT/dp, dtau_a/dp).
 
 Speed: every per-configuration call takes a batch ``q`` of shape ``(..., M)``;
 :func:`set_backend` / :func:`get_backend` choose between the numpy kernels and
@@ -53,7 +54,8 @@ from .transfer import Transfer, solve_transfer, transfer_influence
 # evaluation uses the ready-made models of `mechanisms`, which import kic)
 from . import indices, limits, mjcf, plot, urdf, workspace  # noqa: E402  (formats attach methods)
 from .urdf import MimicModel
-from .sensitivity import DesignSensitivity, Length, Mass, Sensitivities, sensitivities
+from .sensitivity import (Centroid, DesignSensitivity, Inertia, Length, Mass, Sensitivities,
+                          sensitivities)
 
 __all__ = [
     "Joint", "Link", "SerialChain",
@@ -68,6 +70,7 @@ __all__ = [
     "KicError", "ModelError", "SingularityError", "ClosureError", "Status",
     "set_backend", "get_backend", "MimicModel", "indices", "plot", "urdf", "mjcf",
     "limits", "workspace",
-    "Length", "Mass", "Sensitivities", "DesignSensitivity", "sensitivities",
+    "Length", "Mass", "Centroid", "Inertia", "Sensitivities", "DesignSensitivity",
+    "sensitivities",
 ]
 __version__ = "0.1.0"

@@ -50,7 +50,8 @@ from .closure import ClosedModel
 from .errors import ModelError, located
 from .linearize import linear_dynamics
 
-__all__ = ["Length", "Mass", "Sensitivities", "DesignSensitivity", "sensitivities"]
+__all__ = ["Length", "Mass", "Centroid", "Inertia", "Sensitivities", "DesignSensitivity",
+           "sensitivities"]
 
 _SIDES = ("parent", "child")
 
@@ -125,13 +126,67 @@ class Mass:
         return self.name if self.name is not None else f"mass:{self.body}"
 
 
+@dataclass(frozen=True, eq=False)
+class Centroid:
+    """A centroid design parameter: the displacement (m) of a body's centroid
+    along a unit direction in the body frame, its mass and its inertia about
+    the centroid (in body axes) fixed.
+
+    Parameters
+    ----------
+    body : str
+    direction : array_like, shape (3,), optional
+        In the body frame; default along the present centroid (``com``).
+    name : str, optional
+        Default ``"centroid:<body>"``.
+    """
+
+    body: str
+    direction: object = None
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name if self.name is not None else f"centroid:{self.body}"
+
+
+@dataclass(frozen=True, eq=False)
+class Inertia:
+    """An inertia design parameter ``s``: the body's inertia about its centroid
+    becomes ``I_c + s * tensor`` (body axes), its mass and centroid fixed.
+
+    Parameters
+    ----------
+    body : str
+    tensor : array_like, shape (3, 3) or (3,), optional
+        Symmetric (kg m^2 per unit of s; three numbers: a diagonal).  Default
+        the body's own inertia, so that ``s`` is the relative change of the
+        inertia (the square of the radii of gyration), dimensionless.
+    name : str, optional
+        Default ``"inertia:<body>"``.
+    """
+
+    body: str
+    tensor: object = None
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name if self.name is not None else f"inertia:{self.body}"
+
+
+_BODY_PARAMETERS = (Mass, Centroid, Inertia)
+_PARAMETERS = (Length,) + _BODY_PARAMETERS
+
+
 @dataclass(frozen=True)
 class Sensitivities:
     """Derivatives of the dynamic model with respect to design parameters at a
     batch of states (leading axes ``...`` those of ``q``).
 
     The last axis of every derivative runs over :attr:`parameters`; a length
-    parameter's column is per metre, a mass parameter's per kilogram.
+    or centroid parameter's column is per metre, a mass parameter's per
+    kilogram, an inertia parameter's per unit of its ``s``.
 
     Attributes
     ----------
@@ -177,24 +232,54 @@ class Sensitivities:
 
 def _direction(par: Length, offset: np.ndarray, what: str) -> np.ndarray:
     """The unit direction of a length parameter (given, or along ``offset``)."""
-    if par.direction is None:
+    return _unit(par.direction, offset, what, f"the joint sits at the {par.side} frame's "
+                 "origin")
+
+
+def _unit(direction, offset: np.ndarray, what: str, why: str) -> np.ndarray:
+    """A given direction normalised, or the direction of ``offset``."""
+    if direction is None:
         n = float(np.linalg.norm(offset))
         if n < 1e-12:
-            raise ModelError(f"{what}: the joint sits at the {par.side} frame's origin, so "
-                             "there is no offset to lengthen: give a direction")
-        return offset / n
+            raise ModelError(f"{what}: {why}, so there is no offset to follow: give a "
+                             "direction")
+        return np.asarray(offset, float) / n
     try:
-        d = np.asarray(par.direction, dtype=float)
+        d = np.asarray(direction, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{what}: direction must be 3 numbers, got "
-                         f"{par.direction!r}") from exc
+                         f"{direction!r}") from exc
     if d.shape != (3,) or not np.all(np.isfinite(d)):
         raise ModelError(f"{what}: direction must be 3 finite numbers, got "
-                         f"{par.direction!r}")
+                         f"{direction!r}")
     n = float(np.linalg.norm(d))
     if n < 1e-12:
         raise ModelError(f"{what}: direction {d.tolist()} is zero")
     return d / n
+
+
+def _body_data(par, link: Link) -> tuple:
+    """(link, extra) of a body parameter: extra the inertia per unit of the
+    parameter (Mass: per kg; Inertia: the tensor) or the unit direction (Centroid)."""
+    what = par.label
+    if isinstance(par, Mass):
+        return link, (link.inertia / link.mass if link.mass > 0 else np.zeros((3, 3)))
+    if isinstance(par, Centroid):
+        return link, _unit(par.direction, link.com, what, "the body's centroid is at its "
+                           "frame's origin")
+    if par.tensor is None:
+        return link, link.inertia
+    try:
+        S = np.asarray(par.tensor, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{what}: tensor must be a 3x3 array, got {par.tensor!r}") from exc
+    if S.shape == (3,):
+        S = np.diag(S)
+    if S.shape != (3, 3) or not np.all(np.isfinite(S)) or \
+            np.abs(S - S.T).max() > 1e-12 * max(float(np.abs(S).max()), 1e-300):
+        raise ModelError(f"{what}: tensor must be a finite symmetric 3x3 array (or 3 "
+                         f"diagonal numbers), got {par.tensor!r}")
+    return link, S
 
 
 def _rates(x, name: str, batch: tuple, M: int) -> np.ndarray:
@@ -215,18 +300,18 @@ def _rates(x, name: str, batch: tuple, M: int) -> np.ndarray:
 
 
 def _check_parameters(parameters) -> list:
-    if isinstance(parameters, (Length, Mass)):
+    kinds = "kic.Length, kic.Mass, kic.Centroid or kic.Inertia"
+    if isinstance(parameters, _PARAMETERS):
         parameters = [parameters]
     try:
         params = list(parameters)
     except TypeError as exc:
-        raise ModelError("parameters must be a sequence of kic.Length and kic.Mass") from exc
+        raise ModelError(f"parameters must be a sequence of {kinds}") from exc
     if not params:
-        raise ModelError("give at least one design parameter (kic.Length or kic.Mass)")
+        raise ModelError(f"give at least one design parameter ({kinds})")
     for k, par in enumerate(params):
-        if not isinstance(par, (Length, Mass)):
-            raise ModelError(f"parameter {k} must be kic.Length or kic.Mass, got "
-                             f"{type(par).__name__}")
+        if not isinstance(par, _PARAMETERS):
+            raise ModelError(f"parameter {k} must be {kinds}, got {type(par).__name__}")
         if isinstance(par, Length) and par.side not in _SIDES:
             raise ModelError(f"{par.label}: side must be 'parent' or 'child', got "
                              f"{par.side!r}")
@@ -285,7 +370,7 @@ class DesignSensitivity:
         self.model = model
         self.parameters = tuple(p.label for p in params)
         self.lengths = [p for p in params if isinstance(p, Length)]
-        self.masses = [p for p in params if isinstance(p, Mass)]
+        self.masses = [p for p in params if isinstance(p, _BODY_PARAMETERS)]
         self._order = [p.label for p in self.lengths] + [p.label for p in self.masses]
         self._column = np.array([self._order.index(n) for n in self.parameters], int)
         if self._serial:
@@ -309,7 +394,7 @@ class DesignSensitivity:
             d = _direction(par, chain.joints[j].origin[:3, 3], what)
             before.setdefault(j, []).append((pname, d))
         for par in self.masses:
-            if par.body not in chain.link_names:
+            if not isinstance(par.body, str) or par.body not in chain.link_names:
                 raise ModelError(f"{par.label}: unknown link {par.body!r}; links are "
                                  f"{list(chain.link_names)}")
         joints, links, offsets, position = [], [], [], {}
@@ -331,7 +416,7 @@ class DesignSensitivity:
         # columns of the augmented coordinates, in (q, p) order
         self._cols = np.array([position[n] for n in chain.joint_names] +
                               [position[n] for n in names], int)
-        self._links = {p.label: chain.links[chain.link_names.index(p.body)]
+        self._links = {p.label: _body_data(p, chain.links[chain.link_names.index(p.body)])
                        for p in self.masses}
         self._where = {p.label: position[chain.joint_names[chain.link_names.index(p.body)]]
                        for p in self.masses}
@@ -375,10 +460,10 @@ class DesignSensitivity:
         bodies = [b for b in mech.bodies if b != mech.ground]
         self._links = {}
         for par in self.masses:
-            if par.body not in bodies:
+            if not isinstance(par.body, str) or par.body not in bodies:
                 raise ModelError(f"{par.label}: unknown body {par.body!r}; bodies are "
                                  f"{bodies}")
-            self._links[par.label] = mech.graph.nodes[par.body]["link"]
+            self._links[par.label] = _body_data(par, mech.graph.nodes[par.body]["link"])
         self._where = {p.label: p.body for p in self.masses}
         physical = set(mech.primitive_joints)
         ref = {k: model.reference_phi[i] for i, k in enumerate(model.phi_names)
@@ -500,34 +585,44 @@ class DesignSensitivity:
         Pq = Pstar[:, cols][:, :, cols][:, :, :, cols]
         Ps = 0.5 * (Pq + Pq.transpose(0, 1, 3, 2))
         dI_len = (Ps + Ps.transpose(0, 2, 1, 3))[:, :M, :M, M:]
-        # masses: the body's own contributions per kilogram
+        # body parameters: the bodies' own contributions, from their coefficients
         nm = len(self.masses)
         dI_m = np.zeros((n, M, M, nm))
         dTg_m = np.zeros((n, M, nm))
         dT_m = np.zeros((n, M, nm))
-        g = self.gravity
+        qcols, g = cols[:M], self.gravity
         for k, par in enumerate(self.masses):
-            link = self._links[par.label]
+            link, extra = self._links[par.label]
             where = self._where[par.label]
-            pc, rt = kin.point(where, link.com), kin.rotation(where)
-            Gc = pc.G.reshape(n, 3, -1)[:, :, cols[:M]]
-            Hc = pc.H.reshape(n, 3, aug.dof, aug.dof)[:, :, cols[:M]][:, :, :, cols[:M]]
-            Gr = rt.G.reshape(n, 3, -1)[:, :, cols[:M]]
-            Hr = rt.H.reshape(n, 3, aug.dof, aug.dof)[:, :, cols[:M]][:, :, :, cols[:M]]
+            Gc, Hc = self._point(kin, where, link.com, n, qcols)
+            Gr, Hr = self._point(kin, where, None, n, qcols)
             F = (kin.link_frame(where) if self._serial else kin.frame(where)).reshape(n, 4, 4)
             R = F[:, :3, :3]
-            unit = link.inertia / link.mass if link.mass > 0 else np.zeros((3, 3))
-            Iw = R @ unit @ np.swapaxes(R, -1, -2)
-            dI_m[..., k] = (np.einsum("npa,npb->nab", Gc, Gc)
-                            + np.einsum("npa,npq,nqb->nab", Gr, Iw, Gr))
-            dTg_m[..., k] = -np.einsum("npa,p->na", Gc, g)
             w = np.einsum("npa,na->np", Gr, qd)
             alpha = np.einsum("npa,na->np", Gr, qdd) + np.einsum("npab,na,nb->np", Hr, qd, qd)
-            ac = np.einsum("npa,na->np", Gc, qdd) + np.einsum("npab,na,nb->np", Hc, qd, qd)
-            Iw_w = np.einsum("npq,nq->np", Iw, w)
-            moment = np.einsum("npq,nq->np", Iw, alpha) + np.cross(w, Iw_w)
-            dT_m[..., k] = (np.einsum("npa,np->na", Gc, ac - g)
-                            + np.einsum("npa,np->na", Gr, moment))
+            if isinstance(par, Centroid):
+                # the coefficients are affine in the body point: dG_c/ds = G(c + d) - G(c)
+                G1, H1 = self._point(kin, where, link.com + extra, n, qcols)
+                dG, dH = G1 - Gc, H1 - Hc
+                m = link.mass
+                ac = np.einsum("npa,na->np", Gc, qdd) + np.einsum("npab,na,nb->np", Hc, qd, qd)
+                dac = np.einsum("npa,na->np", dG, qdd) + np.einsum("npab,na,nb->np", dH, qd, qd)
+                dI_m[..., k] = m * (np.einsum("npa,npb->nab", dG, Gc)
+                                    + np.einsum("npa,npb->nab", Gc, dG))
+                dTg_m[..., k] = -m * np.einsum("npa,p->na", dG, g)
+                dT_m[..., k] = m * (np.einsum("npa,np->na", dG, ac - g)
+                                    + np.einsum("npa,np->na", Gc, dac))
+                continue
+            S = R @ extra @ np.swapaxes(R, -1, -2)        # inertia per unit of s (world)
+            S_w = np.einsum("npq,nq->np", S, w)
+            moment = np.einsum("npq,nq->np", S, alpha) + np.cross(w, S_w)
+            dI_m[..., k] = np.einsum("npa,npq,nqb->nab", Gr, S, Gr)
+            dT_m[..., k] = np.einsum("npa,np->na", Gr, moment)
+            if isinstance(par, Mass):                     # and the point mass, per kg
+                ac = np.einsum("npa,na->np", Gc, qdd) + np.einsum("npab,na,nb->np", Hc, qd, qd)
+                dI_m[..., k] += np.einsum("npa,npb->nab", Gc, Gc)
+                dTg_m[..., k] = -np.einsum("npa,p->na", Gc, g)
+                dT_m[..., k] += np.einsum("npa,np->na", Gc, ac - g)
         order = self._column
         dI = np.concatenate([dI_len, dI_m], axis=-1)[..., order]
         dTg = np.concatenate([Kg, dTg_m], axis=-1)[..., order]
@@ -549,6 +644,15 @@ class DesignSensitivity:
             "naik,na->nik", H, tau)[..., self._column[self._column < L]]
         dtau = np.linalg.solve(Gt, rhs)
         return I, dI, Tg, dTg, T, dT, tau, dtau
+
+    def _point(self, kin, where, p, n, qcols):
+        """G (n, 3, M) and H (n, 3, M, M) in q of a body point (or, for p None,
+        of the body's rotation) from the augmented model's coefficients."""
+        A = self.augmented.dof
+        inf = kin.rotation(where) if p is None else kin.point(where, p)
+        G = inf.G.reshape(n, 3, A)[:, :, qcols]
+        H = inf.H.reshape(n, 3, A, A)[:, :, qcols][:, :, :, qcols]
+        return G, H
 
     def _start(self, x: np.ndarray) -> np.ndarray:
         """Joint values of the augmented model at x = (q, 0), from the user's model."""
