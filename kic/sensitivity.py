@@ -9,7 +9,9 @@ poses, for design parameters ``p`` named on the description:
   direction in its parent body (or child body) frame, the bodies' mass
   properties staying fixed in their own frames;
 * :class:`Mass`: a body's mass (kg), its inertia scaled in proportion (the
-  centroid and the radii of gyration fixed).
+  centroid and the radii of gyration fixed);
+* :class:`Centroid`: the displacement (m) of a body's centroid in its frame;
+* :class:`Inertia`: ``I_c + s * tensor`` of a body's inertia about its centroid.
 
 The route is the influence-coefficient one (Freeman 1985), with no finite
 differences.  A change of a joint's origin along ``d`` is a prismatic joint of
@@ -33,7 +35,9 @@ the position sensitivities.  So
   ``dtau_a/dp_k = (G^a_q)^-T (dT_q/dp_k - (H^a_{q p_k})^T tau_a)``;
 * masses enter linearly: ``dI*/dm_b = (m_b G_c^T G_c + G_r^T I_b G_r) / m_b``,
   ``dT_gravity/dm_b = -G_c^T g`` and ``dT/dm_b`` the body's own d'Alembert
-  load per kilogram, from the body's influence coefficients.
+  load per kilogram, from the body's influence coefficients; so do inertias;
+  a point's coefficients are affine in the point, so a centroid's
+  ``dG_c/ds = G_{c+d} - G_c`` exactly.
 
 :class:`DesignSensitivity` builds the augmented model once;
 :func:`sensitivities` is the one-call form.  See ``docs/sensitivity.md``.
@@ -334,7 +338,7 @@ class DesignSensitivity:
     model : kic.SerialChain or kic.ClosedModel
         The model (a :class:`kic.Mechanism` without loops gives a
         :class:`kic.ClosedModel` too, by :meth:`kic.Mechanism.model`).
-    parameters : sequence of Length and Mass
+    parameters : sequence of Length, Mass, Centroid and Inertia
 
     Raises
     ------
@@ -675,7 +679,7 @@ def sensitivities(model, parameters: Sequence, q, qd=None, qdd=None,
     Parameters
     ----------
     model : kic.SerialChain or kic.ClosedModel
-    parameters : sequence of Length and Mass
+    parameters : sequence of Length, Mass, Centroid and Inertia
     q, qd, qdd : array_like, shape (..., M)
         States (rates and accelerations default to zero).
     actuators : sequence of str, optional
