@@ -566,6 +566,8 @@ class DesignSensitivity:
             return x
 
         x = lift(qf)
+        # assembled first, so that a pose that fails is reported with its index
+        start = None if self._serial else self._start(x)
         moving = bool(np.any(qd) or np.any(qdd))
         if moving:
             lin = linear_dynamics(aug, np.concatenate([x, x]),
@@ -579,7 +581,6 @@ class DesignSensitivity:
         I = lin.I[:n][:, ix[0], ix[1]][:, :M, :M]
         Tg, Kg = Tall[-n:, :M], Kall[-n:, :M, M:]
         T, Kt = Tall[:n, :M], Kall[:n, :M, M:]
-        start = None if self._serial else self._start(x)
         if self._serial:
             Pstar = aug.dynamics(x).P_star
             kin = aug.kinematics(x, 2)
@@ -642,7 +643,9 @@ class DesignSensitivity:
         G = tr.G.reshape(n, aug.N, A)[:, rows][:, :, :M]                 # (n, Na, M)
         H = tr.H.reshape(n, aug.N, A, A)[:, rows][:, :, :M, M:]          # (n, Na, M, L)
         Gt = np.swapaxes(G, -1, -2)
-        tau = np.linalg.solve(Gt, T[..., None])[..., 0]
+        # the model's own actuator loads: a singular actuation raises a
+        # SingularityError there, with the pose's index
+        tau = self.model.actuator_loads(qf, qd, qdd, list(acts))
         rhs = dT.copy()
         rhs[..., self._column < L] = rhs[..., self._column < L] - np.einsum(
             "naik,na->nik", H, tau)[..., self._column[self._column < L]]

@@ -393,3 +393,11 @@ def test_errors_name_the_part_at_fault():
         kic.DesignSensitivity(chain, [kic.Mass("hand")])
     with pytest.raises(kic.ModelError, match="kic.SerialChain or kic.ClosedModel"):
         kic.DesignSensitivity(five_bar_mechanism(), [kic.Mass("crank1")])
+
+
+def test_a_pose_that_fails_is_reported_with_its_index():
+    model = five_bar_model()
+    q = np.stack([model.reference, [np.pi, 0.0]])      # elbows 0.72 m apart > 0.68 m
+    with pytest.raises(kic.ClosureError) as err:
+        kic.sensitivities(model, [kic.Length("elbow1")], q)
+    assert err.value.index == (1,)
