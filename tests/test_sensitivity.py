@@ -77,8 +77,11 @@ def check_against(s, build, perturb, q, qd, qdd, actuators=None, h_len=H_LEN):
 
 
 # ---------------------------------------------------------------- serial chain
-def test_serial_chain_against_rebuilt_chains(rng):
-    chain = make_chain(rng, 4, kinds="RPRR")
+@pytest.mark.parametrize("seed, kinds, offsets", [(20240611, "RPRR", None), (7, "PRRP", True),
+                                                 (11, "RRPR", False)])
+def test_serial_chain_against_rebuilt_chains(seed, kinds, offsets):
+    rng = np.random.default_rng(seed)
+    chain = make_chain(rng, 4, kinds=kinds, offsets=offsets)
     names = chain.joint_names
     d2 = rng.normal(size=3)
     params = [kic.Length(names[1]), kic.Length(names[2], direction=d2, name="j3 along d2"),
@@ -141,9 +144,12 @@ def T(x=0.0, y=0.0):
     return out
 
 
-def five_bar_mechanism(shift=None, mass=None, change=None):
+def five_bar_mechanism(shift=None, mass=None, change=None, reverse=False):
     """The five-bar of mechanisms.five_bar, built here; ``shift = (joint, side, d, h)``
-    moves one joint frame, ``mass = (body, h)`` changes one body's mass."""
+    moves one joint frame, ``mass = (body, h)`` changes one body's mass, ``change =
+    (body, fn)`` its link; ``reverse``: elbow1 added from coupler1 to crank1, so that
+    the spanning tree runs it from child to parent (and crank 1's length is where it
+    sits on its child)."""
     g = FIVE
     mech = kic.Mechanism(gravity=(0, -9.81, 0))
     bodies = {"crank1": rod(1.0, g["l1"]), "crank2": rod(1.1, g["l2"]),
@@ -156,14 +162,15 @@ def five_bar_mechanism(shift=None, mass=None, change=None):
             link = change[1](link)
         mech.add_body(name, link=link)
     origins = {"crank1": (T(), T()), "crank2": (T(g["base"]), T()),
-               "elbow1": (T(g["l1"]), T()), "elbow2": (T(g["l2"]), T()),
-               "tip": (T(g["k1"]), T(g["k2"]))}
+               "elbow1": (T(), T(g["l1"])) if reverse else (T(g["l1"]), T()),
+               "elbow2": (T(g["l2"]), T()), "tip": (T(g["k1"]), T(g["k2"]))}
     if shift is not None:
         joint, side, d, h = shift
         O, C = origins[joint]
         origins[joint] = (shifted(O, d, h), C) if side == "parent" else (O, shifted(C, d, h))
     for j, (parent, child) in {"crank1": ("ground", "crank1"), "crank2": ("ground", "crank2"),
-                               "elbow1": ("crank1", "coupler1"),
+                               "elbow1": ("coupler1", "crank1") if reverse
+                               else ("crank1", "coupler1"),
                                "elbow2": ("crank2", "coupler2"),
                                "tip": ("coupler1", "coupler2")}.items():
         mech.add_joint(j, "R", parent, child, origin=origins[j][0],
@@ -182,7 +189,10 @@ def five_bar_model(coordinates="cranks", **kw):
         REFERENCE = dict(zip(ref.phi_names, ref.reference_phi))
     mech = five_bar_mechanism(**kw)
     if coordinates == "cranks":
-        return mech.model(["crank1", "crank2"], reference=REFERENCE)
+        ref = dict(REFERENCE)
+        if kw.get("reverse"):
+            ref["elbow1"] = -ref["elbow1"]
+        return mech.model(["crank1", "crank2"], reference=ref)
     tip = mech.model([kic.PointPosition("coupler1", (FIVE["k1"], 0, 0), prefix="tip.")],
                      reference=REFERENCE)
     tip.actuators = ["crank1", "crank2"]
@@ -226,6 +236,28 @@ def test_five_bar_in_crank_coordinates_against_rebuilt_models():
     assert np.allclose(s.tau, model.actuator_loads(q, qd, qdd, ["crank1", "crank2"]))
     check_against(s, five_bar_model, five_bar_perturb, q, qd, qdd,
                   actuators=["crank1", "crank2"])
+
+
+def test_a_joint_the_tree_runs_from_child_to_parent():
+    model = five_bar_model(reverse=True)
+    assert np.allclose(model.dynamics(model.reference).I_star,
+                       five_bar_model().dynamics(model.reference).I_star)
+    q = model.reference + np.array([[0.0, 0.0], [0.1, -0.15]])
+    qd, qdd = np.array([0.5, -0.8]), np.array([1.5, 0.4])
+    params = [kic.Length("elbow1", side="child"), kic.Length("elbow1", direction=(0, 1, 0)),
+              kic.Mass("coupler1")]
+    s = kic.sensitivities(model, params, q, qd, qdd)
+
+    def perturb(name, h):
+        if name.startswith("mass:"):
+            return dict(mass=(name[5:], h), reverse=True)
+        side, d = ("child", (1, 0, 0)) if name.endswith(":child") else ("parent", (0, 1, 0))
+        return dict(shift=("elbow1", side, d, h), reverse=True)
+
+    check_against(s, five_bar_model, perturb, q, qd, qdd, actuators=["crank1", "crank2"])
+    crank = kic.sensitivities(five_bar_model(), [kic.Length("elbow1")], q, qd, qdd)
+    np.testing.assert_allclose(s.actuator_loads[..., 0], crank.actuator_loads[..., 0],
+                               rtol=1e-10, atol=1e-12)
 
 
 def test_five_bar_actuator_loads_in_tip_coordinates():
