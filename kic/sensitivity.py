@@ -340,11 +340,28 @@ class DesignSensitivity:
         :class:`kic.ClosedModel` too, by :meth:`kic.Mechanism.model`).
     parameters : sequence of Length, Mass, Centroid and Inertia
 
+    Attributes
+    ----------
+    model : kic.SerialChain or kic.ClosedModel
+    parameters : tuple of str
+        The parameter names (columns of the results).
+    augmented : kic.SerialChain or kic.ClosedModel
+        The model with the design joints (named ``"design:<parameter>"``); for a
+        closed model its coordinates are ``(q, p)``.
+
     Raises
     ------
     kic.ModelError
         An unknown joint or body, a bad direction, a child-side length on a
         serial chain, repeated parameter names; the message names the part.
+
+    Notes
+    -----
+    Actuator loads are solved for square actuation (as many actuated joints
+    as coordinates); the derivatives hold in the model's assembly mode, at
+    configurations it assembles (a failure raises as the model does:
+    :class:`kic.ClosureError`, :class:`kic.SingularityError`, with the pose's
+    batch index).
 
     Examples
     --------
@@ -374,8 +391,8 @@ class DesignSensitivity:
         self.model = model
         self.parameters = tuple(p.label for p in params)
         self.lengths = [p for p in params if isinstance(p, Length)]
-        self.masses = [p for p in params if isinstance(p, _BODY_PARAMETERS)]
-        self._order = [p.label for p in self.lengths] + [p.label for p in self.masses]
+        self.body_parameters = [p for p in params if isinstance(p, _BODY_PARAMETERS)]
+        self._order = [p.label for p in self.lengths] + [p.label for p in self.body_parameters]
         self._column = np.array([self._order.index(n) for n in self.parameters], int)
         if self._serial:
             self._augment_chain(model)
@@ -397,7 +414,7 @@ class DesignSensitivity:
             j = chain.joint_names.index(par.joint)
             d = _direction(par, chain.joints[j].origin[:3, 3], what)
             before.setdefault(j, []).append((pname, d))
-        for par in self.masses:
+        for par in self.body_parameters:
             if not isinstance(par.body, str) or par.body not in chain.link_names:
                 raise ModelError(f"{par.label}: unknown link {par.body!r}; links are "
                                  f"{list(chain.link_names)}")
@@ -421,9 +438,9 @@ class DesignSensitivity:
         self._cols = np.array([position[n] for n in chain.joint_names] +
                               [position[n] for n in names], int)
         self._links = {p.label: _body_data(p, chain.links[chain.link_names.index(p.body)])
-                       for p in self.masses}
+                       for p in self.body_parameters}
         self._where = {p.label: position[chain.joint_names[chain.link_names.index(p.body)]]
-                       for p in self.masses}
+                       for p in self.body_parameters}
         self._actuators = tuple(chain.joint_names)
 
     def _augment_closed(self, model: ClosedModel) -> None:
@@ -463,12 +480,12 @@ class DesignSensitivity:
             names.append(pname)
         bodies = [b for b in mech.bodies if b != mech.ground]
         self._links = {}
-        for par in self.masses:
+        for par in self.body_parameters:
             if not isinstance(par.body, str) or par.body not in bodies:
                 raise ModelError(f"{par.label}: unknown body {par.body!r}; bodies are "
                                  f"{bodies}")
             self._links[par.label] = _body_data(par, mech.graph.nodes[par.body]["link"])
-        self._where = {p.label: p.body for p in self.masses}
+        self._where = {p.label: p.body for p in self.body_parameters}
         physical = set(mech.primitive_joints)
         ref = {k: model.reference_phi[i] for i, k in enumerate(model.phi_names)
                if k in physical}
@@ -591,12 +608,12 @@ class DesignSensitivity:
         Ps = 0.5 * (Pq + Pq.transpose(0, 1, 3, 2))
         dI_len = (Ps + Ps.transpose(0, 2, 1, 3))[:, :M, :M, M:]
         # body parameters: the bodies' own contributions, from their coefficients
-        nm = len(self.masses)
+        nm = len(self.body_parameters)
         dI_m = np.zeros((n, M, M, nm))
         dTg_m = np.zeros((n, M, nm))
         dT_m = np.zeros((n, M, nm))
         qcols, g = cols[:M], self.gravity
-        for k, par in enumerate(self.masses):
+        for k, par in enumerate(self.body_parameters):
             link, extra = self._links[par.label]
             where = self._where[par.label]
             Gc, Hc = self._point(kin, where, link.com, n, qcols)
