@@ -442,6 +442,8 @@ class DesignSensitivity:
         self._where = {p.label: position[chain.joint_names[chain.link_names.index(p.body)]]
                        for p in self.body_parameters}
         self._actuators = tuple(chain.joint_names)
+        self._massive = [(position[chain.joint_names[j]], link)
+                         for j, link in enumerate(chain.links) if link.mass > 0]
 
     def _augment_closed(self, model: ClosedModel) -> None:
         mech = model.mechanism
@@ -486,6 +488,8 @@ class DesignSensitivity:
                                  f"{bodies}")
             self._links[par.label] = _body_data(par, mech.graph.nodes[par.body]["link"])
         self._where = {p.label: p.body for p in self.body_parameters}
+        self._massive = [(b, mech.graph.nodes[b]["link"]) for b in bodies
+                         if mech.graph.nodes[b]["link"].mass > 0]
         physical = set(mech.primitive_joints)
         ref = {k: model.reference_phi[i] for i, k in enumerate(model.phi_names)
                if k in physical}
@@ -585,49 +589,66 @@ class DesignSensitivity:
         x = lift(qf)
         # assembled first, so that a pose that fails is reported with its index
         start = None if self._serial else self._start(x)
-        moving = bool(np.any(qd) or np.any(qdd))
-        if moving:
-            lin = linear_dynamics(aug, np.concatenate([x, x]),
-                                  np.concatenate([lift(qd), np.zeros_like(x)]),
-                                  np.concatenate([lift(qdd), np.zeros_like(x)]))
-        else:
-            lin = linear_dynamics(aug, x, x * 0.0, x * 0.0)
-        ix = np.ix_(cols, cols)
-        Kall = lin.K[:, ix[0], ix[1]]
-        Tall = lin.T[:, cols]
-        I = lin.I[:n][:, ix[0], ix[1]][:, :M, :M]
-        Tg, Kg = Tall[-n:, :M], Kall[-n:, :M, M:]
-        T, Kt = Tall[:n, :M], Kall[:n, :M, M:]
         if self._serial:
-            Pstar = aug.dynamics(x).P_star
-            kin = aug.kinematics(x, 2)
+            dyn, kin = aug.dynamics(x), aug.kinematics(x, 2)
         else:
-            Pstar = aug.dynamics(x, start=start).P_star
-            kin = aug.kinematics(x, 2, start=start)
-        Pq = Pstar[:, cols][:, :, cols][:, :, :, cols]
+            dyn, kin = aug.dynamics(x, start=start), aug.kinematics(x, 2, start=start)
+        ix = np.ix_(cols, cols)
+        # dI*/dp from the augmented P* (the Christoffel symbols of I*)
+        Pq = dyn.P_star[:, cols][:, :, cols][:, :, :, cols]
         Ps = 0.5 * (Pq + Pq.transpose(0, 1, 3, 2))
         dI_len = (Ps + Ps.transpose(0, 2, 1, 3))[:, :M, :M, M:]
+        I = dyn.I_star[:, ix[0], ix[1]][:, :M, :M]
+        Tg = dyn.gravity_load[:, cols][:, :M]
+        cache: dict = {}
+
+        def point(where, p):                        # G (n, 3, A), H (n, 3, A, A) in (q, p)
+            key = (where, None if p is None else tuple(np.asarray(p, float)))
+            if key not in cache:
+                inf = kin.rotation(where) if p is None else kin.point(where, p)
+                G = inf.G.reshape(n, 3, aug.dof)[:, :, cols]
+                H = inf.H.reshape(n, 3, aug.dof, aug.dof)[:, :, cols][:, :, :, cols]
+                cache[key] = G, H
+            return cache[key]
+
+        g = self.gravity
+        # dT_gravity/dp = d^2 V / dq dp = -sum_b m_b g . H_cb[:, q, p]
+        Kg = np.zeros((n, M, L))
+        if L:
+            for where, link in self._massive:
+                Hc = point(where, link.com)[1]
+                Kg -= link.mass * np.einsum("p,npik->nik", g, Hc[:, :, :M, M:])
+        # dT/dp at the motion: the position block of the linearized dynamics
+        if L and bool(np.any(qd) or np.any(qdd)):
+            lin = linear_dynamics(aug, x, lift(qd), lift(qdd))
+            T = lin.T[:, cols][:, :M]
+            Kt = lin.K[:, ix[0], ix[1]][:, :M, M:]
+        elif L:
+            T, Kt = Tg, Kg
+        else:
+            T = self.model.inverse_dynamics(qf, qd, qdd).reshape(n, M)
+            Kt = Kg
         # body parameters: the bodies' own contributions, from their coefficients
         nm = len(self.body_parameters)
         dI_m = np.zeros((n, M, M, nm))
         dTg_m = np.zeros((n, M, nm))
         dT_m = np.zeros((n, M, nm))
-        qcols, g = cols[:M], self.gravity
         for k, par in enumerate(self.body_parameters):
             link, extra = self._links[par.label]
             where = self._where[par.label]
-            Gc, Hc = self._point(kin, where, link.com, n, qcols)
-            Gr, Hr = self._point(kin, where, None, n, qcols)
+            Gc, Hc = point(where, link.com)
+            Gr, Hr = point(where, None)
+            Gc, Hc, Gr, Hr = Gc[..., :M], Hc[..., :M, :M], Gr[..., :M], Hr[..., :M, :M]
             F = (kin.link_frame(where) if self._serial else kin.frame(where)).reshape(n, 4, 4)
             R = F[:, :3, :3]
             w = np.einsum("npa,na->np", Gr, qd)
             alpha = np.einsum("npa,na->np", Gr, qdd) + np.einsum("npab,na,nb->np", Hr, qd, qd)
+            ac = np.einsum("npa,na->np", Gc, qdd) + np.einsum("npab,na,nb->np", Hc, qd, qd)
             if isinstance(par, Centroid):
                 # the coefficients are affine in the body point: dG_c/ds = G(c + d) - G(c)
-                G1, H1 = self._point(kin, where, link.com + extra, n, qcols)
-                dG, dH = G1 - Gc, H1 - Hc
+                G1, H1 = point(where, link.com + extra)
+                dG, dH = G1[..., :M] - Gc, H1[..., :M, :M] - Hc
                 m = link.mass
-                ac = np.einsum("npa,na->np", Gc, qdd) + np.einsum("npab,na,nb->np", Hc, qd, qd)
                 dac = np.einsum("npa,na->np", dG, qdd) + np.einsum("npab,na,nb->np", dH, qd, qd)
                 dI_m[..., k] = m * (np.einsum("npa,npb->nab", dG, Gc)
                                     + np.einsum("npa,npb->nab", Gc, dG))
@@ -641,7 +662,6 @@ class DesignSensitivity:
             dI_m[..., k] = np.einsum("npa,npq,nqb->nab", Gr, S, Gr)
             dT_m[..., k] = np.einsum("npa,np->na", Gr, moment)
             if isinstance(par, Mass):                     # and the point mass, per kg
-                ac = np.einsum("npa,na->np", Gc, qdd) + np.einsum("npab,na,nb->np", Hc, qd, qd)
                 dI_m[..., k] += np.einsum("npa,npb->nab", Gc, Gc)
                 dTg_m[..., k] = -np.einsum("npa,p->na", Gc, g)
                 dT_m[..., k] += np.einsum("npa,np->na", Gc, ac - g)
@@ -660,23 +680,16 @@ class DesignSensitivity:
         G = tr.G.reshape(n, aug.N, A)[:, rows][:, :, :M]                 # (n, Na, M)
         H = tr.H.reshape(n, aug.N, A, A)[:, rows][:, :, :M, M:]          # (n, Na, M, L)
         Gt = np.swapaxes(G, -1, -2)
-        # the model's own actuator loads: a singular actuation raises a
-        # SingularityError there, with the pose's index
-        tau = self.model.actuator_loads(qf, qd, qdd, list(acts))
+        if not np.all(np.linalg.cond(Gt) < 1e-2 * self.model.max_condition):
+            # near a singular actuation the model's own check decides (and raises a
+            # SingularityError with the pose's index)
+            self.model.actuator_loads(qf, qd, qdd, list(acts))
+        tau = np.linalg.solve(Gt, T[..., None])[..., 0]
         rhs = dT.copy()
         rhs[..., self._column < L] = rhs[..., self._column < L] - np.einsum(
             "naik,na->nik", H, tau)[..., self._column[self._column < L]]
         dtau = np.linalg.solve(Gt, rhs)
         return I, dI, Tg, dTg, T, dT, tau, dtau
-
-    def _point(self, kin, where, p, n, qcols):
-        """G (n, 3, M) and H (n, 3, M, M) in q of a body point (or, for p None,
-        of the body's rotation) from the augmented model's coefficients."""
-        A = self.augmented.dof
-        inf = kin.rotation(where) if p is None else kin.point(where, p)
-        G = inf.G.reshape(n, 3, A)[:, :, qcols]
-        H = inf.H.reshape(n, 3, A, A)[:, :, qcols][:, :, :, qcols]
-        return G, H
 
     def _start(self, x: np.ndarray) -> np.ndarray:
         """Joint values of the augmented model at x = (q, 0), from the user's model."""
