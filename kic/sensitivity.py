@@ -389,6 +389,7 @@ class DesignSensitivity:
                              f"{type(model).__name__} (build a kic.Mechanism's model with "
                              "mechanism.model(coordinates))")
         self.model = model
+        self._last = None          # (q, phi) of the last poses assembled, for the guess
         self.parameters = tuple(p.label for p in params)
         self.lengths = [p for p in params if isinstance(p, Length)]
         self.body_parameters = [p for p in params if isinstance(p, _BODY_PARAMETERS)]
@@ -497,7 +498,12 @@ class DesignSensitivity:
         M = model.dof
 
         def guess(x):
-            phi, _ = model.assemble(x[:, :M], on_failure="nan")
+            last = self._last
+            if last is not None and last[0].shape == x[:, :M].shape and \
+                    np.array_equal(last[0], x[:, :M]):
+                phi = last[1]                  # the poses just assembled by _start
+            else:
+                phi, _ = model.assemble(x[:, :M], on_failure="nan")
             out = {n: phi[:, i] for i, n in enumerate(model.phi_names)}
             out.update({n: x[:, M + k] for k, n in enumerate(names)})
             return out
@@ -695,6 +701,7 @@ class DesignSensitivity:
         """Joint values of the augmented model at x = (q, 0), from the user's model."""
         model = self.model
         phi = model.assemble(x[:, :model.dof]).reshape(-1, model.N)
+        self._last = (x[:, :model.dof].copy(), phi)
         out = np.zeros((x.shape[0], self.augmented.N))
         out[:, self._phi_map] = phi
         return out
