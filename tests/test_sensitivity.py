@@ -433,3 +433,25 @@ def test_a_pose_that_fails_is_reported_with_its_index():
     with pytest.raises(kic.ClosureError) as err:
         kic.sensitivities(model, [kic.Length("elbow1")], q)
     assert err.value.index == (1,)
+
+
+def test_subsets_of_parameters_and_static_loads_agree():
+    """Columns do not depend on which other parameters are asked for (body parameters
+    alone take another path), and at rest the loads are the gravity loads."""
+    model = five_bar_model("tip")
+    q = np.array([[0.08, 0.5], [0.12, 0.48]])
+    qd, qdd = np.array([0.3, -0.2]), np.array([1.0, 0.5])
+    full = kic.sensitivities(model, FIVE_PARAMS, q, qd, qdd)
+    bodies = [p for p in FIVE_PARAMS if not isinstance(p, kic.Length)]
+    alone = kic.sensitivities(model, bodies, q, qd, qdd)
+    cols = [full.parameters.index(n) for n in alone.parameters]
+    for a, b in ((full.inertia, alone.inertia), (full.loads, alone.loads),
+                 (full.gravity_load, alone.gravity_load),
+                 (full.actuator_loads, alone.actuator_loads)):
+        np.testing.assert_allclose(a[..., cols], b, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(full.tau, alone.tau, rtol=1e-12)
+    rest = kic.sensitivities(model, FIVE_PARAMS, q)
+    np.testing.assert_allclose(rest.loads, rest.gravity_load, rtol=1e-12)
+    np.testing.assert_allclose(rest.T, model.gravity_load(q), rtol=1e-10)
+    np.testing.assert_allclose(rest.gravity_load, full.gravity_load, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rest.inertia, full.inertia, rtol=1e-10, atol=1e-12)
