@@ -1,5 +1,5 @@
 """Design sensitivities: derivatives of I*, the gravity load and the required
-(actuator) loads with respect to link lengths and masses.
+(actuator) loads with respect to link lengths, masses, centroids and inertias.
 
 A designer who sizes a mechanism asks how the dynamic model changes with the
 design: ``dI*/dp``, ``dT_gravity/dp``, ``dT/dp`` and ``dtau_a/dp`` at a batch of
@@ -27,7 +27,8 @@ the position sensitivities.  So
 * ``dT/dp = K[q, p]`` where ``K = dT/dx`` at fixed rates is the position block of
   the linearized dynamics of the augmented model (:func:`kic.linear_dynamics`,
   second- and third-order coefficients) at ``x' = (q', 0)``, ``x'' = (q'', 0)``;
-  with zero rates it is the derivative of the gravity load;
+* ``dT_gravity/dp = -sum_b m_b g . H_cb[:, q, p]``, the mixed second-order
+  coefficients of the centroids (``T_gravity = dV/dq``, so this is ``d2V/dq dp``);
 * for a closed model the transfer of the augmented model, with ``(q, p)`` as
   independent coordinates, gives ``dphi/dp = -A^-1 B_p`` and its second-order
   terms ``H^phi_qp`` automatically; the actuator loads
