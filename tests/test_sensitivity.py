@@ -455,3 +455,24 @@ def test_subsets_of_parameters_and_static_loads_agree():
     np.testing.assert_allclose(rest.T, model.gravity_load(q), rtol=1e-10)
     np.testing.assert_allclose(rest.gravity_load, full.gravity_load, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(rest.inertia, full.inertia, rtol=1e-10, atol=1e-12)
+
+
+def test_a_coordinate_function_model():
+    """Coordinates (crank1, crank2 - crank1): the augmented model keeps the function."""
+    def spread(phi):
+        n = phi.shape[0]
+        return (phi[:, 1] - phi[:, 0], np.broadcast_to([-1.0, 1.0], (n, 2)),
+                np.zeros((n, 2, 2)), np.zeros((n, 2, 2, 2)))
+
+    def build(**kw):
+        five_bar_model()                                     # sets REFERENCE
+        return five_bar_mechanism(**kw).model(
+            ["crank1", kic.CoordinateFunction("spread", ["crank1", "crank2"], spread)],
+            reference=REFERENCE)
+
+    model = build()
+    q = model.reference + np.array([[0.0, 0.0], [0.1, -0.05]])
+    qd, qdd = np.array([0.3, 0.2]), np.array([0.5, -0.4])
+    params = [kic.Length("elbow1"), kic.Length("tip", side="child"), kic.Mass("coupler1")]
+    s = kic.sensitivities(model, params, q, qd, qdd, actuators=["crank1", "crank2"])
+    check_against(s, build, five_bar_perturb, q, qd, qdd, actuators=["crank1", "crank2"])
