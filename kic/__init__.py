@@ -17,7 +17,10 @@ The data flow one way, and so do the modules:
   redundancy helpers;
 * linearized model: :func:`linear_dynamics`; DC motors and the state space:
   :class:`DCMotor`, :class:`ActuatedSystem`, :class:`Trajectory`,
-  :class:`StateSpaceSequence` (export to python-control, scipy, MATLAB).
+  :class:`StateSpaceSequence` (export to python-control, scipy, MATLAB);
+* design sensitivities: :func:`sensitivities` (:class:`Length`, :class:`Mass`,
+  :class:`Centroid`, :class:`Inertia` parameters -> :class:`Sensitivities`:
+  dI*/dp, dT_gravity/dp, dT/dp, dtau_a/dp).
 
 Speed: every per-configuration call takes a batch ``q`` of shape ``(..., M)``;
 :func:`set_backend` / :func:`get_backend` choose between the numpy kernels and
@@ -51,6 +54,8 @@ from .transfer import Transfer, solve_transfer, transfer_influence
 # evaluation uses the ready-made models of `mechanisms`, which import kic)
 from . import indices, limits, mjcf, plot, urdf, workspace  # noqa: E402  (formats attach methods)
 from .urdf import MimicModel
+from .sensitivity import (Centroid, DesignSensitivity, Inertia, Length, Mass, Sensitivities,
+                          sensitivities)
 
 __all__ = [
     "Joint", "Link", "SerialChain",
@@ -65,5 +70,7 @@ __all__ = [
     "KicError", "ModelError", "SingularityError", "ClosureError", "Status",
     "set_backend", "get_backend", "MimicModel", "indices", "plot", "urdf", "mjcf",
     "limits", "workspace",
+    "Length", "Mass", "Centroid", "Inertia", "Sensitivities", "DesignSensitivity",
+    "sensitivities",
 ]
 __version__ = "0.1.0"

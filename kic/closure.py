@@ -61,6 +61,10 @@ class ClosedModel:
     dof : int
         Number M of coordinates q.
     coordinate_names : list of str
+    coordinates : tuple
+        The coordinates as given to :meth:`kic.Mechanism.model` (joint names
+        and coordinate objects), e.g. to model the same coordinates on a
+        changed description (:mod:`kic.sensitivity`).
     phi_names : list of str
         The initial coordinates: every primitive joint (and virtual joint).
     mechanism : Mechanism
@@ -92,7 +96,10 @@ class ClosedModel:
         self.mechanism = mech
         self.name = name or mech.name
         self.guess = guess
-        setup = apply_coordinates(mech, coordinates)
+        single = (str, BodyPose, PointPosition, CoordinateFunction)
+        self.coordinates = (coordinates,) if isinstance(coordinates, single) \
+            else tuple(coordinates)
+        setup = apply_coordinates(mech, self.coordinates)
         self.system = LoopSystem(setup, cuts)
         phi0 = self.system.reference_phi(reference, mech.primitive_joints)
         self.system.prepare(phi0)
