@@ -359,6 +359,23 @@ def test_five_bar_example_quick(tmp_path, capsys):
     assert np.any(r["status"] == kic.Status.UNASSEMBLABLE)
 
 
+def test_five_bar_example_batched_objective(tmp_path, capsys):
+    """The example's design-batch objective (one batch per generation) equals its
+    one-design-at-a-time objective, failures and penalties included."""
+    pytest.importorskip("matplotlib")
+    ex = load_example("five_bar_optimization")
+    rng = np.random.default_rng(3)
+    lo, hi = np.array(ex.BOUNDS).T
+    X = np.vstack([lo + rng.uniform(size=(12, 3)) * (hi - lo),
+                   [[0.2, 0.25, 0.35], [0.05, 0.1, 0.1], [0.2, 0.1, 0.5055]]])
+    one = np.array([ex.objective(x) for x in X])
+    assert np.any(one >= ex.FAIL_PENALTY) and np.any(one < ex.FAIL_PENALTY)
+    np.testing.assert_allclose(ex.objectives(X.T), one, rtol=1e-6)
+    assert ex.main(["--quick", "--batch", "--popsize", "3", "--maxiter", "2", "--out",
+                    str(tmp_path)]) == 0
+    assert "optimum after" in capsys.readouterr().out
+
+
 def test_stewart_example_quick(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     ex = load_example("stewart_sweep")
