@@ -6,6 +6,7 @@ Run from the repository root::
 
     python docs/figures/make_closed_figures.py
 """
+import importlib
 from pathlib import Path
 
 import matplotlib
@@ -32,7 +33,8 @@ def main() -> Path:
     ax1.set_ylabel("angle (rad)")
     ax1.legend(loc="upper left")
     ax2.semilogy(sim.t, cond, color="k", lw=1, label="crank coordinates")
-    ax2.axhline(100.0, color="0.6", ls=":", label="switch_condition")
+    ax2.axhline(importlib.import_module("kic.simulate").SWITCH_CONDITION, color="0.6", ls=":",
+                label="switch_condition")
     for ax in (ax1, ax2):
         for t_switch, *_ in sim.switches:
             ax.axvline(t_switch, color="tab:green", lw=0.8, alpha=0.7)
