@@ -49,9 +49,11 @@ class Simulation:
         number that triggered it.
     crossings : list of dict
         Where the motion went through a singular configuration of the mechanism
-        itself (a bifurcation, where every set of coordinates fails) by
-        extrapolation: ``t`` and ``t_after`` (s), the best ``condition`` before
-        and ``condition_after``, and ``energy_jump`` (J) across it.
+        itself (``kind`` ``"bifurcation"``: every set of coordinates fails there;
+        crossed by the motion's own Taylor expansion) or passed near one
+        (``"near pass"``: integrated in every joint value, with the closure as
+        constraints): ``t`` and ``t_after`` (s), the best ``condition`` on the
+        way and ``condition_after``, and the ``energy_jump`` (J) put back there.
     """
 
     t: np.ndarray
@@ -593,7 +595,7 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
                 phid_b = phid_b * np.sqrt((kinetic + before - after) / kinetic)
         info["report"] = {"t": float(t), "t_after": float(t + h),
                           "condition": float(condition), "condition_after": float(best),
-                          "energy_jump": float(after - before), "kind": "crossing"}
+                          "energy_jump": float(after - before), "kind": "bifurcation"}
         return new, t + h, np.concatenate([phi_b[idx], phid_b[idx]]), phi_b, info
     return None
 
@@ -665,7 +667,7 @@ def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
         rec.add_joints(ts, xs[:N], xs[N:])
     info = {"report": {"t": float(t), "t_after": float(solver.t), "condition": float(worst),
                        "condition_after": float(best), "energy_jump": float(after - before),
-                       "kind": "near pass, in joint space"}}
+                       "kind": "near pass"}}
     return new, solver.t, np.concatenate([phi_b[idx], phid_b[idx]]), phi_b, info
 
 

@@ -87,7 +87,7 @@ def test_free_motion_runs_through(duration):
     if duration == 10.0:
         # the near pass at 2.10 s is integrated in every joint value
         kinds = [c["kind"] for c in sim.crossings]
-        assert "near pass, in joint space" in kinds and kinds.count("crossing") == 3
+        assert "near pass" in kinds and kinds.count("bifurcation") == 3
 
 
 def test_joint_space_dynamics_is_the_same_motion():
