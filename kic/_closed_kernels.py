@@ -1361,6 +1361,224 @@ def _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, gravity_bias):
 
 
 @_jit
+def _block_conditions(As, block_row, work, cond, live, turned):
+    """:func:`_condition` of every block's scaled ``As[b, :nb, :nb]`` into cond (B,),
+    the Jacobi sweeps of all blocks interleaved: pair by pair, one rotation of
+    each block in turn.  The blocks are independent, so the processor overlaps
+    their square roots and divisions (one block's rotations form a chain of
+    them); each block sees the operations of :func:`_condition` in its order,
+    so the numbers are the same bit for bit.  ``work`` (B, nb, nb), ``live``
+    and ``turned`` (B,) bool are overwritten."""
+    nB = block_row.shape[0] - 1
+    nmax = 0
+    for b in range(nB):
+        n = block_row[b + 1] - block_row[b]
+        nmax = max(nmax, n)
+        for i in range(n):
+            for c in range(n):
+                work[b, i, c] = As[b, i, c]
+        live[b] = True
+    for sweep in range(60):
+        for b in range(nB):
+            turned[b] = False
+        for p in range(nmax - 1):
+            for r in range(p + 1, nmax):
+                for b in range(nB):
+                    n = block_row[b + 1] - block_row[b]
+                    if not live[b] or r >= n:
+                        continue
+                    alpha = 0.0
+                    beta = 0.0
+                    gamma = 0.0
+                    for i in range(n):
+                        alpha += work[b, i, p] * work[b, i, p]
+                        beta += work[b, i, r] * work[b, i, r]
+                        gamma += work[b, i, p] * work[b, i, r]
+                    if not (abs(gamma) > 1e-15 * np.sqrt(alpha * beta)):
+                        continue
+                    turned[b] = True
+                    zeta = (beta - alpha) / (2.0 * gamma)
+                    t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+                    cs = 1.0 / np.sqrt(1.0 + t * t)
+                    sn = cs * t
+                    for i in range(n):
+                        x = work[b, i, p]
+                        y = work[b, i, r]
+                        work[b, i, p] = cs * x - sn * y
+                        work[b, i, r] = sn * x + cs * y
+        more = False
+        for b in range(nB):
+            if live[b] and not turned[b]:
+                live[b] = False
+            more = more or live[b]
+        if not more:
+            break
+    for b in range(nB):
+        n = block_row[b + 1] - block_row[b]
+        smax = 0.0
+        smin = np.inf
+        fin = True
+        for c in range(n):
+            acc = 0.0
+            for i in range(n):
+                acc += work[b, i, c] * work[b, i, c]
+            sv = np.sqrt(acc)
+            if not np.isfinite(sv):
+                fin = False
+                break
+            smax = max(smax, sv)
+            smin = min(smin, sv)
+        if not fin or not (smin > 0.0):
+            cond[b] = np.inf
+        else:
+            cond[b] = smax / smin
+
+
+@_jit
+def _design_transfer(P, W, cond, dsign, As, Aw, live, turned, X):
+    """:func:`_transfer_pose` for the design batches, the same numbers: G^phi_q
+    (W[7]), the blocks' conditions (:func:`_block_conditions`, interleaved) and
+    det signs; each block's M columns of ``-A_b^-1 B_b`` solved in one pass
+    (``X`` (nb, M) work).  Returns the status."""
+    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
+     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
+     block_loops, q_idx, scal, max_iter) = P
+    Jr, LU, piv, G = W[4], W[5], W[6], W[7]
+    Lc, maxc = scal[0], scal[2]
+    N, M = G.shape
+    nB = block_row.shape[0] - 1
+    G[:, :] = 0.0
+    for m in range(M):
+        G[q_idx[m], m] = 1.0
+    for b in range(nB):
+        r0, r1 = block_row[b], block_row[b + 1]
+        nb = r1 - r0
+        A = LU[b]
+        for i in range(nb):
+            for c in range(nb):
+                a = Jr[r0 + i, dep[r0 + c]]
+                A[i, c] = a
+                # dimensionless: position rows / L, prismatic columns * L
+                if not row_is_rot[r0 + i]:
+                    a /= Lc
+                if not isR[dep[r0 + c]]:
+                    a *= Lc
+                As[b, i, c] = a
+    _block_conditions(As, block_row, Aw, cond, live, turned)
+    status = 0
+    for b in range(nB):
+        r0, r1 = block_row[b], block_row[b + 1]
+        nb = r1 - r0
+        A = LU[b]
+        pv = piv[b]
+        dsign[b] = _lu(A, nb, pv)
+        if dsign[b] == 0.0 or not (cond[b] < maxc):
+            status = 2
+            continue
+        # the M right-hand sides at once, each by the operations of _lu_solve
+        for i in range(nb):
+            for m in range(M):
+                X[i, m] = -Jr[r0 + i, q_idx[m]]
+        for k in range(nb):
+            p = pv[k]
+            if p != k:
+                for m in range(M):
+                    t = X[k, m]
+                    X[k, m] = X[p, m]
+                    X[p, m] = t
+        for m in range(M):
+            for i in range(nb):
+                acc = X[i, m]
+                for c in range(i):
+                    acc -= A[i, c] * X[c, m]
+                X[i, m] = acc
+            for i in range(nb - 1, -1, -1):
+                acc = X[i, m]
+                for c in range(i + 1, nb):
+                    acc -= A[i, c] * X[c, m]
+                X[i, m] = acc / A[i, i]
+        for i in range(nb):
+            for m in range(M):
+                G[dep[r0 + i], m] = X[i, m]
+    return status
+
+
+@_jit
+def _round_robin(n):
+    """The n (n - 1) / 2 column pairs (p < q) of a Jacobi sweep in round-robin
+    order: n - 1 rounds (n rounded up to even) of disjoint pairs, so consecutive
+    rotations are independent."""
+    n2 = n + (n % 2)
+    pos = np.arange(n2)
+    pairs = np.empty((n * (n - 1) // 2, 2), np.int64)
+    k = 0
+    for rnd in range(n2 - 1):
+        for i in range(n2 // 2):
+            a, b = pos[i], pos[n2 - 1 - i]
+            if a < n and b < n:
+                pairs[k, 0] = min(a, b)
+                pairs[k, 1] = max(a, b)
+                k += 1
+        last = pos[n2 - 1]
+        for i in range(n2 - 1, 1, -1):
+            pos[i] = pos[i - 1]
+        pos[1] = last
+    return pairs
+
+
+@_jit
+def _condition_pairs(A, work, pairs):
+    """:func:`_condition` (one-sided Jacobi, the same rotations and stopping rule)
+    with the column pairs of a sweep in the order ``pairs`` (:func:`_round_robin`:
+    disjoint pairs in a row, whose square roots and divisions the processor
+    overlaps).  The singular values agree with :func:`_condition`'s to rounding."""
+    m, n = A.shape
+    for i in range(m):
+        for c in range(n):
+            work[i, c] = A[i, c]
+    for sweep in range(60):
+        rotated = False
+        for k in range(pairs.shape[0]):
+            p = pairs[k, 0]
+            r = pairs[k, 1]
+            alpha = 0.0
+            beta = 0.0
+            gamma = 0.0
+            for i in range(m):
+                alpha += work[i, p] * work[i, p]
+                beta += work[i, r] * work[i, r]
+                gamma += work[i, p] * work[i, r]
+            if not (abs(gamma) > 1e-15 * np.sqrt(alpha * beta)):
+                continue
+            rotated = True
+            zeta = (beta - alpha) / (2.0 * gamma)
+            t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+            cs = 1.0 / np.sqrt(1.0 + t * t)
+            sn = cs * t
+            for i in range(m):
+                x = work[i, p]
+                y = work[i, r]
+                work[i, p] = cs * x - sn * y
+                work[i, r] = sn * x + cs * y
+        if not rotated:
+            break
+    smax = 0.0
+    smin = np.inf
+    for c in range(n):
+        acc = 0.0
+        for i in range(m):
+            acc += work[i, c] * work[i, c]
+        sv = np.sqrt(acc)
+        if not np.isfinite(sv):
+            return np.inf
+        smax = max(smax, sv)
+        smin = min(smin, sv)
+    if not (smin > 0.0):
+        return np.inf
+    return smax / smin
+
+
+@_jit
 def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     """Loads of D designs x n poses x K accelerations in one call.
 
@@ -1416,6 +1634,17 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     Ic = np.empty((N, 6, 6))
     HG = np.empty((N, M))
     Tphi = np.empty(N)
+    As = np.empty((nB, nb, nb))
+    Aw = np.empty((nB, nb, nb))
+    live = np.empty(nB, np.bool_)
+    turned = np.empty(nB, np.bool_)
+    Xb = np.empty((nb, M))
+    pairs = _round_robin(M)
+    xT = np.empty((M, K))
+    TK = np.empty((M, K))
+    TA = np.empty((M, K))
+    xt_at = -1
+    xd_at = -1
     for d in range(D):
         P = _unpack(fstack[d], ibuf)
         isR, q_idx, scal = P[2], P[23], P[24]
@@ -1459,7 +1688,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             if st == 1:
                 status[d, t] = 1
                 continue
-            st2 = _transfer_pose(P, W, cond[d, t], dsign[d, t])
+            st2 = _design_transfer(P, W, cond[d, t], dsign[d, t], As, Aw, live, turned, Xb)
             if st != 0:
                 status[d, t] = 2
                 continue
@@ -1490,12 +1719,23 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             for a in range(M):
                 for b in range(M):
                     Iout[d, t, a, b] = Im[a, b]
+            # T_q = T0 + I* q'' for the K accelerations at once: the K sums are
+            # independent (innermost, overlapped), each in the order of b
+            if tx != xt_at or dx != xd_at:
+                for k in range(K):
+                    for b in range(M):
+                        xT[b, k] = x[dx, tx, k, b]
+                xt_at, xd_at = tx, dx
+            for a in range(M):
+                for k in range(K):
+                    TK[a, k] = T0[a]
+                for b in range(M):
+                    f = Im[a, b]
+                    for k in range(K):
+                        TK[a, k] += f * xT[b, k]
             for k in range(K):
                 for a in range(M):
-                    s = T0[a]
-                    for b in range(M):
-                        s += Im[a, b] * x[dx, tx, k, b]
-                    loads[d, t, k, a] = s
+                    loads[d, t, k, a] = TK[a, k]
             if Na == 0:
                 continue
             for i in range(Na):
@@ -1509,7 +1749,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
                     if not isR[a]:
                         g /= Lc
                     Gs[i, m] = g
-            acond[d, t] = _condition(Gs, Gw)
+            acond[d, t] = _condition_pairs(Gs, Gw, pairs)
             if not (acond[d, t] < maxc):
                 status[d, t] = 3
                 continue
@@ -1520,12 +1760,33 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
                 if _lu(At, M, pv) == 0.0:
                     status[d, t] = 3
                     continue
+                # the K right-hand sides at once, each by the operations of _lu_solve
+                for i in range(M):
+                    for k in range(K):
+                        TA[i, k] = TK[i, k]
+                for i in range(M):
+                    p = pv[i]
+                    if p != i:
+                        for k in range(K):
+                            f = TA[i, k]
+                            TA[i, k] = TA[p, k]
+                            TA[p, k] = f
+                for i in range(M):
+                    for c in range(i):
+                        f = At[i, c]
+                        for k in range(K):
+                            TA[i, k] -= f * TA[c, k]
+                for i in range(M - 1, -1, -1):
+                    for c in range(i + 1, M):
+                        f = At[i, c]
+                        for k in range(K):
+                            TA[i, k] -= f * TA[c, k]
+                    f = At[i, i]
+                    for k in range(K):
+                        TA[i, k] = TA[i, k] / f
                 for k in range(K):
                     for i in range(M):
-                        rhs[i] = loads[d, t, k, i]
-                    _lu_solve(At, M, pv, rhs)
-                    for i in range(M):
-                        aloads[d, t, k, i] = rhs[i]
+                        aloads[d, t, k, i] = TA[i, k]
             else:
                 # least-norm loads: tau = G (G^T G)^-1 T_q
                 ok = True
