@@ -1250,7 +1250,8 @@ def inertia(plan, phi):
 # design axis: many float buffers (designs) sharing one int buffer (structure)
 # --------------------------------------------------------------------------
 @_jit
-def _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, gravity_bias):
+def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, HG, Tphi, Im,
+                       T0, gravity_bias):
     """I*_q (Im) by composite rigid bodies on the tree and, with ``gravity_bias``
     (q' = 0), the gravity load T0 = G^T T_phi from the same composites.
 
@@ -1262,10 +1263,6 @@ def _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, gravity_bias):
     ``I*_q = G^T H G``; at rest the joint loads of gravity are
     ``S_j^T Ic_j [0; -g]`` (the subtree's weight, as the Newton-Euler pass with
     the base accelerated by -g)."""
-    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
-     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
-     block_loops, q_idx, scal, max_iter) = P
-    F, S, G = W[0], W[1], W[7]
     N, M = G.shape
     f = np.empty(6)
     for j in range(N):
@@ -1618,6 +1615,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     dsign = np.zeros((D, n, nB))
     acond = np.full((D, n), np.nan)
     W = _work(N, M, R, L, nB, nb)
+    F, S, X, r, Jr, G, tau = W[0], W[1], W[2], W[3], W[4], W[7], W[13]
     phi = np.empty(N)
     last = np.empty(N)
     T0 = np.empty(M)
@@ -1647,7 +1645,11 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     xd_at = -1
     for d in range(D):
         P = _unpack(fstack[d], ibuf)
-        isR, q_idx, scal = P[2], P[23], P[24]
+        # the plan's arrays as locals, once per design (each P[k] or W[k] in the pose
+        # loop would take and drop a reference: atomic operations, per pose)
+        (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k,
+         loop_r, loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row,
+         block_loop, block_loops, q_idx, scal, max_iter) = P
         Lc, maxc = scal[0], scal[2]
         dq = d if q.shape[0] > 1 else 0
         dv = d if qd.shape[0] > 1 else 0
@@ -1671,17 +1673,17 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             # a start that closes the loops to rounding (an exact closed-form
             # inverse kinematics) is used as it is: Newton's polishing step would
             # not move it; otherwise Newton from it
-            _frames(P[0], P[1], isR, P[3], P[4], P[5], phi, W[0], W[1])
-            _side_frames(P[13], P[14], P[15], P[16], W[0], W[2])
-            _residual(P[10], P[11], P[12], P[17], W[2], W[3])
+            _frames(parent, order, isR, axis, origin, offset, phi, F, S)
+            _side_frames(body_a, T_a, body_b, T_b, F, X)
+            _residual(loop_k, loop_r, loop_row, U, X, r)
             res = 0.0
             for i in range(R):
-                e = abs(W[3][i]) if P[18][i] else abs(W[3][i]) / Lc
+                e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
                 if not (e <= res):
                     res = e
             if res < 2e-15:
                 st = 0
-                _jacobian(P[0], P[10], P[11], P[12], P[13], P[15], P[17], W[1], W[2], W[4])
+                _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             else:
                 st, res = _assemble_pose(P, W, phi)
             resid[d, t] = res
@@ -1706,16 +1708,16 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
                     continue
             last[:] = phi
             have_last = True
-            G = W[7]
             at_rest = True
             for m in range(M):
                 if qd[dv, tv, m] != 0.0:
                     at_rest = False
-            _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, at_rest)
+            _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, HG, Tphi,
+                               Im, T0, at_rest)
             if not at_rest:
                 _rates(P, W, qd[dv, tv], zero)
                 _rnea(P, W, True)
-                _project(G, W[13], T0)
+                _project(G, tau, T0)
             for a in range(M):
                 for b in range(M):
                     Iout[d, t, a, b] = Im[a, b]
