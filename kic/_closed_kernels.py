@@ -1264,47 +1264,51 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, 
     ``S_j^T Ic_j [0; -g]`` (the subtree's weight, as the Newton-Euler pass with
     the base accelerated by -g)."""
     N, M = G.shape
-    f = np.empty(6)
     for j in range(N):
-        Icj = Ic[j]
-        Icj[:, :] = 0.0
+        for a in range(6):
+            for b in range(6):
+                Ic[j, a, b] = 0.0
         m = mass[j]
         if m <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
                 and inertia[j, 2, 2] == 0.0:
             continue
-        Fj = F[j]
-        c0 = Fj[0, 0] * com[j, 0] + Fj[0, 1] * com[j, 1] + Fj[0, 2] * com[j, 2] + Fj[0, 3]
-        c1 = Fj[1, 0] * com[j, 0] + Fj[1, 1] * com[j, 1] + Fj[1, 2] * com[j, 2] + Fj[1, 3]
-        c2 = Fj[2, 0] * com[j, 0] + Fj[2, 1] * com[j, 1] + Fj[2, 2] * com[j, 2] + Fj[2, 3]
-        # I_w = R I R^T
+        c0 = F[j, 0, 0] * com[j, 0] + F[j, 0, 1] * com[j, 1] + F[j, 0, 2] * com[j, 2] + F[j, 0, 3]
+        c1 = F[j, 1, 0] * com[j, 0] + F[j, 1, 1] * com[j, 1] + F[j, 1, 2] * com[j, 2] + F[j, 1, 3]
+        c2 = F[j, 2, 0] * com[j, 0] + F[j, 2, 1] * com[j, 1] + F[j, 2, 2] * com[j, 2] + F[j, 2, 3]
+        # I_w = R I R^T (R I once: RI[a, k] the same numbers for every b)
         for a in range(3):
+            r0 = F[j, a, 0] * inertia[j, 0, 0] + F[j, a, 1] * inertia[j, 1, 0] \
+                + F[j, a, 2] * inertia[j, 2, 0]
+            r1 = F[j, a, 0] * inertia[j, 0, 1] + F[j, a, 1] * inertia[j, 1, 1] \
+                + F[j, a, 2] * inertia[j, 2, 1]
+            r2 = F[j, a, 0] * inertia[j, 0, 2] + F[j, a, 1] * inertia[j, 1, 2] \
+                + F[j, a, 2] * inertia[j, 2, 2]
             for b in range(3):
                 acc = 0.0
-                for k in range(3):
-                    r = Fj[a, 0] * inertia[j, 0, k] + Fj[a, 1] * inertia[j, 1, k] \
-                        + Fj[a, 2] * inertia[j, 2, k]
-                    acc += r * Fj[b, k]
-                Icj[a, b] = acc
+                acc += r0 * F[j, b, 0]
+                acc += r1 * F[j, b, 1]
+                acc += r2 * F[j, b, 2]
+                Ic[j, a, b] = acc
         cc = c0 * c0 + c1 * c1 + c2 * c2
-        Icj[0, 0] += m * (cc - c0 * c0)
-        Icj[1, 1] += m * (cc - c1 * c1)
-        Icj[2, 2] += m * (cc - c2 * c2)
-        Icj[0, 1] -= m * c0 * c1
-        Icj[1, 0] -= m * c0 * c1
-        Icj[0, 2] -= m * c0 * c2
-        Icj[2, 0] -= m * c0 * c2
-        Icj[1, 2] -= m * c1 * c2
-        Icj[2, 1] -= m * c1 * c2
+        Ic[j, 0, 0] += m * (cc - c0 * c0)
+        Ic[j, 1, 1] += m * (cc - c1 * c1)
+        Ic[j, 2, 2] += m * (cc - c2 * c2)
+        Ic[j, 0, 1] -= m * c0 * c1
+        Ic[j, 1, 0] -= m * c0 * c1
+        Ic[j, 0, 2] -= m * c0 * c2
+        Ic[j, 2, 0] -= m * c0 * c2
+        Ic[j, 1, 2] -= m * c1 * c2
+        Ic[j, 2, 1] -= m * c1 * c2
         # m [c]x (upper right) and -m [c]x = (m [c]x)^T (lower left)
-        Icj[0, 4], Icj[0, 5] = -m * c2, m * c1
-        Icj[1, 3], Icj[1, 5] = m * c2, -m * c0
-        Icj[2, 3], Icj[2, 4] = -m * c1, m * c0
+        Ic[j, 0, 4], Ic[j, 0, 5] = -m * c2, m * c1
+        Ic[j, 1, 3], Ic[j, 1, 5] = m * c2, -m * c0
+        Ic[j, 2, 3], Ic[j, 2, 4] = -m * c1, m * c0
         for a in range(3):                # the lower left block is its transpose
             for b in range(3):
-                Icj[3 + a, b] = Icj[b, 3 + a]
-        Icj[3, 3] = m
-        Icj[4, 4] = m
-        Icj[5, 5] = m
+                Ic[j, 3 + a, b] = Ic[j, b, 3 + a]
+        Ic[j, 3, 3] = m
+        Ic[j, 4, 4] = m
+        Ic[j, 5, 5] = m
     # composites: children before parents
     for jj in range(N - 1, -1, -1):
         j = order[jj]
@@ -1314,18 +1318,28 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, 
                 for b in range(6):
                     Ic[p, a, b] += Ic[j, a, b]
     # HG = H G, pair by pair along every path
-    HG[:, :] = 0.0
     for j in range(N):
-        for a in range(6):
-            acc = 0.0
-            for b in range(6):
-                acc += Ic[j, a, b] * S[j, b]
-            f[a] = acc
+        for a in range(M):
+            HG[j, a] = 0.0
+    for j in range(N):
+        f0 = 0.0
+        f1 = 0.0
+        f2 = 0.0
+        f3 = 0.0
+        f4 = 0.0
+        f5 = 0.0
+        for b in range(6):
+            sb = S[j, b]
+            f0 += Ic[j, 0, b] * sb
+            f1 += Ic[j, 1, b] * sb
+            f2 += Ic[j, 2, b] * sb
+            f3 += Ic[j, 3, b] * sb
+            f4 += Ic[j, 4, b] * sb
+            f5 += Ic[j, 5, b] * sb
         i = j
         while i >= 0:
-            h = 0.0
-            for a in range(6):
-                h += S[i, a] * f[a]
+            h = (S[i, 0] * f0 + S[i, 1] * f1 + S[i, 2] * f2 + S[i, 3] * f3 + S[i, 4] * f4
+                 + S[i, 5] * f5)
             if h != 0.0:
                 for a in range(M):
                     HG[i, a] += h * G[j, a]
@@ -1342,12 +1356,31 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, 
                     w -= Ic[j, a, 3 + b] * gravity[b]
                 acc += S[j, a] * w
             Tphi[j] = acc
+    # I* = G^T (H G): each entry summed over j in order; four entries of a row at a
+    # time in registers (independent sums)
     for a in range(M):
-        for b in range(M):
-            acc = 0.0
+        b0 = 0
+        while b0 + 4 <= M:
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
             for j in range(N):
-                acc += G[j, a] * HG[j, b]
-            Im[a, b] = acc
+                g = G[j, a]
+                s0 += g * HG[j, b0]
+                s1 += g * HG[j, b0 + 1]
+                s2 += g * HG[j, b0 + 2]
+                s3 += g * HG[j, b0 + 3]
+            Im[a, b0] = s0
+            Im[a, b0 + 1] = s1
+            Im[a, b0 + 2] = s2
+            Im[a, b0 + 3] = s3
+            b0 += 4
+        for b in range(b0, M):
+            s0 = 0.0
+            for j in range(N):
+                s0 += G[j, a] * HG[j, b]
+            Im[a, b] = s0
     for a in range(M):
         for b in range(a):
             v = 0.5 * (Im[a, b] + Im[b, a])
@@ -1355,7 +1388,6 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, 
             Im[b, a] = v
     if gravity_bias:
         _project(G, Tphi, T0)
-
 
 @_jit
 def _block_conditions(As, block_row, work, cond, live, turned):
