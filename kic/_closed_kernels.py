@@ -1390,6 +1390,173 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, 
         _project(G, Tphi, T0)
 
 @_jit
+def _identity_flags(origin, offset, T_a, T_b, flags):
+    """Per joint j: bit 0 the rotation of ``origin[j]`` is the identity, bit 1
+    ``offset[j]`` is the identity; per loop side (N + 2 l + side): bit 0 the
+    rotation of its closure frame is the identity (for :func:`_design_frames`)."""
+    N = origin.shape[0]
+    L = T_a.shape[0]
+    for j in range(N):
+        f = 0
+        one = True
+        for i in range(3):
+            for c in range(3):
+                if origin[j, i, c] != (1.0 if i == c else 0.0):
+                    one = False
+        if one:
+            f |= 1
+        one = True
+        for i in range(4):
+            for c in range(4):
+                if offset[j, i, c] != (1.0 if i == c else 0.0):
+                    one = False
+        if one:
+            f |= 2
+        flags[j] = f
+    for l in range(L):
+        for side in range(2):
+            one = True
+            for i in range(3):
+                for c in range(3):
+                    t = T_a[l, i, c] if side == 0 else T_b[l, i, c]
+                    if t != (1.0 if i == c else 0.0):
+                        one = False
+            flags[N + 2 * l + side] = 1 if one else 0
+
+
+@_jit
+def _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b, phi,
+                   flags, F, S, X):
+    """:func:`_frames` and :func:`_side_frames` in one pass for the design batches,
+    the same numbers: a product with an identity rotation (``flags``, from
+    :func:`_identity_flags`: the joints' origins and offsets, the closure frames)
+    is a copy, so it is not formed."""
+    N = order.shape[0]
+    for jj in range(N):
+        j = order[jj]
+        pj = parent[j]
+        fl = flags[j]
+        # J = F_parent @ origin (rows 0..2)
+        if pj < 0:
+            j00, j01, j02, j03 = origin[j, 0, 0], origin[j, 0, 1], origin[j, 0, 2], origin[j, 0, 3]
+            j10, j11, j12, j13 = origin[j, 1, 0], origin[j, 1, 1], origin[j, 1, 2], origin[j, 1, 3]
+            j20, j21, j22, j23 = origin[j, 2, 0], origin[j, 2, 1], origin[j, 2, 2], origin[j, 2, 3]
+        else:
+            t0, t1, t2 = origin[j, 0, 3], origin[j, 1, 3], origin[j, 2, 3]
+            j03 = F[pj, 0, 0] * t0 + F[pj, 0, 1] * t1 + F[pj, 0, 2] * t2 + F[pj, 0, 3]
+            j13 = F[pj, 1, 0] * t0 + F[pj, 1, 1] * t1 + F[pj, 1, 2] * t2 + F[pj, 1, 3]
+            j23 = F[pj, 2, 0] * t0 + F[pj, 2, 1] * t1 + F[pj, 2, 2] * t2 + F[pj, 2, 3]
+            if fl & 1:
+                j00, j01, j02 = F[pj, 0, 0], F[pj, 0, 1], F[pj, 0, 2]
+                j10, j11, j12 = F[pj, 1, 0], F[pj, 1, 1], F[pj, 1, 2]
+                j20, j21, j22 = F[pj, 2, 0], F[pj, 2, 1], F[pj, 2, 2]
+            else:
+                j00 = F[pj, 0, 0] * origin[j, 0, 0] + F[pj, 0, 1] * origin[j, 1, 0] \
+                    + F[pj, 0, 2] * origin[j, 2, 0]
+                j01 = F[pj, 0, 0] * origin[j, 0, 1] + F[pj, 0, 1] * origin[j, 1, 1] \
+                    + F[pj, 0, 2] * origin[j, 2, 1]
+                j02 = F[pj, 0, 0] * origin[j, 0, 2] + F[pj, 0, 1] * origin[j, 1, 2] \
+                    + F[pj, 0, 2] * origin[j, 2, 2]
+                j10 = F[pj, 1, 0] * origin[j, 0, 0] + F[pj, 1, 1] * origin[j, 1, 0] \
+                    + F[pj, 1, 2] * origin[j, 2, 0]
+                j11 = F[pj, 1, 0] * origin[j, 0, 1] + F[pj, 1, 1] * origin[j, 1, 1] \
+                    + F[pj, 1, 2] * origin[j, 2, 1]
+                j12 = F[pj, 1, 0] * origin[j, 0, 2] + F[pj, 1, 1] * origin[j, 1, 2] \
+                    + F[pj, 1, 2] * origin[j, 2, 2]
+                j20 = F[pj, 2, 0] * origin[j, 0, 0] + F[pj, 2, 1] * origin[j, 1, 0] \
+                    + F[pj, 2, 2] * origin[j, 2, 0]
+                j21 = F[pj, 2, 0] * origin[j, 0, 1] + F[pj, 2, 1] * origin[j, 1, 1] \
+                    + F[pj, 2, 2] * origin[j, 2, 1]
+                j22 = F[pj, 2, 0] * origin[j, 0, 2] + F[pj, 2, 1] * origin[j, 1, 2] \
+                    + F[pj, 2, 2] * origin[j, 2, 2]
+        a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
+        s0 = j00 * a0 + j01 * a1 + j02 * a2
+        s1 = j10 * a0 + j11 * a1 + j12 * a2
+        s2 = j20 * a0 + j21 * a1 + j22 * a2
+        x = phi[j]
+        if isR[j]:
+            c = np.cos(x)
+            s = np.sin(x)
+            t = 1.0 - c
+            # Rodrigues: c I + s [a]x + (1 - c) a a^T
+            r00 = c + t * a0 * a0
+            r01 = t * a0 * a1 - s * a2
+            r02 = t * a0 * a2 + s * a1
+            r10 = t * a1 * a0 + s * a2
+            r11 = c + t * a1 * a1
+            r12 = t * a1 * a2 - s * a0
+            r20 = t * a2 * a0 - s * a1
+            r21 = t * a2 * a1 + s * a0
+            r22 = c + t * a2 * a2
+            j00, j01, j02 = (j00 * r00 + j01 * r10 + j02 * r20, j00 * r01 + j01 * r11 + j02 * r21,
+                             j00 * r02 + j01 * r12 + j02 * r22)
+            j10, j11, j12 = (j10 * r00 + j11 * r10 + j12 * r20, j10 * r01 + j11 * r11 + j12 * r21,
+                             j10 * r02 + j11 * r12 + j12 * r22)
+            j20, j21, j22 = (j20 * r00 + j21 * r10 + j22 * r20, j20 * r01 + j21 * r11 + j22 * r21,
+                             j20 * r02 + j21 * r12 + j22 * r22)
+            S[j, 0] = s0
+            S[j, 1] = s1
+            S[j, 2] = s2
+            # the velocity of the body point at the world origin: omega x (0 - o) = o x s
+            S[j, 3] = j13 * s2 - j23 * s1
+            S[j, 4] = j23 * s0 - j03 * s2
+            S[j, 5] = j03 * s1 - j13 * s0
+        else:
+            j03 += x * s0
+            j13 += x * s1
+            j23 += x * s2
+            S[j, 0] = 0.0
+            S[j, 1] = 0.0
+            S[j, 2] = 0.0
+            S[j, 3] = s0
+            S[j, 4] = s1
+            S[j, 5] = s2
+        if fl & 2:
+            F[j, 0, 0], F[j, 0, 1], F[j, 0, 2], F[j, 0, 3] = j00, j01, j02, j03
+            F[j, 1, 0], F[j, 1, 1], F[j, 1, 2], F[j, 1, 3] = j10, j11, j12, j13
+            F[j, 2, 0], F[j, 2, 1], F[j, 2, 2], F[j, 2, 3] = j20, j21, j22, j23
+        else:
+            for c in range(4):
+                o0, o1, o2 = offset[j, 0, c], offset[j, 1, c], offset[j, 2, c]
+                F[j, 0, c] = j00 * o0 + j01 * o1 + j02 * o2
+                F[j, 1, c] = j10 * o0 + j11 * o1 + j12 * o2
+                F[j, 2, c] = j20 * o0 + j21 * o1 + j22 * o2
+            F[j, 0, 3] += j03
+            F[j, 1, 3] += j13
+            F[j, 2, 3] += j23
+        F[j, 3, 0] = 0.0
+        F[j, 3, 1] = 0.0
+        F[j, 3, 2] = 0.0
+        F[j, 3, 3] = 1.0
+    # the two sides of every loop (side B on the ground: T_b)
+    L = body_a.shape[0]
+    for l in range(L):
+        for side in range(2):
+            b = body_a[l] if side == 0 else body_b[l]
+            T = T_a if side == 0 else T_b
+            if b < 0:
+                for i in range(4):
+                    for c in range(4):
+                        X[l, side, i, c] = T[l, i, c]
+                continue
+            t0, t1, t2 = T[l, 0, 3], T[l, 1, 3], T[l, 2, 3]
+            for i in range(3):
+                if flags[N + 2 * l + side] & 1:
+                    X[l, side, i, 0] = F[b, i, 0]
+                    X[l, side, i, 1] = F[b, i, 1]
+                    X[l, side, i, 2] = F[b, i, 2]
+                else:
+                    for c in range(3):
+                        X[l, side, i, c] = F[b, i, 0] * T[l, 0, c] + F[b, i, 1] * T[l, 1, c] \
+                            + F[b, i, 2] * T[l, 2, c]
+                X[l, side, i, 3] = F[b, i, 0] * t0 + F[b, i, 1] * t1 + F[b, i, 2] * t2 + F[b, i, 3]
+            X[l, side, 3, 0] = 0.0
+            X[l, side, 3, 1] = 0.0
+            X[l, side, 3, 2] = 0.0
+            X[l, side, 3, 3] = 1.0
+
+
+@_jit
 def _block_conditions(As, block_row, work, cond, live, turned):
     """:func:`_condition` of every block's scaled ``As[b, :nb, :nb]`` into cond (B,),
     the Jacobi sweeps of all blocks interleaved: pair by pair, one rotation of
@@ -1670,6 +1837,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     turned = np.empty(nB, np.bool_)
     Xb = np.empty((nb, M))
     pairs = _round_robin(M)
+    flags = np.zeros(N + 2 * L, np.int64)
     xT = np.empty((M, K))
     TK = np.empty((M, K))
     TA = np.empty((M, K))
@@ -1682,6 +1850,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
         (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k,
          loop_r, loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row,
          block_loop, block_loops, q_idx, scal, max_iter) = P
+        _identity_flags(origin, offset, T_a, T_b, flags)
         Lc, maxc = scal[0], scal[2]
         dq = d if q.shape[0] > 1 else 0
         dv = d if qd.shape[0] > 1 else 0
@@ -1705,8 +1874,8 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             # a start that closes the loops to rounding (an exact closed-form
             # inverse kinematics) is used as it is: Newton's polishing step would
             # not move it; otherwise Newton from it
-            _frames(parent, order, isR, axis, origin, offset, phi, F, S)
-            _side_frames(body_a, T_a, body_b, T_b, F, X)
+            _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
+                           phi, flags, F, S, X)
             _residual(loop_k, loop_r, loop_row, U, X, r)
             res = 0.0
             for i in range(R):
