@@ -1775,6 +1775,159 @@ def _condition_pairs(A, work, pairs):
 
 
 @_jit
+def _conditions_interleaved(A, count, work, pairs, cond, live, turned):
+    """:func:`_condition_pairs` of the matrices ``A[:count]`` (each m x n) into
+    ``cond[:count]``, their Jacobi sweeps interleaved: pair by pair, one rotation
+    of each matrix in turn.  The matrices are independent, so the processor
+    overlaps their square roots and divisions; each matrix sees the operations of
+    :func:`_condition_pairs` in its order, so the numbers are the same bit for
+    bit.  ``work`` (>= count, m, n), ``live``, ``turned`` are overwritten."""
+    m, n = A.shape[1], A.shape[2]
+    for u in range(count):
+        for i in range(m):
+            for c in range(n):
+                work[u, i, c] = A[u, i, c]
+        live[u] = True
+    for sweep in range(60):
+        for u in range(count):
+            turned[u] = False
+        for k in range(pairs.shape[0]):
+            p = pairs[k, 0]
+            r = pairs[k, 1]
+            for u in range(count):
+                if not live[u]:
+                    continue
+                alpha = 0.0
+                beta = 0.0
+                gamma = 0.0
+                for i in range(m):
+                    alpha += work[u, i, p] * work[u, i, p]
+                    beta += work[u, i, r] * work[u, i, r]
+                    gamma += work[u, i, p] * work[u, i, r]
+                # |gamma| > 1e-15 sqrt(alpha beta), squared: no square root per pair
+                if not (gamma * gamma > 1e-30 * (alpha * beta)):
+                    continue
+                turned[u] = True
+                # t = sign(zeta) / (|zeta| + sqrt(1 + zeta^2)), zeta = (beta - alpha) / (2 gamma),
+                # times 2 |gamma| above and below: one division fewer
+                db = beta - alpha
+                g2 = 2.0 * abs(gamma)
+                t = g2 / (abs(db) + np.sqrt(db * db + g2 * g2))
+                if db * gamma < 0.0:
+                    t = -t
+                cs = 1.0 / np.sqrt(1.0 + t * t)
+                sn = cs * t
+                for i in range(m):
+                    x = work[u, i, p]
+                    y = work[u, i, r]
+                    work[u, i, p] = cs * x - sn * y
+                    work[u, i, r] = sn * x + cs * y
+        more = False
+        for u in range(count):
+            if live[u] and not turned[u]:
+                live[u] = False
+            more = more or live[u]
+        if not more:
+            break
+    for u in range(count):
+        smax = 0.0
+        smin = np.inf
+        fin = True
+        for c in range(n):
+            acc = 0.0
+            for i in range(m):
+                acc += work[u, i, c] * work[u, i, c]
+            sv = np.sqrt(acc)
+            if not np.isfinite(sv):
+                fin = False
+                break
+            smax = max(smax, sv)
+            smin = min(smin, sv)
+        if not fin or not (smin > 0.0):
+            cond[u] = np.inf
+        else:
+            cond[u] = smax / smin
+
+
+@_jit
+def _actuation_flush(count, pd, pt, PGa, PGs, pmaxc, pairs, work, cv, live, turned, At, pv, TA,
+                     Ch, rhs, sol, loads, status, acond, aloads):
+    """The actuation of the ``count`` poses waiting in the buffers (design pd[u],
+    pose pt[u]; G^a in PGa, its dimensionless copy in PGs): the condition numbers
+    (interleaved, :func:`_conditions_interleaved`), status 3 past ``pmaxc[u]``,
+    else the actuator loads of the K accelerations from ``loads``."""
+    _conditions_interleaved(PGs, count, work, pairs, cv, live, turned)
+    M = At.shape[0]
+    K = loads.shape[2]
+    Na = PGa.shape[1]
+    for u in range(count):
+        d = pd[u]
+        t = pt[u]
+        acond[d, t] = cv[u]
+        if not (acond[d, t] < pmaxc[u]):
+            status[d, t] = 3
+            continue
+        if Na == M:
+            for i in range(M):
+                for m in range(M):
+                    At[m, i] = PGa[u, i, m]
+            if _lu(At, M, pv) == 0.0:
+                status[d, t] = 3
+                continue
+            # the K right-hand sides at once, each by the operations of _lu_solve
+            for i in range(M):
+                for k in range(K):
+                    TA[i, k] = loads[d, t, k, i]
+            for i in range(M):
+                p = pv[i]
+                if p != i:
+                    for k in range(K):
+                        f = TA[i, k]
+                        TA[i, k] = TA[p, k]
+                        TA[p, k] = f
+            for i in range(M):
+                for c in range(i):
+                    f = At[i, c]
+                    for k in range(K):
+                        TA[i, k] -= f * TA[c, k]
+            for i in range(M - 1, -1, -1):
+                for c in range(i + 1, M):
+                    f = At[i, c]
+                    for k in range(K):
+                        TA[i, k] -= f * TA[c, k]
+                f = At[i, i]
+                for k in range(K):
+                    TA[i, k] = TA[i, k] / f
+            for k in range(K):
+                for i in range(M):
+                    aloads[d, t, k, i] = TA[i, k]
+        else:
+            # least-norm loads: tau = G (G^T G)^-1 T_q
+            ok = True
+            for k in range(K):
+                for a in range(M):
+                    rhs[a] = loads[d, t, k, a]
+                    for b in range(M):
+                        s = 0.0
+                        for i in range(Na):
+                            s += PGa[u, i, a] * PGa[u, i, b]
+                        Ch[a, b] = s
+                if not _cholesky_solve(Ch, rhs, sol):
+                    ok = False
+                    break
+                for i in range(Na):
+                    s = 0.0
+                    for m in range(M):
+                        s += PGa[u, i, m] * sol[m]
+                    aloads[d, t, k, i] = s
+            if not ok:
+                status[d, t] = 3
+                for k in range(K):
+                    for i in range(Na):
+                        aloads[d, t, k, i] = np.nan
+
+
+@_jit
 def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     """Loads of D designs x n poses x K accelerations in one call.
 
@@ -1838,6 +1991,17 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     Xb = np.empty((nb, M))
     pairs = _round_robin(M)
     flags = np.zeros(N + 2 * L, np.int64)
+    NQ = 4
+    PGa = np.empty((NQ, Na, M))
+    PGs = np.empty((NQ, Na, M))
+    Gw4 = np.empty((NQ, Na, M))
+    pd = np.zeros(NQ, np.int64)
+    pt = np.zeros(NQ, np.int64)
+    pmaxc = np.empty(NQ)
+    cv = np.empty(NQ)
+    live4 = np.empty(NQ, np.bool_)
+    turned4 = np.empty(NQ, np.bool_)
+    nq = 0
     xT = np.empty((M, K))
     TK = np.empty((M, K))
     TA = np.empty((M, K))
@@ -1952,68 +2116,22 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
                     if not isR[a]:
                         g /= Lc
                     Gs[i, m] = g
-            acond[d, t] = _condition_pairs(Gs, Gw, pairs)
-            if not (acond[d, t] < maxc):
-                status[d, t] = 3
-                continue
-            if Na == M:
-                for i in range(M):
-                    for m in range(M):
-                        At[m, i] = Ga[i, m]
-                if _lu(At, M, pv) == 0.0:
-                    status[d, t] = 3
-                    continue
-                # the K right-hand sides at once, each by the operations of _lu_solve
-                for i in range(M):
-                    for k in range(K):
-                        TA[i, k] = TK[i, k]
-                for i in range(M):
-                    p = pv[i]
-                    if p != i:
-                        for k in range(K):
-                            f = TA[i, k]
-                            TA[i, k] = TA[p, k]
-                            TA[p, k] = f
-                for i in range(M):
-                    for c in range(i):
-                        f = At[i, c]
-                        for k in range(K):
-                            TA[i, k] -= f * TA[c, k]
-                for i in range(M - 1, -1, -1):
-                    for c in range(i + 1, M):
-                        f = At[i, c]
-                        for k in range(K):
-                            TA[i, k] -= f * TA[c, k]
-                    f = At[i, i]
-                    for k in range(K):
-                        TA[i, k] = TA[i, k] / f
-                for k in range(K):
-                    for i in range(M):
-                        aloads[d, t, k, i] = TA[i, k]
-            else:
-                # least-norm loads: tau = G (G^T G)^-1 T_q
-                ok = True
-                for k in range(K):
-                    for a in range(M):
-                        rhs[a] = loads[d, t, k, a]
-                        for b in range(M):
-                            s = 0.0
-                            for i in range(Na):
-                                s += Ga[i, a] * Ga[i, b]
-                            Ch[a, b] = s
-                    if not _cholesky_solve(Ch, rhs, sol):
-                        ok = False
-                        break
-                    for i in range(Na):
-                        s = 0.0
-                        for m in range(M):
-                            s += Ga[i, m] * sol[m]
-                        aloads[d, t, k, i] = s
-                if not ok:
-                    status[d, t] = 3
-                    for k in range(K):
-                        for i in range(Na):
-                            aloads[d, t, k, i] = np.nan
+            # the actuation waits in the buffers: NQ poses' condition numbers at once
+            for i in range(Na):
+                for m in range(M):
+                    PGa[nq, i, m] = Ga[i, m]
+                    PGs[nq, i, m] = Gs[i, m]
+            pd[nq] = d
+            pt[nq] = t
+            pmaxc[nq] = maxc
+            nq += 1
+            if nq == NQ:
+                _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, cv, live4, turned4, At,
+                                 pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
+                nq = 0
+    if nq > 0:
+        _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, cv, live4, turned4, At, pv, TA,
+                         Ch, rhs, sol, loads, status, acond, aloads)
     return loads, aloads, Iout, phi_out, status, resid, cond, dsign, acond
 
 
