@@ -1631,29 +1631,27 @@ def _block_conditions(As, block_row, work, cond, live, turned):
 
 
 @_jit
-def _design_transfer(P, W, cond, dsign, As, Aw, live, turned, X):
+def _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, cond,
+                     dsign, As, Aw, live, turned, X):
     """:func:`_transfer_pose` for the design batches, the same numbers: G^phi_q
-    (W[7]), the blocks' conditions (:func:`_block_conditions`, interleaved) and
-    det signs; each block's M columns of ``-A_b^-1 B_b`` solved in one pass
-    (``X`` (nb, M) work).  Returns the status."""
-    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
-     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
-     block_loops, q_idx, scal, max_iter) = P
-    Jr, LU, piv, G = W[4], W[5], W[6], W[7]
-    Lc, maxc = scal[0], scal[2]
+    (G), the blocks' conditions (:func:`_block_conditions`, interleaved) and det
+    signs (:func:`_lu`'s factors left in LU, piv as there); each block's M columns
+    of ``-A_b^-1 B_b`` solved in one pass (``X`` (nb, M) work).  Returns the
+    status."""
     N, M = G.shape
     nB = block_row.shape[0] - 1
-    G[:, :] = 0.0
+    for j in range(N):
+        for m in range(M):
+            G[j, m] = 0.0
     for m in range(M):
         G[q_idx[m], m] = 1.0
     for b in range(nB):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
-        A = LU[b]
         for i in range(nb):
             for c in range(nb):
                 a = Jr[r0 + i, dep[r0 + c]]
-                A[i, c] = a
+                LU[b, i, c] = a
                 # dimensionless: position rows / L, prismatic columns * L
                 if not row_is_rot[r0 + i]:
                     a /= Lc
@@ -1665,10 +1663,36 @@ def _design_transfer(P, W, cond, dsign, As, Aw, live, turned, X):
     for b in range(nB):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
-        A = LU[b]
-        pv = piv[b]
-        dsign[b] = _lu(A, nb, pv)
-        if dsign[b] == 0.0 or not (cond[b] < maxc):
+        # _lu of the block, in place
+        sgn = 1.0
+        for k in range(nb):
+            p = k
+            big = abs(LU[b, k, k])
+            for i in range(k + 1, nb):
+                if abs(LU[b, i, k]) > big:
+                    big = abs(LU[b, i, k])
+                    p = i
+            piv[b, k] = p
+            if not (big > 0.0) or not np.isfinite(big):
+                sgn = 0.0
+                break
+            if p != k:
+                sgn = -sgn
+                for c in range(nb):
+                    t = LU[b, k, c]
+                    LU[b, k, c] = LU[b, p, c]
+                    LU[b, p, c] = t
+            if LU[b, k, k] < 0.0:
+                sgn = -sgn
+            inv = 1.0 / LU[b, k, k]
+            for i in range(k + 1, nb):
+                LU[b, i, k] *= inv
+                f = LU[b, i, k]
+                if f != 0.0:
+                    for c in range(k + 1, nb):
+                        LU[b, i, c] -= f * LU[b, k, c]
+        dsign[b] = sgn
+        if sgn == 0.0 or not (cond[b] < maxc):
             status = 2
             continue
         # the M right-hand sides at once, each by the operations of _lu_solve
@@ -1676,23 +1700,25 @@ def _design_transfer(P, W, cond, dsign, As, Aw, live, turned, X):
             for m in range(M):
                 X[i, m] = -Jr[r0 + i, q_idx[m]]
         for k in range(nb):
-            p = pv[k]
+            p = piv[b, k]
             if p != k:
                 for m in range(M):
                     t = X[k, m]
                     X[k, m] = X[p, m]
                     X[p, m] = t
-        for m in range(M):
-            for i in range(nb):
-                acc = X[i, m]
-                for c in range(i):
-                    acc -= A[i, c] * X[c, m]
-                X[i, m] = acc
-            for i in range(nb - 1, -1, -1):
-                acc = X[i, m]
-                for c in range(i + 1, nb):
-                    acc -= A[i, c] * X[c, m]
-                X[i, m] = acc / A[i, i]
+        for i in range(nb):
+            for c in range(i):
+                f = LU[b, i, c]
+                for m in range(M):
+                    X[i, m] -= f * X[c, m]
+        for i in range(nb - 1, -1, -1):
+            for c in range(i + 1, nb):
+                f = LU[b, i, c]
+                for m in range(M):
+                    X[i, m] -= f * X[c, m]
+            f = LU[b, i, i]
+            for m in range(M):
+                X[i, m] = X[i, m] / f
         for i in range(nb):
             for m in range(M):
                 G[dep[r0 + i], m] = X[i, m]
@@ -1967,7 +1993,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     dsign = np.zeros((D, n, nB))
     acond = np.full((D, n), np.nan)
     W = _work(N, M, R, L, nB, nb)
-    F, S, X, r, Jr, G, tau = W[0], W[1], W[2], W[3], W[4], W[7], W[13]
+    F, S, X, r, Jr, LUw, pivw, G, tau = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7], W[13]
     phi = np.empty(N)
     last = np.empty(N)
     T0 = np.empty(M)
@@ -2055,7 +2081,8 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             if st == 1:
                 status[d, t] = 1
                 continue
-            st2 = _design_transfer(P, W, cond[d, t], dsign[d, t], As, Aw, live, turned, Xb)
+            st2 = _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LUw,
+                                   pivw, G, cond[d, t], dsign[d, t], As, Aw, live, turned, Xb)
             if st != 0:
                 status[d, t] = 2
                 continue
