@@ -1801,35 +1801,49 @@ def _condition_pairs(A, work, pairs):
 
 
 @_jit
-def _conditions_interleaved(A, count, work, pairs, cond, live, turned):
-    """:func:`_condition_pairs` of the matrices ``A[:count]`` (each m x n) into
-    ``cond[:count]``, their Jacobi sweeps interleaved: pair by pair, one rotation
-    of each matrix in turn.  The matrices are independent, so the processor
-    overlaps their square roots and divisions; each matrix sees the operations of
-    :func:`_condition_pairs` in its order, so the numbers are the same bit for
-    bit.  ``work`` (>= count, m, n), ``live``, ``turned`` are overwritten."""
+def _conditions_interleaved(A, count, work, norms, pairs, cond, live, turned):
+    """2-norm condition numbers of the matrices ``A[:count]`` (each m x n, m >= n)
+    into ``cond[:count]``: :func:`_condition`'s one-sided Jacobi rotations and
+    stopping rule (a sweep without a rotation; inf if singular or not finite),
+    with three savings that change its numbers by rounding only:
+
+    * the column pairs of a sweep in the order ``pairs`` (:func:`_round_robin`);
+    * the squared column norms kept up to date through the rotations
+      (``alpha - t gamma``, ``beta + t gamma``) and formed anew at the start of
+      every sweep, so a pair costs one dot product, not three (a sweep that ends
+      the iteration rotates nothing, so its test uses exact norms; the singular
+      values are the norms of the final columns, formed from them);
+    * the sweeps of the ``count`` matrices interleaved, one rotation of each in
+      turn (independent work the processor overlaps).
+
+    ``work`` (>= count, n, m) holds the columns (contiguous), ``norms``
+    (>= count, n); both, ``live`` and ``turned`` are overwritten."""
     m, n = A.shape[1], A.shape[2]
     for u in range(count):
-        for i in range(m):
-            for c in range(n):
-                work[u, i, c] = A[u, i, c]
+        for c in range(n):
+            for i in range(m):
+                work[u, c, i] = A[u, i, c]
         live[u] = True
     for sweep in range(60):
         for u in range(count):
             turned[u] = False
+            if live[u]:
+                for c in range(n):
+                    acc = 0.0
+                    for i in range(m):
+                        acc += work[u, c, i] * work[u, c, i]
+                    norms[u, c] = acc
         for k in range(pairs.shape[0]):
             p = pairs[k, 0]
             r = pairs[k, 1]
             for u in range(count):
                 if not live[u]:
                     continue
-                alpha = 0.0
-                beta = 0.0
+                alpha = norms[u, p]
+                beta = norms[u, r]
                 gamma = 0.0
                 for i in range(m):
-                    alpha += work[u, i, p] * work[u, i, p]
-                    beta += work[u, i, r] * work[u, i, r]
-                    gamma += work[u, i, p] * work[u, i, r]
+                    gamma += work[u, p, i] * work[u, r, i]
                 # |gamma| > 1e-15 sqrt(alpha beta), squared: no square root per pair
                 if not (gamma * gamma > 1e-30 * (alpha * beta)):
                     continue
@@ -1844,10 +1858,12 @@ def _conditions_interleaved(A, count, work, pairs, cond, live, turned):
                 cs = 1.0 / np.sqrt(1.0 + t * t)
                 sn = cs * t
                 for i in range(m):
-                    x = work[u, i, p]
-                    y = work[u, i, r]
-                    work[u, i, p] = cs * x - sn * y
-                    work[u, i, r] = sn * x + cs * y
+                    x = work[u, p, i]
+                    y = work[u, r, i]
+                    work[u, p, i] = cs * x - sn * y
+                    work[u, r, i] = sn * x + cs * y
+                norms[u, p] = alpha - t * gamma
+                norms[u, r] = beta + t * gamma
         more = False
         for u in range(count):
             if live[u] and not turned[u]:
@@ -1862,7 +1878,7 @@ def _conditions_interleaved(A, count, work, pairs, cond, live, turned):
         for c in range(n):
             acc = 0.0
             for i in range(m):
-                acc += work[u, i, c] * work[u, i, c]
+                acc += work[u, c, i] * work[u, c, i]
             sv = np.sqrt(acc)
             if not np.isfinite(sv):
                 fin = False
@@ -1876,13 +1892,13 @@ def _conditions_interleaved(A, count, work, pairs, cond, live, turned):
 
 
 @_jit
-def _actuation_flush(count, pd, pt, PGa, PGs, pmaxc, pairs, work, cv, live, turned, At, pv, TA,
-                     Ch, rhs, sol, loads, status, acond, aloads):
+def _actuation_flush(count, pd, pt, PGa, PGs, pmaxc, pairs, work, norms, cv, live, turned, At,
+                     pv, TA, Ch, rhs, sol, loads, status, acond, aloads):
     """The actuation of the ``count`` poses waiting in the buffers (design pd[u],
     pose pt[u]; G^a in PGa, its dimensionless copy in PGs): the condition numbers
     (interleaved, :func:`_conditions_interleaved`), status 3 past ``pmaxc[u]``,
     else the actuator loads of the K accelerations from ``loads``."""
-    _conditions_interleaved(PGs, count, work, pairs, cv, live, turned)
+    _conditions_interleaved(PGs, count, work, norms, pairs, cv, live, turned)
     M = At.shape[0]
     K = loads.shape[2]
     Na = PGa.shape[1]
@@ -2020,7 +2036,8 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     NQ = 4
     PGa = np.empty((NQ, Na, M))
     PGs = np.empty((NQ, Na, M))
-    Gw4 = np.empty((NQ, Na, M))
+    Gw4 = np.empty((NQ, M, Na))
+    nrm4 = np.empty((NQ, M))
     pd = np.zeros(NQ, np.int64)
     pt = np.zeros(NQ, np.int64)
     pmaxc = np.empty(NQ)
@@ -2153,12 +2170,12 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             pmaxc[nq] = maxc
             nq += 1
             if nq == NQ:
-                _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, cv, live4, turned4, At,
-                                 pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
+                _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, cv, live4,
+                                 turned4, At, pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
                 nq = 0
     if nq > 0:
-        _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, cv, live4, turned4, At, pv, TA,
-                         Ch, rhs, sol, loads, status, acond, aloads)
+        _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, cv, live4, turned4, At,
+                         pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
     return loads, aloads, Iout, phi_out, status, resid, cond, dsign, acond
 
 
