@@ -1557,6 +1557,87 @@ def _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b
 
 
 @_jit
+def _design_residual(loop_k, loop_r, loop_row, U, X, r):
+    """:func:`_residual` for the design batches (the same numbers, no allocations)."""
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        row = loop_row[l]
+        p0 = X[l, 0, 0, 3] - X[l, 1, 0, 3]
+        p1 = X[l, 0, 1, 3] - X[l, 1, 1, 3]
+        p2 = X[l, 0, 2, 3] - X[l, 1, 2, 3]
+        if k == 6:
+            # E = R_A R_B^T; vex of its skew part
+            e01 = X[l, 0, 0, 0] * X[l, 1, 1, 0] + X[l, 0, 0, 1] * X[l, 1, 1, 1] \
+                + X[l, 0, 0, 2] * X[l, 1, 1, 2]
+            e02 = X[l, 0, 0, 0] * X[l, 1, 2, 0] + X[l, 0, 0, 1] * X[l, 1, 2, 1] \
+                + X[l, 0, 0, 2] * X[l, 1, 2, 2]
+            e10 = X[l, 0, 1, 0] * X[l, 1, 0, 0] + X[l, 0, 1, 1] * X[l, 1, 0, 1] \
+                + X[l, 0, 1, 2] * X[l, 1, 0, 2]
+            e12 = X[l, 0, 1, 0] * X[l, 1, 2, 0] + X[l, 0, 1, 1] * X[l, 1, 2, 1] \
+                + X[l, 0, 1, 2] * X[l, 1, 2, 2]
+            e20 = X[l, 0, 2, 0] * X[l, 1, 0, 0] + X[l, 0, 2, 1] * X[l, 1, 0, 1] \
+                + X[l, 0, 2, 2] * X[l, 1, 0, 2]
+            e21 = X[l, 0, 2, 0] * X[l, 1, 1, 0] + X[l, 0, 2, 1] * X[l, 1, 1, 1] \
+                + X[l, 0, 2, 2] * X[l, 1, 1, 2]
+            w0 = 0.5 * (e21 - e12)
+            w1 = 0.5 * (e02 - e20)
+            w2 = 0.5 * (e10 - e01)
+            for c in range(loop_r[l]):
+                acc = 0.0
+                acc += U[l, 0, c] * w0
+                acc += U[l, 1, c] * w1
+                acc += U[l, 2, c] * w2
+                acc += U[l, 3, c] * p0
+                acc += U[l, 4, c] * p1
+                acc += U[l, 5, c] * p2
+                r[row + c] = acc
+        else:
+            for c in range(loop_r[l]):
+                acc = 0.0
+                acc += U[l, 0, c] * p0
+                acc += U[l, 1, c] * p1
+                acc += U[l, 2, c] * p2
+                r[row + c] = acc
+
+
+@_jit
+def _design_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr):
+    """:func:`_jacobian` for the design batches (the same numbers, no allocations)."""
+    R, N = Jr.shape
+    for i in range(R):
+        for j in range(N):
+            Jr[i, j] = 0.0
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        row = loop_row[l]
+        for side in range(2):
+            j = body_a[l] if side == 0 else body_b[l]
+            sign = 1.0 if side == 0 else -1.0
+            x0, x1, x2 = X[l, side, 0, 3], X[l, side, 1, 3], X[l, side, 2, 3]
+            while j >= 0:
+                w0, w1, w2 = S[j, 0], S[j, 1], S[j, 2]
+                # velocity of the side's point: v_O + omega x x
+                v0 = S[j, 3] + w1 * x2 - w2 * x1
+                v1 = S[j, 4] + w2 * x0 - w0 * x2
+                v2 = S[j, 5] + w0 * x1 - w1 * x0
+                for c in range(loop_r[l]):
+                    acc = 0.0
+                    if k == 6:
+                        acc += U[l, 0, c] * w0
+                        acc += U[l, 1, c] * w1
+                        acc += U[l, 2, c] * w2
+                        acc += U[l, 3, c] * v0
+                        acc += U[l, 4, c] * v1
+                        acc += U[l, 5, c] * v2
+                    else:
+                        acc += U[l, 0, c] * v0
+                        acc += U[l, 1, c] * v1
+                        acc += U[l, 2, c] * v2
+                    Jr[row + c, j] += sign * acc
+                j = parent[j]
+
+
+@_jit
 def _block_conditions(As, block_row, work, cond, live, turned):
     """:func:`_condition` of every block's scaled ``As[b, :nb, :nb]`` into cond (B,),
     the Jacobi sweeps of all blocks interleaved: pair by pair, one rotation of
@@ -2083,7 +2164,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             # not move it; otherwise Newton from it
             _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
                            phi, flags, F, S, X)
-            _residual(loop_k, loop_r, loop_row, U, X, r)
+            _design_residual(loop_k, loop_r, loop_row, U, X, r)
             res = 0.0
             for i in range(R):
                 e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
@@ -2091,7 +2172,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
                     res = e
             if res < 2e-15:
                 st = 0
-                _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+                _design_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             else:
                 st, res = _assemble_pose(P, W, phi)
             resid[d, t] = res
