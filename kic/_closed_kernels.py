@@ -1250,8 +1250,8 @@ def inertia(plan, phi):
 # design axis: many float buffers (designs) sharing one int buffer (structure)
 # --------------------------------------------------------------------------
 @_jit
-def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, HG, Tphi, Im,
-                       T0, gravity_bias):
+def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, qcol, Ic, HG, Tphi,
+                       Im, T0, gravity_bias):
     """I*_q (Im) by composite rigid bodies on the tree and, with ``gravity_bias``
     (q' = 0), the gravity load T0 = G^T T_phi from the same composites.
 
@@ -1262,7 +1262,8 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, 
     joint-space inertia ``H_ij = S_i^T Ic_j S_j`` (i an ancestor of j, or j) and
     ``I*_q = G^T H G``; at rest the joint loads of gravity are
     ``S_j^T Ic_j [0; -g]`` (the subtree's weight, as the Newton-Euler pass with
-    the base accelerated by -g)."""
+    the base accelerated by -g).  ``qcol[j]`` is m where joint j is coordinate m
+    (its row of G the unit row e_m), else -1."""
     N, M = G.shape
     for j in range(N):
         for a in range(6):
@@ -1341,11 +1342,18 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, 
             h = (S[i, 0] * f0 + S[i, 1] * f1 + S[i, 2] * f2 + S[i, 3] * f3 + S[i, 4] * f4
                  + S[i, 5] * f5)
             if h != 0.0:
-                for a in range(M):
-                    HG[i, a] += h * G[j, a]
-                if i != j:
+                # a coordinate's row of G is a unit row: only its 1 adds (h * 0 adds 0)
+                if qcol[j] >= 0:
+                    HG[i, qcol[j]] += h
+                else:
                     for a in range(M):
-                        HG[j, a] += h * G[i, a]
+                        HG[i, a] += h * G[j, a]
+                if i != j:
+                    if qcol[i] >= 0:
+                        HG[j, qcol[i]] += h
+                    else:
+                        for a in range(M):
+                            HG[j, a] += h * G[i, a]
             i = parent[i]
         if gravity_bias:
             # S_j^T Ic_j [0; -g]
@@ -1367,6 +1375,8 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, 
             s3 = 0.0
             for j in range(N):
                 g = G[j, a]
+                if g == 0.0:          # adds 0 (the unit rows of the coordinates)
+                    continue
                 s0 += g * HG[j, b0]
                 s1 += g * HG[j, b0 + 1]
                 s2 += g * HG[j, b0 + 2]
@@ -2114,6 +2124,9 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     Xb = np.empty((nb, M))
     pairs = _round_robin(M)
     flags = np.zeros(N + 2 * L, np.int64)
+    qcol = np.full(N, -1, np.int64)
+    for m in range(M):
+        qcol[P0[23][m]] = m
     NQ = 4
     PGa = np.empty((NQ, Na, M))
     PGs = np.empty((NQ, Na, M))
@@ -2202,8 +2215,8 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             for m in range(M):
                 if qd[dv, tv, m] != 0.0:
                     at_rest = False
-            _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, Ic, HG, Tphi,
-                               Im, T0, at_rest)
+            _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, qcol, Ic, HG,
+                               Tphi, Im, T0, at_rest)
             if not at_rest:
                 _rates(P, W, qd[dv, tv], zero)
                 _rnea(P, W, True)
