@@ -1840,65 +1840,15 @@ def _round_robin(n):
 
 
 @_jit
-def _condition_pairs(A, work, pairs):
-    """:func:`_condition` (one-sided Jacobi, the same rotations and stopping rule)
-    with the column pairs of a sweep in the order ``pairs`` (:func:`_round_robin`:
-    disjoint pairs in a row, whose square roots and divisions the processor
-    overlaps).  The singular values agree with :func:`_condition`'s to rounding."""
-    m, n = A.shape
-    for i in range(m):
-        for c in range(n):
-            work[i, c] = A[i, c]
-    for sweep in range(60):
-        rotated = False
-        for k in range(pairs.shape[0]):
-            p = pairs[k, 0]
-            r = pairs[k, 1]
-            alpha = 0.0
-            beta = 0.0
-            gamma = 0.0
-            for i in range(m):
-                alpha += work[i, p] * work[i, p]
-                beta += work[i, r] * work[i, r]
-                gamma += work[i, p] * work[i, r]
-            if not (abs(gamma) > 1e-15 * np.sqrt(alpha * beta)):
-                continue
-            rotated = True
-            zeta = (beta - alpha) / (2.0 * gamma)
-            t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
-            cs = 1.0 / np.sqrt(1.0 + t * t)
-            sn = cs * t
-            for i in range(m):
-                x = work[i, p]
-                y = work[i, r]
-                work[i, p] = cs * x - sn * y
-                work[i, r] = sn * x + cs * y
-        if not rotated:
-            break
-    smax = 0.0
-    smin = np.inf
-    for c in range(n):
-        acc = 0.0
-        for i in range(m):
-            acc += work[i, c] * work[i, c]
-        sv = np.sqrt(acc)
-        if not np.isfinite(sv):
-            return np.inf
-        smax = max(smax, sv)
-        smin = min(smin, sv)
-    if not (smin > 0.0):
-        return np.inf
-    return smax / smin
-
-
-@_jit
 def _conditions_interleaved(A, count, work, norms, pairs, cond, live, turned):
     """2-norm condition numbers of the matrices ``A[:count]`` (each m x n, m >= n)
     into ``cond[:count]``: :func:`_condition`'s one-sided Jacobi rotations and
     stopping rule (a sweep without a rotation; inf if singular or not finite),
-    with three savings that change its numbers by rounding only:
+    with savings that change its numbers by rounding only:
 
     * the column pairs of a sweep in the order ``pairs`` (:func:`_round_robin`);
+    * the test of a pair squared (no square root) and the rotation's tangent with
+      one division fewer;
     * the squared column norms kept up to date through the rotations
       (``alpha - t gamma``, ``beta + t gamma``) and formed anew at the start of
       every sweep, so a pair costs one dot product, not three (a sweep that ends
