@@ -1489,7 +1489,8 @@ def inertia(plan, phi):
 # design axis: many float buffers (designs) sharing one int buffer (structure)
 # --------------------------------------------------------------------------
 @_jit
-def _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, gravity_bias):
+def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, qcol, Ic, HG, Tphi,
+                       Im, T0, gravity_bias):
     """I*_q (Im) by composite rigid bodies on the tree and, with ``gravity_bias``
     (q' = 0), the gravity load T0 = G^T T_phi from the same composites.
 
@@ -1500,53 +1501,54 @@ def _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, gravity_bias):
     joint-space inertia ``H_ij = S_i^T Ic_j S_j`` (i an ancestor of j, or j) and
     ``I*_q = G^T H G``; at rest the joint loads of gravity are
     ``S_j^T Ic_j [0; -g]`` (the subtree's weight, as the Newton-Euler pass with
-    the base accelerated by -g)."""
-    (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k, loop_r,
-     loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row, block_loop,
-     block_loops, q_idx, scal, max_iter) = P
-    F, S, G = W[0], W[1], W[7]
+    the base accelerated by -g).  ``qcol[j]`` is m where joint j is coordinate m
+    (its row of G the unit row e_m), else -1."""
     N, M = G.shape
-    f = np.empty(6)
     for j in range(N):
-        Icj = Ic[j]
-        Icj[:, :] = 0.0
+        for a in range(6):
+            for b in range(6):
+                Ic[j, a, b] = 0.0
         m = mass[j]
         if m <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
                 and inertia[j, 2, 2] == 0.0:
             continue
-        Fj = F[j]
-        c0 = Fj[0, 0] * com[j, 0] + Fj[0, 1] * com[j, 1] + Fj[0, 2] * com[j, 2] + Fj[0, 3]
-        c1 = Fj[1, 0] * com[j, 0] + Fj[1, 1] * com[j, 1] + Fj[1, 2] * com[j, 2] + Fj[1, 3]
-        c2 = Fj[2, 0] * com[j, 0] + Fj[2, 1] * com[j, 1] + Fj[2, 2] * com[j, 2] + Fj[2, 3]
-        # I_w = R I R^T
+        c0 = F[j, 0, 0] * com[j, 0] + F[j, 0, 1] * com[j, 1] + F[j, 0, 2] * com[j, 2] + F[j, 0, 3]
+        c1 = F[j, 1, 0] * com[j, 0] + F[j, 1, 1] * com[j, 1] + F[j, 1, 2] * com[j, 2] + F[j, 1, 3]
+        c2 = F[j, 2, 0] * com[j, 0] + F[j, 2, 1] * com[j, 1] + F[j, 2, 2] * com[j, 2] + F[j, 2, 3]
+        # I_w = R I R^T (R I once: RI[a, k] the same numbers for every b)
         for a in range(3):
+            r0 = F[j, a, 0] * inertia[j, 0, 0] + F[j, a, 1] * inertia[j, 1, 0] \
+                + F[j, a, 2] * inertia[j, 2, 0]
+            r1 = F[j, a, 0] * inertia[j, 0, 1] + F[j, a, 1] * inertia[j, 1, 1] \
+                + F[j, a, 2] * inertia[j, 2, 1]
+            r2 = F[j, a, 0] * inertia[j, 0, 2] + F[j, a, 1] * inertia[j, 1, 2] \
+                + F[j, a, 2] * inertia[j, 2, 2]
             for b in range(3):
                 acc = 0.0
-                for k in range(3):
-                    r = Fj[a, 0] * inertia[j, 0, k] + Fj[a, 1] * inertia[j, 1, k] \
-                        + Fj[a, 2] * inertia[j, 2, k]
-                    acc += r * Fj[b, k]
-                Icj[a, b] = acc
+                acc += r0 * F[j, b, 0]
+                acc += r1 * F[j, b, 1]
+                acc += r2 * F[j, b, 2]
+                Ic[j, a, b] = acc
         cc = c0 * c0 + c1 * c1 + c2 * c2
-        Icj[0, 0] += m * (cc - c0 * c0)
-        Icj[1, 1] += m * (cc - c1 * c1)
-        Icj[2, 2] += m * (cc - c2 * c2)
-        Icj[0, 1] -= m * c0 * c1
-        Icj[1, 0] -= m * c0 * c1
-        Icj[0, 2] -= m * c0 * c2
-        Icj[2, 0] -= m * c0 * c2
-        Icj[1, 2] -= m * c1 * c2
-        Icj[2, 1] -= m * c1 * c2
+        Ic[j, 0, 0] += m * (cc - c0 * c0)
+        Ic[j, 1, 1] += m * (cc - c1 * c1)
+        Ic[j, 2, 2] += m * (cc - c2 * c2)
+        Ic[j, 0, 1] -= m * c0 * c1
+        Ic[j, 1, 0] -= m * c0 * c1
+        Ic[j, 0, 2] -= m * c0 * c2
+        Ic[j, 2, 0] -= m * c0 * c2
+        Ic[j, 1, 2] -= m * c1 * c2
+        Ic[j, 2, 1] -= m * c1 * c2
         # m [c]x (upper right) and -m [c]x = (m [c]x)^T (lower left)
-        Icj[0, 4], Icj[0, 5] = -m * c2, m * c1
-        Icj[1, 3], Icj[1, 5] = m * c2, -m * c0
-        Icj[2, 3], Icj[2, 4] = -m * c1, m * c0
+        Ic[j, 0, 4], Ic[j, 0, 5] = -m * c2, m * c1
+        Ic[j, 1, 3], Ic[j, 1, 5] = m * c2, -m * c0
+        Ic[j, 2, 3], Ic[j, 2, 4] = -m * c1, m * c0
         for a in range(3):                # the lower left block is its transpose
             for b in range(3):
-                Icj[3 + a, b] = Icj[b, 3 + a]
-        Icj[3, 3] = m
-        Icj[4, 4] = m
-        Icj[5, 5] = m
+                Ic[j, 3 + a, b] = Ic[j, b, 3 + a]
+        Ic[j, 3, 3] = m
+        Ic[j, 4, 4] = m
+        Ic[j, 5, 5] = m
     # composites: children before parents
     for jj in range(N - 1, -1, -1):
         j = order[jj]
@@ -1556,24 +1558,41 @@ def _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, gravity_bias):
                 for b in range(6):
                     Ic[p, a, b] += Ic[j, a, b]
     # HG = H G, pair by pair along every path
-    HG[:, :] = 0.0
     for j in range(N):
-        for a in range(6):
-            acc = 0.0
-            for b in range(6):
-                acc += Ic[j, a, b] * S[j, b]
-            f[a] = acc
+        for a in range(M):
+            HG[j, a] = 0.0
+    for j in range(N):
+        f0 = 0.0
+        f1 = 0.0
+        f2 = 0.0
+        f3 = 0.0
+        f4 = 0.0
+        f5 = 0.0
+        for b in range(6):
+            sb = S[j, b]
+            f0 += Ic[j, 0, b] * sb
+            f1 += Ic[j, 1, b] * sb
+            f2 += Ic[j, 2, b] * sb
+            f3 += Ic[j, 3, b] * sb
+            f4 += Ic[j, 4, b] * sb
+            f5 += Ic[j, 5, b] * sb
         i = j
         while i >= 0:
-            h = 0.0
-            for a in range(6):
-                h += S[i, a] * f[a]
+            h = (S[i, 0] * f0 + S[i, 1] * f1 + S[i, 2] * f2 + S[i, 3] * f3 + S[i, 4] * f4
+                 + S[i, 5] * f5)
             if h != 0.0:
-                for a in range(M):
-                    HG[i, a] += h * G[j, a]
-                if i != j:
+                # a coordinate's row of G is a unit row: only its 1 adds (h * 0 adds 0)
+                if qcol[j] >= 0:
+                    HG[i, qcol[j]] += h
+                else:
                     for a in range(M):
-                        HG[j, a] += h * G[i, a]
+                        HG[i, a] += h * G[j, a]
+                if i != j:
+                    if qcol[i] >= 0:
+                        HG[j, qcol[i]] += h
+                    else:
+                        for a in range(M):
+                            HG[j, a] += h * G[i, a]
             i = parent[i]
         if gravity_bias:
             # S_j^T Ic_j [0; -g]
@@ -1584,12 +1603,33 @@ def _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, gravity_bias):
                     w -= Ic[j, a, 3 + b] * gravity[b]
                 acc += S[j, a] * w
             Tphi[j] = acc
+    # I* = G^T (H G): each entry summed over j in order; four entries of a row at a
+    # time in registers (independent sums)
     for a in range(M):
-        for b in range(M):
-            acc = 0.0
+        b0 = 0
+        while b0 + 4 <= M:
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
             for j in range(N):
-                acc += G[j, a] * HG[j, b]
-            Im[a, b] = acc
+                g = G[j, a]
+                if g == 0.0:          # adds 0 (the unit rows of the coordinates)
+                    continue
+                s0 += g * HG[j, b0]
+                s1 += g * HG[j, b0 + 1]
+                s2 += g * HG[j, b0 + 2]
+                s3 += g * HG[j, b0 + 3]
+            Im[a, b0] = s0
+            Im[a, b0 + 1] = s1
+            Im[a, b0 + 2] = s2
+            Im[a, b0 + 3] = s3
+            b0 += 4
+        for b in range(b0, M):
+            s0 = 0.0
+            for j in range(N):
+                s0 += G[j, a] * HG[j, b]
+            Im[a, b] = s0
     for a in range(M):
         for b in range(a):
             v = 0.5 * (Im[a, b] + Im[b, a])
@@ -1597,6 +1637,616 @@ def _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, gravity_bias):
             Im[b, a] = v
     if gravity_bias:
         _project(G, Tphi, T0)
+
+@_jit
+def _identity_flags(origin, offset, T_a, T_b, flags):
+    """Per joint j: bit 0 the rotation of ``origin[j]`` is the identity, bit 1
+    ``offset[j]`` is the identity; per loop side (N + 2 l + side): bit 0 the
+    rotation of its closure frame is the identity (for :func:`_design_frames`)."""
+    N = origin.shape[0]
+    L = T_a.shape[0]
+    for j in range(N):
+        f = 0
+        one = True
+        for i in range(3):
+            for c in range(3):
+                if origin[j, i, c] != (1.0 if i == c else 0.0):
+                    one = False
+        if one:
+            f |= 1
+        one = True
+        for i in range(4):
+            for c in range(4):
+                if offset[j, i, c] != (1.0 if i == c else 0.0):
+                    one = False
+        if one:
+            f |= 2
+        flags[j] = f
+    for l in range(L):
+        for side in range(2):
+            one = True
+            for i in range(3):
+                for c in range(3):
+                    t = T_a[l, i, c] if side == 0 else T_b[l, i, c]
+                    if t != (1.0 if i == c else 0.0):
+                        one = False
+            flags[N + 2 * l + side] = 1 if one else 0
+
+
+@_jit
+def _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b, phi,
+                   flags, F, S, X):
+    """:func:`_frames` and :func:`_side_frames` in one pass for the design batches,
+    the same numbers: a product with an identity rotation (``flags``, from
+    :func:`_identity_flags`: the joints' origins and offsets, the closure frames)
+    is a copy, so it is not formed."""
+    N = order.shape[0]
+    for jj in range(N):
+        j = order[jj]
+        pj = parent[j]
+        fl = flags[j]
+        # J = F_parent @ origin (rows 0..2)
+        if pj < 0:
+            j00, j01, j02, j03 = origin[j, 0, 0], origin[j, 0, 1], origin[j, 0, 2], origin[j, 0, 3]
+            j10, j11, j12, j13 = origin[j, 1, 0], origin[j, 1, 1], origin[j, 1, 2], origin[j, 1, 3]
+            j20, j21, j22, j23 = origin[j, 2, 0], origin[j, 2, 1], origin[j, 2, 2], origin[j, 2, 3]
+        else:
+            t0, t1, t2 = origin[j, 0, 3], origin[j, 1, 3], origin[j, 2, 3]
+            j03 = F[pj, 0, 0] * t0 + F[pj, 0, 1] * t1 + F[pj, 0, 2] * t2 + F[pj, 0, 3]
+            j13 = F[pj, 1, 0] * t0 + F[pj, 1, 1] * t1 + F[pj, 1, 2] * t2 + F[pj, 1, 3]
+            j23 = F[pj, 2, 0] * t0 + F[pj, 2, 1] * t1 + F[pj, 2, 2] * t2 + F[pj, 2, 3]
+            if fl & 1:
+                j00, j01, j02 = F[pj, 0, 0], F[pj, 0, 1], F[pj, 0, 2]
+                j10, j11, j12 = F[pj, 1, 0], F[pj, 1, 1], F[pj, 1, 2]
+                j20, j21, j22 = F[pj, 2, 0], F[pj, 2, 1], F[pj, 2, 2]
+            else:
+                j00 = F[pj, 0, 0] * origin[j, 0, 0] + F[pj, 0, 1] * origin[j, 1, 0] \
+                    + F[pj, 0, 2] * origin[j, 2, 0]
+                j01 = F[pj, 0, 0] * origin[j, 0, 1] + F[pj, 0, 1] * origin[j, 1, 1] \
+                    + F[pj, 0, 2] * origin[j, 2, 1]
+                j02 = F[pj, 0, 0] * origin[j, 0, 2] + F[pj, 0, 1] * origin[j, 1, 2] \
+                    + F[pj, 0, 2] * origin[j, 2, 2]
+                j10 = F[pj, 1, 0] * origin[j, 0, 0] + F[pj, 1, 1] * origin[j, 1, 0] \
+                    + F[pj, 1, 2] * origin[j, 2, 0]
+                j11 = F[pj, 1, 0] * origin[j, 0, 1] + F[pj, 1, 1] * origin[j, 1, 1] \
+                    + F[pj, 1, 2] * origin[j, 2, 1]
+                j12 = F[pj, 1, 0] * origin[j, 0, 2] + F[pj, 1, 1] * origin[j, 1, 2] \
+                    + F[pj, 1, 2] * origin[j, 2, 2]
+                j20 = F[pj, 2, 0] * origin[j, 0, 0] + F[pj, 2, 1] * origin[j, 1, 0] \
+                    + F[pj, 2, 2] * origin[j, 2, 0]
+                j21 = F[pj, 2, 0] * origin[j, 0, 1] + F[pj, 2, 1] * origin[j, 1, 1] \
+                    + F[pj, 2, 2] * origin[j, 2, 1]
+                j22 = F[pj, 2, 0] * origin[j, 0, 2] + F[pj, 2, 1] * origin[j, 1, 2] \
+                    + F[pj, 2, 2] * origin[j, 2, 2]
+        a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
+        s0 = j00 * a0 + j01 * a1 + j02 * a2
+        s1 = j10 * a0 + j11 * a1 + j12 * a2
+        s2 = j20 * a0 + j21 * a1 + j22 * a2
+        x = phi[j]
+        if isR[j]:
+            c = np.cos(x)
+            s = np.sin(x)
+            t = 1.0 - c
+            # Rodrigues: c I + s [a]x + (1 - c) a a^T
+            r00 = c + t * a0 * a0
+            r01 = t * a0 * a1 - s * a2
+            r02 = t * a0 * a2 + s * a1
+            r10 = t * a1 * a0 + s * a2
+            r11 = c + t * a1 * a1
+            r12 = t * a1 * a2 - s * a0
+            r20 = t * a2 * a0 - s * a1
+            r21 = t * a2 * a1 + s * a0
+            r22 = c + t * a2 * a2
+            j00, j01, j02 = (j00 * r00 + j01 * r10 + j02 * r20, j00 * r01 + j01 * r11 + j02 * r21,
+                             j00 * r02 + j01 * r12 + j02 * r22)
+            j10, j11, j12 = (j10 * r00 + j11 * r10 + j12 * r20, j10 * r01 + j11 * r11 + j12 * r21,
+                             j10 * r02 + j11 * r12 + j12 * r22)
+            j20, j21, j22 = (j20 * r00 + j21 * r10 + j22 * r20, j20 * r01 + j21 * r11 + j22 * r21,
+                             j20 * r02 + j21 * r12 + j22 * r22)
+            S[j, 0] = s0
+            S[j, 1] = s1
+            S[j, 2] = s2
+            # the velocity of the body point at the world origin: omega x (0 - o) = o x s
+            S[j, 3] = j13 * s2 - j23 * s1
+            S[j, 4] = j23 * s0 - j03 * s2
+            S[j, 5] = j03 * s1 - j13 * s0
+        else:
+            j03 += x * s0
+            j13 += x * s1
+            j23 += x * s2
+            S[j, 0] = 0.0
+            S[j, 1] = 0.0
+            S[j, 2] = 0.0
+            S[j, 3] = s0
+            S[j, 4] = s1
+            S[j, 5] = s2
+        if fl & 2:
+            F[j, 0, 0], F[j, 0, 1], F[j, 0, 2], F[j, 0, 3] = j00, j01, j02, j03
+            F[j, 1, 0], F[j, 1, 1], F[j, 1, 2], F[j, 1, 3] = j10, j11, j12, j13
+            F[j, 2, 0], F[j, 2, 1], F[j, 2, 2], F[j, 2, 3] = j20, j21, j22, j23
+        else:
+            for c in range(4):
+                o0, o1, o2 = offset[j, 0, c], offset[j, 1, c], offset[j, 2, c]
+                F[j, 0, c] = j00 * o0 + j01 * o1 + j02 * o2
+                F[j, 1, c] = j10 * o0 + j11 * o1 + j12 * o2
+                F[j, 2, c] = j20 * o0 + j21 * o1 + j22 * o2
+            F[j, 0, 3] += j03
+            F[j, 1, 3] += j13
+            F[j, 2, 3] += j23
+        F[j, 3, 0] = 0.0
+        F[j, 3, 1] = 0.0
+        F[j, 3, 2] = 0.0
+        F[j, 3, 3] = 1.0
+    # the two sides of every loop (side B on the ground: T_b)
+    L = body_a.shape[0]
+    for l in range(L):
+        for side in range(2):
+            b = body_a[l] if side == 0 else body_b[l]
+            T = T_a if side == 0 else T_b
+            if b < 0:
+                for i in range(4):
+                    for c in range(4):
+                        X[l, side, i, c] = T[l, i, c]
+                continue
+            t0, t1, t2 = T[l, 0, 3], T[l, 1, 3], T[l, 2, 3]
+            for i in range(3):
+                if flags[N + 2 * l + side] & 1:
+                    X[l, side, i, 0] = F[b, i, 0]
+                    X[l, side, i, 1] = F[b, i, 1]
+                    X[l, side, i, 2] = F[b, i, 2]
+                else:
+                    for c in range(3):
+                        X[l, side, i, c] = F[b, i, 0] * T[l, 0, c] + F[b, i, 1] * T[l, 1, c] \
+                            + F[b, i, 2] * T[l, 2, c]
+                X[l, side, i, 3] = F[b, i, 0] * t0 + F[b, i, 1] * t1 + F[b, i, 2] * t2 + F[b, i, 3]
+            X[l, side, 3, 0] = 0.0
+            X[l, side, 3, 1] = 0.0
+            X[l, side, 3, 2] = 0.0
+            X[l, side, 3, 3] = 1.0
+
+
+@_jit
+def _design_residual(loop_k, loop_r, loop_row, U, X, r):
+    """:func:`_residual` for the design batches (the same numbers, no allocations)."""
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        row = loop_row[l]
+        p0 = X[l, 0, 0, 3] - X[l, 1, 0, 3]
+        p1 = X[l, 0, 1, 3] - X[l, 1, 1, 3]
+        p2 = X[l, 0, 2, 3] - X[l, 1, 2, 3]
+        if k == 6:
+            # E = R_A R_B^T; vex of its skew part
+            e01 = X[l, 0, 0, 0] * X[l, 1, 1, 0] + X[l, 0, 0, 1] * X[l, 1, 1, 1] \
+                + X[l, 0, 0, 2] * X[l, 1, 1, 2]
+            e02 = X[l, 0, 0, 0] * X[l, 1, 2, 0] + X[l, 0, 0, 1] * X[l, 1, 2, 1] \
+                + X[l, 0, 0, 2] * X[l, 1, 2, 2]
+            e10 = X[l, 0, 1, 0] * X[l, 1, 0, 0] + X[l, 0, 1, 1] * X[l, 1, 0, 1] \
+                + X[l, 0, 1, 2] * X[l, 1, 0, 2]
+            e12 = X[l, 0, 1, 0] * X[l, 1, 2, 0] + X[l, 0, 1, 1] * X[l, 1, 2, 1] \
+                + X[l, 0, 1, 2] * X[l, 1, 2, 2]
+            e20 = X[l, 0, 2, 0] * X[l, 1, 0, 0] + X[l, 0, 2, 1] * X[l, 1, 0, 1] \
+                + X[l, 0, 2, 2] * X[l, 1, 0, 2]
+            e21 = X[l, 0, 2, 0] * X[l, 1, 1, 0] + X[l, 0, 2, 1] * X[l, 1, 1, 1] \
+                + X[l, 0, 2, 2] * X[l, 1, 1, 2]
+            w0 = 0.5 * (e21 - e12)
+            w1 = 0.5 * (e02 - e20)
+            w2 = 0.5 * (e10 - e01)
+            for c in range(loop_r[l]):
+                acc = 0.0
+                acc += U[l, 0, c] * w0
+                acc += U[l, 1, c] * w1
+                acc += U[l, 2, c] * w2
+                acc += U[l, 3, c] * p0
+                acc += U[l, 4, c] * p1
+                acc += U[l, 5, c] * p2
+                r[row + c] = acc
+        else:
+            for c in range(loop_r[l]):
+                acc = 0.0
+                acc += U[l, 0, c] * p0
+                acc += U[l, 1, c] * p1
+                acc += U[l, 2, c] * p2
+                r[row + c] = acc
+
+
+@_jit
+def _design_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr):
+    """:func:`_jacobian` for the design batches (the same numbers, no allocations)."""
+    R, N = Jr.shape
+    for i in range(R):
+        for j in range(N):
+            Jr[i, j] = 0.0
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        row = loop_row[l]
+        for side in range(2):
+            j = body_a[l] if side == 0 else body_b[l]
+            sign = 1.0 if side == 0 else -1.0
+            x0, x1, x2 = X[l, side, 0, 3], X[l, side, 1, 3], X[l, side, 2, 3]
+            while j >= 0:
+                w0, w1, w2 = S[j, 0], S[j, 1], S[j, 2]
+                # velocity of the side's point: v_O + omega x x
+                v0 = S[j, 3] + w1 * x2 - w2 * x1
+                v1 = S[j, 4] + w2 * x0 - w0 * x2
+                v2 = S[j, 5] + w0 * x1 - w1 * x0
+                for c in range(loop_r[l]):
+                    acc = 0.0
+                    if k == 6:
+                        acc += U[l, 0, c] * w0
+                        acc += U[l, 1, c] * w1
+                        acc += U[l, 2, c] * w2
+                        acc += U[l, 3, c] * v0
+                        acc += U[l, 4, c] * v1
+                        acc += U[l, 5, c] * v2
+                    else:
+                        acc += U[l, 0, c] * v0
+                        acc += U[l, 1, c] * v1
+                        acc += U[l, 2, c] * v2
+                    Jr[row + c, j] += sign * acc
+                j = parent[j]
+
+
+@_jit
+def _block_conditions(As, block_row, work, cond, live, turned):
+    """:func:`_condition` of every block's scaled ``As[b, :nb, :nb]`` into cond (B,),
+    the Jacobi sweeps of all blocks interleaved: pair by pair, one rotation of
+    each block in turn.  The blocks are independent, so the processor overlaps
+    their square roots and divisions (one block's rotations form a chain of
+    them); each block sees the operations of :func:`_condition` in its order,
+    so the numbers are the same bit for bit.  ``work`` (B, nb, nb), ``live``
+    and ``turned`` (B,) bool are overwritten."""
+    nB = block_row.shape[0] - 1
+    nmax = 0
+    for b in range(nB):
+        n = block_row[b + 1] - block_row[b]
+        nmax = max(nmax, n)
+        for i in range(n):
+            for c in range(n):
+                work[b, i, c] = As[b, i, c]
+        live[b] = True
+    for sweep in range(60):
+        for b in range(nB):
+            turned[b] = False
+        for p in range(nmax - 1):
+            for r in range(p + 1, nmax):
+                for b in range(nB):
+                    n = block_row[b + 1] - block_row[b]
+                    if not live[b] or r >= n:
+                        continue
+                    alpha = 0.0
+                    beta = 0.0
+                    gamma = 0.0
+                    for i in range(n):
+                        alpha += work[b, i, p] * work[b, i, p]
+                        beta += work[b, i, r] * work[b, i, r]
+                        gamma += work[b, i, p] * work[b, i, r]
+                    if not (abs(gamma) > 1e-15 * np.sqrt(alpha * beta)):
+                        continue
+                    turned[b] = True
+                    zeta = (beta - alpha) / (2.0 * gamma)
+                    t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+                    cs = 1.0 / np.sqrt(1.0 + t * t)
+                    sn = cs * t
+                    for i in range(n):
+                        x = work[b, i, p]
+                        y = work[b, i, r]
+                        work[b, i, p] = cs * x - sn * y
+                        work[b, i, r] = sn * x + cs * y
+        more = False
+        for b in range(nB):
+            if live[b] and not turned[b]:
+                live[b] = False
+            more = more or live[b]
+        if not more:
+            break
+    for b in range(nB):
+        n = block_row[b + 1] - block_row[b]
+        smax = 0.0
+        smin = np.inf
+        fin = True
+        for c in range(n):
+            acc = 0.0
+            for i in range(n):
+                acc += work[b, i, c] * work[b, i, c]
+            sv = np.sqrt(acc)
+            if not np.isfinite(sv):
+                fin = False
+                break
+            smax = max(smax, sv)
+            smin = min(smin, sv)
+        if not fin or not (smin > 0.0):
+            cond[b] = np.inf
+        else:
+            cond[b] = smax / smin
+
+
+@_jit
+def _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, cond,
+                     dsign, As, Aw, live, turned, X):
+    """:func:`_transfer_pose` for the design batches, the same numbers: G^phi_q
+    (G), the blocks' conditions (:func:`_block_conditions`, interleaved) and det
+    signs (:func:`_lu`'s factors left in LU, piv as there); each block's M columns
+    of ``-A_b^-1 B_b`` solved in one pass (``X`` (nb, M) work).  Returns the
+    status."""
+    N, M = G.shape
+    nB = block_row.shape[0] - 1
+    for j in range(N):
+        for m in range(M):
+            G[j, m] = 0.0
+    for m in range(M):
+        G[q_idx[m], m] = 1.0
+    for b in range(nB):
+        r0, r1 = block_row[b], block_row[b + 1]
+        nb = r1 - r0
+        for i in range(nb):
+            for c in range(nb):
+                a = Jr[r0 + i, dep[r0 + c]]
+                LU[b, i, c] = a
+                # dimensionless: position rows / L, prismatic columns * L
+                if not row_is_rot[r0 + i]:
+                    a /= Lc
+                if not isR[dep[r0 + c]]:
+                    a *= Lc
+                As[b, i, c] = a
+    _block_conditions(As, block_row, Aw, cond, live, turned)
+    status = 0
+    for b in range(nB):
+        r0, r1 = block_row[b], block_row[b + 1]
+        nb = r1 - r0
+        # _lu of the block, in place
+        sgn = 1.0
+        for k in range(nb):
+            p = k
+            big = abs(LU[b, k, k])
+            for i in range(k + 1, nb):
+                if abs(LU[b, i, k]) > big:
+                    big = abs(LU[b, i, k])
+                    p = i
+            piv[b, k] = p
+            if not (big > 0.0) or not np.isfinite(big):
+                sgn = 0.0
+                break
+            if p != k:
+                sgn = -sgn
+                for c in range(nb):
+                    t = LU[b, k, c]
+                    LU[b, k, c] = LU[b, p, c]
+                    LU[b, p, c] = t
+            if LU[b, k, k] < 0.0:
+                sgn = -sgn
+            inv = 1.0 / LU[b, k, k]
+            for i in range(k + 1, nb):
+                LU[b, i, k] *= inv
+                f = LU[b, i, k]
+                if f != 0.0:
+                    for c in range(k + 1, nb):
+                        LU[b, i, c] -= f * LU[b, k, c]
+        dsign[b] = sgn
+        if sgn == 0.0 or not (cond[b] < maxc):
+            status = 2
+            continue
+        # the M right-hand sides at once, each by the operations of _lu_solve
+        for i in range(nb):
+            for m in range(M):
+                X[i, m] = -Jr[r0 + i, q_idx[m]]
+        for k in range(nb):
+            p = piv[b, k]
+            if p != k:
+                for m in range(M):
+                    t = X[k, m]
+                    X[k, m] = X[p, m]
+                    X[p, m] = t
+        for i in range(nb):
+            for c in range(i):
+                f = LU[b, i, c]
+                for m in range(M):
+                    X[i, m] -= f * X[c, m]
+        for i in range(nb - 1, -1, -1):
+            for c in range(i + 1, nb):
+                f = LU[b, i, c]
+                for m in range(M):
+                    X[i, m] -= f * X[c, m]
+            f = LU[b, i, i]
+            for m in range(M):
+                X[i, m] = X[i, m] / f
+        for i in range(nb):
+            for m in range(M):
+                G[dep[r0 + i], m] = X[i, m]
+    return status
+
+
+@_jit
+def _round_robin(n):
+    """The n (n - 1) / 2 column pairs (p < q) of a Jacobi sweep in round-robin
+    order: n - 1 rounds (n rounded up to even) of disjoint pairs, so consecutive
+    rotations are independent."""
+    n2 = n + (n % 2)
+    pos = np.arange(n2)
+    pairs = np.empty((n * (n - 1) // 2, 2), np.int64)
+    k = 0
+    for rnd in range(n2 - 1):
+        for i in range(n2 // 2):
+            a, b = pos[i], pos[n2 - 1 - i]
+            if a < n and b < n:
+                pairs[k, 0] = min(a, b)
+                pairs[k, 1] = max(a, b)
+                k += 1
+        last = pos[n2 - 1]
+        for i in range(n2 - 1, 1, -1):
+            pos[i] = pos[i - 1]
+        pos[1] = last
+    return pairs
+
+
+@_jit
+def _conditions_interleaved(A, count, work, norms, pairs, cond, live, turned):
+    """2-norm condition numbers of the matrices ``A[:count]`` (each m x n, m >= n)
+    into ``cond[:count]``: :func:`_condition`'s one-sided Jacobi rotations and
+    stopping rule (a sweep without a rotation; inf if singular or not finite),
+    with savings that change its numbers by rounding only:
+
+    * the column pairs of a sweep in the order ``pairs`` (:func:`_round_robin`);
+    * the test of a pair squared (no square root) and the rotation's tangent with
+      one division fewer;
+    * the squared column norms kept up to date through the rotations
+      (``alpha - t gamma``, ``beta + t gamma``) and formed anew at the start of
+      every sweep, so a pair costs one dot product, not three (a sweep that ends
+      the iteration rotates nothing, so its test uses exact norms; the singular
+      values are the norms of the final columns, formed from them);
+    * the sweeps of the ``count`` matrices interleaved, one rotation of each in
+      turn (independent work the processor overlaps).
+
+    ``work`` (>= count, n, m) holds the columns (contiguous), ``norms``
+    (>= count, n); both, ``live`` and ``turned`` are overwritten."""
+    m, n = A.shape[1], A.shape[2]
+    for u in range(count):
+        for c in range(n):
+            for i in range(m):
+                work[u, c, i] = A[u, i, c]
+        live[u] = True
+    for sweep in range(60):
+        for u in range(count):
+            turned[u] = False
+            if live[u]:
+                for c in range(n):
+                    acc = 0.0
+                    for i in range(m):
+                        acc += work[u, c, i] * work[u, c, i]
+                    norms[u, c] = acc
+        for k in range(pairs.shape[0]):
+            p = pairs[k, 0]
+            r = pairs[k, 1]
+            for u in range(count):
+                if not live[u]:
+                    continue
+                alpha = norms[u, p]
+                beta = norms[u, r]
+                gamma = 0.0
+                for i in range(m):
+                    gamma += work[u, p, i] * work[u, r, i]
+                # |gamma| > 1e-15 sqrt(alpha beta), squared: no square root per pair
+                if not (gamma * gamma > 1e-30 * (alpha * beta)):
+                    continue
+                turned[u] = True
+                # t = sign(zeta) / (|zeta| + sqrt(1 + zeta^2)), zeta = (beta - alpha) / (2 gamma),
+                # times 2 |gamma| above and below: one division fewer
+                db = beta - alpha
+                g2 = 2.0 * abs(gamma)
+                t = g2 / (abs(db) + np.sqrt(db * db + g2 * g2))
+                if db * gamma < 0.0:
+                    t = -t
+                cs = 1.0 / np.sqrt(1.0 + t * t)
+                sn = cs * t
+                for i in range(m):
+                    x = work[u, p, i]
+                    y = work[u, r, i]
+                    work[u, p, i] = cs * x - sn * y
+                    work[u, r, i] = sn * x + cs * y
+                norms[u, p] = alpha - t * gamma
+                norms[u, r] = beta + t * gamma
+        more = False
+        for u in range(count):
+            if live[u] and not turned[u]:
+                live[u] = False
+            more = more or live[u]
+        if not more:
+            break
+    for u in range(count):
+        smax = 0.0
+        smin = np.inf
+        fin = True
+        for c in range(n):
+            acc = 0.0
+            for i in range(m):
+                acc += work[u, c, i] * work[u, c, i]
+            sv = np.sqrt(acc)
+            if not np.isfinite(sv):
+                fin = False
+                break
+            smax = max(smax, sv)
+            smin = min(smin, sv)
+        if not fin or not (smin > 0.0):
+            cond[u] = np.inf
+        else:
+            cond[u] = smax / smin
+
+
+@_jit
+def _actuation_flush(count, pd, pt, PGa, PGs, pmaxc, pairs, work, norms, cv, live, turned, At,
+                     pv, TA, Ch, rhs, sol, loads, status, acond, aloads):
+    """The actuation of the ``count`` poses waiting in the buffers (design pd[u],
+    pose pt[u]; G^a in PGa, its dimensionless copy in PGs): the condition numbers
+    (interleaved, :func:`_conditions_interleaved`), status 3 past ``pmaxc[u]``,
+    else the actuator loads of the K accelerations from ``loads``."""
+    _conditions_interleaved(PGs, count, work, norms, pairs, cv, live, turned)
+    M = At.shape[0]
+    K = loads.shape[2]
+    Na = PGa.shape[1]
+    for u in range(count):
+        d = pd[u]
+        t = pt[u]
+        acond[d, t] = cv[u]
+        if not (acond[d, t] < pmaxc[u]):
+            status[d, t] = 3
+            continue
+        if Na == M:
+            for i in range(M):
+                for m in range(M):
+                    At[m, i] = PGa[u, i, m]
+            if _lu(At, M, pv) == 0.0:
+                status[d, t] = 3
+                continue
+            # the K right-hand sides at once, each by the operations of _lu_solve
+            for i in range(M):
+                for k in range(K):
+                    TA[i, k] = loads[d, t, k, i]
+            for i in range(M):
+                p = pv[i]
+                if p != i:
+                    for k in range(K):
+                        f = TA[i, k]
+                        TA[i, k] = TA[p, k]
+                        TA[p, k] = f
+            for i in range(M):
+                for c in range(i):
+                    f = At[i, c]
+                    for k in range(K):
+                        TA[i, k] -= f * TA[c, k]
+            for i in range(M - 1, -1, -1):
+                for c in range(i + 1, M):
+                    f = At[i, c]
+                    for k in range(K):
+                        TA[i, k] -= f * TA[c, k]
+                f = At[i, i]
+                for k in range(K):
+                    TA[i, k] = TA[i, k] / f
+            for k in range(K):
+                for i in range(M):
+                    aloads[d, t, k, i] = TA[i, k]
+        else:
+            # least-norm loads: tau = G (G^T G)^-1 T_q
+            ok = True
+            for k in range(K):
+                for a in range(M):
+                    rhs[a] = loads[d, t, k, a]
+                    for b in range(M):
+                        s = 0.0
+                        for i in range(Na):
+                            s += PGa[u, i, a] * PGa[u, i, b]
+                        Ch[a, b] = s
+                if not _cholesky_solve(Ch, rhs, sol):
+                    ok = False
+                    break
+                for i in range(Na):
+                    s = 0.0
+                    for m in range(M):
+                        s += PGa[u, i, m] * sol[m]
+                    aloads[d, t, k, i] = s
+            if not ok:
+                status[d, t] = 3
+                for k in range(K):
+                    for i in range(Na):
+                        aloads[d, t, k, i] = np.nan
 
 
 @_jit
@@ -1639,6 +2289,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     dsign = np.zeros((D, n, nB))
     acond = np.full((D, n), np.nan)
     W = _work(N, M, R, L, nB, nb)
+    F, S, X, r, Jr, LUw, pivw, G, tau = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7], W[13]
     phi = np.empty(N)
     last = np.empty(N)
     T0 = np.empty(M)
@@ -1655,9 +2306,41 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     Ic = np.empty((N, 6, 6))
     HG = np.empty((N, M))
     Tphi = np.empty(N)
+    As = np.empty((nB, nb, nb))
+    Aw = np.empty((nB, nb, nb))
+    live = np.empty(nB, np.bool_)
+    turned = np.empty(nB, np.bool_)
+    Xb = np.empty((nb, M))
+    pairs = _round_robin(M)
+    flags = np.zeros(N + 2 * L, np.int64)
+    qcol = np.full(N, -1, np.int64)
+    for m in range(M):
+        qcol[P0[23][m]] = m
+    NQ = 4
+    PGa = np.empty((NQ, Na, M))
+    PGs = np.empty((NQ, Na, M))
+    Gw4 = np.empty((NQ, M, Na))
+    nrm4 = np.empty((NQ, M))
+    pd = np.zeros(NQ, np.int64)
+    pt = np.zeros(NQ, np.int64)
+    pmaxc = np.empty(NQ)
+    cv = np.empty(NQ)
+    live4 = np.empty(NQ, np.bool_)
+    turned4 = np.empty(NQ, np.bool_)
+    nq = 0
+    xT = np.empty((M, K))
+    TK = np.empty((M, K))
+    TA = np.empty((M, K))
+    xt_at = -1
+    xd_at = -1
     for d in range(D):
         P = _unpack(fstack[d], ibuf)
-        isR, q_idx, scal = P[2], P[23], P[24]
+        # the plan's arrays as locals, once per design (each P[k] or W[k] in the pose
+        # loop would take and drop a reference: atomic operations, per pose)
+        (parent, order, isR, axis, origin, offset, mass, com, inertia, gravity, loop_k,
+         loop_r, loop_row, body_a, T_a, body_b, T_b, U, row_is_rot, dep, block_row,
+         block_loop, block_loops, q_idx, scal, max_iter) = P
+        _identity_flags(origin, offset, T_a, T_b, flags)
         Lc, maxc = scal[0], scal[2]
         dq = d if q.shape[0] > 1 else 0
         dv = d if qd.shape[0] > 1 else 0
@@ -1681,24 +2364,25 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             # a start that closes the loops to rounding (an exact closed-form
             # inverse kinematics) is used as it is: Newton's polishing step would
             # not move it; otherwise Newton from it
-            _frames(P[0], P[1], isR, P[3], P[4], P[5], phi, W[0], W[1])
-            _side_frames(P[13], P[14], P[15], P[16], W[0], W[2])
-            _residual(P[10], P[11], P[12], P[17], W[2], W[3])
+            _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
+                           phi, flags, F, S, X)
+            _design_residual(loop_k, loop_r, loop_row, U, X, r)
             res = 0.0
             for i in range(R):
-                e = abs(W[3][i]) if P[18][i] else abs(W[3][i]) / Lc
+                e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
                 if not (e <= res):
                     res = e
             if res < 2e-15:
                 st = 0
-                _jacobian(P[0], P[10], P[11], P[12], P[13], P[15], P[17], W[1], W[2], W[4])
+                _design_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             else:
                 st, res = _assemble_pose(P, W, phi)
             resid[d, t] = res
             if st == 1:
                 status[d, t] = 1
                 continue
-            st2 = _transfer_pose(P, W, cond[d, t], dsign[d, t])
+            st2 = _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LUw,
+                                   pivw, G, cond[d, t], dsign[d, t], As, Aw, live, turned, Xb)
             if st != 0:
                 status[d, t] = 2
                 continue
@@ -1716,25 +2400,36 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
                     continue
             last[:] = phi
             have_last = True
-            G = W[7]
             at_rest = True
             for m in range(M):
                 if qd[dv, tv, m] != 0.0:
                     at_rest = False
-            _composite_inertia(P, W, Ic, HG, Tphi, Im, T0, at_rest)
+            _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, qcol, Ic, HG,
+                               Tphi, Im, T0, at_rest)
             if not at_rest:
                 _rates(P, W, qd[dv, tv], zero)
                 _rnea(P, W, True)
-                _project(G, W[13], T0)
+                _project(G, tau, T0)
             for a in range(M):
                 for b in range(M):
                     Iout[d, t, a, b] = Im[a, b]
+            # T_q = T0 + I* q'' for the K accelerations at once: the K sums are
+            # independent (innermost, overlapped), each in the order of b
+            if tx != xt_at or dx != xd_at:
+                for k in range(K):
+                    for b in range(M):
+                        xT[b, k] = x[dx, tx, k, b]
+                xt_at, xd_at = tx, dx
+            for a in range(M):
+                for k in range(K):
+                    TK[a, k] = T0[a]
+                for b in range(M):
+                    f = Im[a, b]
+                    for k in range(K):
+                        TK[a, k] += f * xT[b, k]
             for k in range(K):
                 for a in range(M):
-                    s = T0[a]
-                    for b in range(M):
-                        s += Im[a, b] * x[dx, tx, k, b]
-                    loads[d, t, k, a] = s
+                    loads[d, t, k, a] = TK[a, k]
             if Na == 0:
                 continue
             for i in range(Na):
@@ -1748,47 +2443,22 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
                     if not isR[a]:
                         g /= Lc
                     Gs[i, m] = g
-            acond[d, t] = _condition(Gs, Gw)
-            if not (acond[d, t] < maxc):
-                status[d, t] = 3
-                continue
-            if Na == M:
-                for i in range(M):
-                    for m in range(M):
-                        At[m, i] = Ga[i, m]
-                if _lu(At, M, pv) == 0.0:
-                    status[d, t] = 3
-                    continue
-                for k in range(K):
-                    for i in range(M):
-                        rhs[i] = loads[d, t, k, i]
-                    _lu_solve(At, M, pv, rhs)
-                    for i in range(M):
-                        aloads[d, t, k, i] = rhs[i]
-            else:
-                # least-norm loads: tau = G (G^T G)^-1 T_q
-                ok = True
-                for k in range(K):
-                    for a in range(M):
-                        rhs[a] = loads[d, t, k, a]
-                        for b in range(M):
-                            s = 0.0
-                            for i in range(Na):
-                                s += Ga[i, a] * Ga[i, b]
-                            Ch[a, b] = s
-                    if not _cholesky_solve(Ch, rhs, sol):
-                        ok = False
-                        break
-                    for i in range(Na):
-                        s = 0.0
-                        for m in range(M):
-                            s += Ga[i, m] * sol[m]
-                        aloads[d, t, k, i] = s
-                if not ok:
-                    status[d, t] = 3
-                    for k in range(K):
-                        for i in range(Na):
-                            aloads[d, t, k, i] = np.nan
+            # the actuation waits in the buffers: NQ poses' condition numbers at once
+            for i in range(Na):
+                for m in range(M):
+                    PGa[nq, i, m] = Ga[i, m]
+                    PGs[nq, i, m] = Gs[i, m]
+            pd[nq] = d
+            pt[nq] = t
+            pmaxc[nq] = maxc
+            nq += 1
+            if nq == NQ:
+                _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, cv, live4,
+                                 turned4, At, pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
+                nq = 0
+    if nq > 0:
+        _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, cv, live4, turned4, At,
+                         pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
     return loads, aloads, Iout, phi_out, status, resid, cond, dsign, acond
 
 

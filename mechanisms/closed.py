@@ -1621,13 +1621,20 @@ def _stewart_design_guess(params: dict, q, names=()) -> np.ndarray:
     q1 = q.reshape((-1,) + q.shape[-2:])[0] if shared else q
     R = _rz(q1[..., 3]) @ _ry(q1[..., 4]) @ _rx(q1[..., 5])          # (n or D, n, 3, 3)
     q = np.broadcast_to(q, (B.shape[0],) + q.shape[-2:])
-    RP = np.einsum("nij,dlj->dnli", R, P) if shared else np.einsum("dnij,dlj->dnli", R, P)
-    d = q[..., None, :3] + RP - B[:, None]
-    L = np.linalg.norm(d, axis=-1)
+    Rb = R[None] if shared else R                                     # (1 or D, n, 3, 3)
+    # the legs d = p + R P_i - B_i coordinate by coordinate, (D, n, 6) each: the sums
+    # of the product R P_i in order, without (D, n, 6, 3) passes (this is per pose
+    # the cost of a design batch outside its compiled kernel)
+    d = []
+    for i in range(3):
+        rp = Rb[:, :, i, 0, None] * P[:, None, :, 0]
+        rp = rp + Rb[:, :, i, 1, None] * P[:, None, :, 1]
+        rp = rp + Rb[:, :, i, 2, None] * P[:, None, :, 2]
+        d.append(q[..., i, None] + rp - B[:, None, :, i])
+    L = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
     with np.errstate(divide="ignore", invalid="ignore"):
-        u = d / L[..., None]
-    values = {"u2": np.arcsin(np.clip(u[..., 0], -1, 1)), "u1": np.arctan2(-u[..., 1], u[..., 2]),
-              "p": L}
+        u0, u1, u2 = d[0] / L, d[1] / L, d[2] / L
+    values = {"u2": np.arcsin(np.clip(u0, -1, 1)), "u1": np.arctan2(-u1, u2), "p": L}
     out = np.empty(q.shape[:-1] + (len(names),))
     coords = ("x", "y", "z", "yaw", "pitch", "roll")
     for c, name in enumerate(names):
