@@ -881,6 +881,7 @@ def _batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
     phi = np.empty(N)
     last = np.empty(N)
     have_last = False
+    G_last = np.empty((N, M))
     Tq = np.empty(M)
     zero = np.zeros(M)
     Im = np.empty((M, M))
@@ -897,7 +898,13 @@ def _batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
         tv = t if qd.shape[0] > 1 else 0
         tx = t if x.shape[0] > 1 else 0
         if path and have_last:
-            phi[:] = last
+            # tangent predictor from the last pose of the path, phi + G^phi_q dq
+            # (Newton then needs a step fewer; it polishes to rounding anyway)
+            for j in range(N):
+                acc = last[j]
+                for m in range(M):
+                    acc += G_last[j, m] * (q[tq, m] - last[q_idx[m]])
+                phi[j] = acc
         else:
             phi[:] = phi0[t if phi0.shape[0] > 1 else 0]
         if what <= 3 or what == 6:
@@ -940,6 +947,7 @@ def _batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
                 continue
         # a path continues from poses that are regular and in the mode only
         last[:] = phi
+        G_last[:, :] = W[7]
         have_last = True
         if what == 0:
             continue

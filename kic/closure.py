@@ -472,9 +472,10 @@ class ClosedModel:
         fn = getattr(closed_kernels, what)
         args = rates + ((act,) if act is not None else ())
         at = 1 if what == "assemble" else 2           # where the kernel puts the status
-        # from the warm start, else from the reference along the batch (each pose
-        # from the previous one); poses that land outside the mode try the guess
-        # function, then the numpy path (continuation)
+        # from the warm start, else from the guess function (a closed form: Newton
+        # then converges in a step), else from the reference along the batch (each
+        # pose from the previous one); poses that land outside the mode try the
+        # continuation along the batch, then the numpy path
         def call(q_, phi0, **kw):
             res = fn(plan, q_, *args_for(q_), phi0, mode=self._block_mode, **kw)
             status = np.array(res[at], int)
@@ -490,13 +491,15 @@ class ClosedModel:
         idx = None
         if start is not None:
             out, status = call(qf, self._start(start, qf.shape[0]))
+        elif self.guess is not None:
+            out, status = call(qf, first_guess(self.system, qf, self.reference_phi, None,
+                                               self.guess))
         else:
             out, status = call(qf, self.reference_phi, path=True)
         lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
         if lost.any() and start is None and self.guess is not None:
             idx = np.nonzero(lost)[0]
-            phi0 = first_guess(self.system, qf[idx], self.reference_phi, None, self.guess)
-            again, st = call(qf[idx], phi0)
+            again, st = call(qf[idx], self.reference_phi, path=True)
             out = out.copy()
             out[idx] = again
             status[idx] = st
