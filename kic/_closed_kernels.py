@@ -189,40 +189,57 @@ def _side_frames(body_a, T_a, body_b, T_b, F, X):
 
 @_jit
 def _residual(loop_k, loop_r, loop_row, U, X, r):
-    """Reduced closure residuals r (R,): U^T [vex(R_A R_B^T); p_A - p_B] or U^T (p_A - p_B)."""
-    raw = np.empty(6)
-    e = np.empty((3, 3))
+    """Reduced closure residuals r (R,): U^T [vex(R_A R_B^T); p_A - p_B] or U^T (p_A - p_B)
+    (no allocations: a one-pose call is a few microseconds)."""
     for l in range(loop_k.shape[0]):
         k = loop_k[l]
-        A = X[l, 0]
-        B = X[l, 1]
+        row = loop_row[l]
+        p0 = X[l, 0, 0, 3] - X[l, 1, 0, 3]
+        p1 = X[l, 0, 1, 3] - X[l, 1, 1, 3]
+        p2 = X[l, 0, 2, 3] - X[l, 1, 2, 3]
         if k == 6:
             # E = R_A R_B^T; vex of its skew part
-            for i in range(3):
-                for c in range(3):
-                    e[i, c] = A[i, 0] * B[c, 0] + A[i, 1] * B[c, 1] + A[i, 2] * B[c, 2]
-            raw[0] = 0.5 * (e[2, 1] - e[1, 2])
-            raw[1] = 0.5 * (e[0, 2] - e[2, 0])
-            raw[2] = 0.5 * (e[1, 0] - e[0, 1])
-            for i in range(3):
-                raw[3 + i] = A[i, 3] - B[i, 3]
+            e01 = X[l, 0, 0, 0] * X[l, 1, 1, 0] + X[l, 0, 0, 1] * X[l, 1, 1, 1] \
+                + X[l, 0, 0, 2] * X[l, 1, 1, 2]
+            e02 = X[l, 0, 0, 0] * X[l, 1, 2, 0] + X[l, 0, 0, 1] * X[l, 1, 2, 1] \
+                + X[l, 0, 0, 2] * X[l, 1, 2, 2]
+            e10 = X[l, 0, 1, 0] * X[l, 1, 0, 0] + X[l, 0, 1, 1] * X[l, 1, 0, 1] \
+                + X[l, 0, 1, 2] * X[l, 1, 0, 2]
+            e12 = X[l, 0, 1, 0] * X[l, 1, 2, 0] + X[l, 0, 1, 1] * X[l, 1, 2, 1] \
+                + X[l, 0, 1, 2] * X[l, 1, 2, 2]
+            e20 = X[l, 0, 2, 0] * X[l, 1, 0, 0] + X[l, 0, 2, 1] * X[l, 1, 0, 1] \
+                + X[l, 0, 2, 2] * X[l, 1, 0, 2]
+            e21 = X[l, 0, 2, 0] * X[l, 1, 1, 0] + X[l, 0, 2, 1] * X[l, 1, 1, 1] \
+                + X[l, 0, 2, 2] * X[l, 1, 1, 2]
+            w0 = 0.5 * (e21 - e12)
+            w1 = 0.5 * (e02 - e20)
+            w2 = 0.5 * (e10 - e01)
+            for c in range(loop_r[l]):
+                acc = 0.0
+                acc += U[l, 0, c] * w0
+                acc += U[l, 1, c] * w1
+                acc += U[l, 2, c] * w2
+                acc += U[l, 3, c] * p0
+                acc += U[l, 4, c] * p1
+                acc += U[l, 5, c] * p2
+                r[row + c] = acc
         else:
-            for i in range(3):
-                raw[i] = A[i, 3] - B[i, 3]
-        row = loop_row[l]
-        for c in range(loop_r[l]):
-            acc = 0.0
-            for i in range(k):
-                acc += U[l, i, c] * raw[i]
-            r[row + c] = acc
+            for c in range(loop_r[l]):
+                acc = 0.0
+                acc += U[l, 0, c] * p0
+                acc += U[l, 1, c] * p1
+                acc += U[l, 2, c] * p2
+                r[row + c] = acc
 
 
 @_jit
 def _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr):
     """Reduced closure Jacobian Jr (R, N): U^T [s; s x (x - o)] (R) or U^T [0; s] (P)
     summed over the joints from each side's body to the ground, side B subtracted."""
-    Jr[:, :] = 0.0
-    raw = np.empty(6)
+    R, N = Jr.shape
+    for i in range(R):
+        for j in range(N):
+            Jr[i, j] = 0.0
     for l in range(loop_k.shape[0]):
         k = loop_k[l]
         row = loop_row[l]
@@ -236,14 +253,19 @@ def _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr):
                 v0 = S[j, 3] + w1 * x2 - w2 * x1
                 v1 = S[j, 4] + w2 * x0 - w0 * x2
                 v2 = S[j, 5] + w0 * x1 - w1 * x0
-                if k == 6:
-                    raw[0], raw[1], raw[2], raw[3], raw[4], raw[5] = w0, w1, w2, v0, v1, v2
-                else:
-                    raw[0], raw[1], raw[2] = v0, v1, v2
                 for c in range(loop_r[l]):
                     acc = 0.0
-                    for i in range(k):
-                        acc += U[l, i, c] * raw[i]
+                    if k == 6:
+                        acc += U[l, 0, c] * w0
+                        acc += U[l, 1, c] * w1
+                        acc += U[l, 2, c] * w2
+                        acc += U[l, 3, c] * v0
+                        acc += U[l, 4, c] * v1
+                        acc += U[l, 5, c] * v2
+                    else:
+                        acc += U[l, 0, c] * v0
+                        acc += U[l, 1, c] * v1
+                        acc += U[l, 2, c] * v2
                     Jr[row + c, j] += sign * acc
                 j = parent[j]
 
@@ -366,6 +388,12 @@ def _work(N, M, R, L, B, nb):
 # --------------------------------------------------------------------------
 # one pose: the stages
 # --------------------------------------------------------------------------
+#: a start whose worst dimensionless closure residual is below this closes the
+#: loops to rounding (an exact closed form, or the same pose again): it is taken
+#: as it is, since Newton's polishing step would not move it
+EXACT_START = 2e-15
+
+
 @_jit
 def _assemble_pose(P, W, phi):
     """Newton on the dependent joints from phi (q already in place); leaves the
@@ -391,7 +419,7 @@ def _assemble_pose(P, W, phi):
             e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
             if not (e <= worst):          # NaN propagates as the worst
                 worst = e
-        if worst < tol and polished:
+        if worst < tol and (polished or (it == 0 and worst < EXACT_START)):
             _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             return 0, worst
         if it >= max_iter or not np.isfinite(worst):
@@ -1813,85 +1841,6 @@ def _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b
             X[l, side, 3, 3] = 1.0
 
 
-@_jit
-def _design_residual(loop_k, loop_r, loop_row, U, X, r):
-    """:func:`_residual` for the design batches (the same numbers, no allocations)."""
-    for l in range(loop_k.shape[0]):
-        k = loop_k[l]
-        row = loop_row[l]
-        p0 = X[l, 0, 0, 3] - X[l, 1, 0, 3]
-        p1 = X[l, 0, 1, 3] - X[l, 1, 1, 3]
-        p2 = X[l, 0, 2, 3] - X[l, 1, 2, 3]
-        if k == 6:
-            # E = R_A R_B^T; vex of its skew part
-            e01 = X[l, 0, 0, 0] * X[l, 1, 1, 0] + X[l, 0, 0, 1] * X[l, 1, 1, 1] \
-                + X[l, 0, 0, 2] * X[l, 1, 1, 2]
-            e02 = X[l, 0, 0, 0] * X[l, 1, 2, 0] + X[l, 0, 0, 1] * X[l, 1, 2, 1] \
-                + X[l, 0, 0, 2] * X[l, 1, 2, 2]
-            e10 = X[l, 0, 1, 0] * X[l, 1, 0, 0] + X[l, 0, 1, 1] * X[l, 1, 0, 1] \
-                + X[l, 0, 1, 2] * X[l, 1, 0, 2]
-            e12 = X[l, 0, 1, 0] * X[l, 1, 2, 0] + X[l, 0, 1, 1] * X[l, 1, 2, 1] \
-                + X[l, 0, 1, 2] * X[l, 1, 2, 2]
-            e20 = X[l, 0, 2, 0] * X[l, 1, 0, 0] + X[l, 0, 2, 1] * X[l, 1, 0, 1] \
-                + X[l, 0, 2, 2] * X[l, 1, 0, 2]
-            e21 = X[l, 0, 2, 0] * X[l, 1, 1, 0] + X[l, 0, 2, 1] * X[l, 1, 1, 1] \
-                + X[l, 0, 2, 2] * X[l, 1, 1, 2]
-            w0 = 0.5 * (e21 - e12)
-            w1 = 0.5 * (e02 - e20)
-            w2 = 0.5 * (e10 - e01)
-            for c in range(loop_r[l]):
-                acc = 0.0
-                acc += U[l, 0, c] * w0
-                acc += U[l, 1, c] * w1
-                acc += U[l, 2, c] * w2
-                acc += U[l, 3, c] * p0
-                acc += U[l, 4, c] * p1
-                acc += U[l, 5, c] * p2
-                r[row + c] = acc
-        else:
-            for c in range(loop_r[l]):
-                acc = 0.0
-                acc += U[l, 0, c] * p0
-                acc += U[l, 1, c] * p1
-                acc += U[l, 2, c] * p2
-                r[row + c] = acc
-
-
-@_jit
-def _design_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr):
-    """:func:`_jacobian` for the design batches (the same numbers, no allocations)."""
-    R, N = Jr.shape
-    for i in range(R):
-        for j in range(N):
-            Jr[i, j] = 0.0
-    for l in range(loop_k.shape[0]):
-        k = loop_k[l]
-        row = loop_row[l]
-        for side in range(2):
-            j = body_a[l] if side == 0 else body_b[l]
-            sign = 1.0 if side == 0 else -1.0
-            x0, x1, x2 = X[l, side, 0, 3], X[l, side, 1, 3], X[l, side, 2, 3]
-            while j >= 0:
-                w0, w1, w2 = S[j, 0], S[j, 1], S[j, 2]
-                # velocity of the side's point: v_O + omega x x
-                v0 = S[j, 3] + w1 * x2 - w2 * x1
-                v1 = S[j, 4] + w2 * x0 - w0 * x2
-                v2 = S[j, 5] + w0 * x1 - w1 * x0
-                for c in range(loop_r[l]):
-                    acc = 0.0
-                    if k == 6:
-                        acc += U[l, 0, c] * w0
-                        acc += U[l, 1, c] * w1
-                        acc += U[l, 2, c] * w2
-                        acc += U[l, 3, c] * v0
-                        acc += U[l, 4, c] * v1
-                        acc += U[l, 5, c] * v2
-                    else:
-                        acc += U[l, 0, c] * v0
-                        acc += U[l, 1, c] * v1
-                        acc += U[l, 2, c] * v2
-                    Jr[row + c, j] += sign * acc
-                j = parent[j]
 
 
 @_jit
@@ -2269,7 +2218,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     entry is a status the caller already knows (the pose is not evaluated).
 
     Per pose, once: assembly (a start that closes the loops to rounding,
-    residual < 2e-15, is taken as it is, else Newton from it), the transfer,
+    residual < EXACT_START, is taken as it is, else Newton from it), the transfer,
     I* by composite rigid bodies (:func:`_composite_inertia`) and the bias
     ``T0 = q'^T P* q' + T_gravity``: from the same composites at rest (q' = 0),
     else by phi', the velocity products and one Newton-Euler pass at q'' = 0
@@ -2374,15 +2323,15 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
             # not move it; otherwise Newton from it
             _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
                            phi, flags, F, S, X)
-            _design_residual(loop_k, loop_r, loop_row, U, X, r)
+            _residual(loop_k, loop_r, loop_row, U, X, r)
             res = 0.0
             for i in range(R):
                 e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
                 if not (e <= res):
                     res = e
-            if res < 2e-15:
+            if res < EXACT_START:
                 st = 0
-                _design_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+                _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             else:
                 st, res = _assemble_pose(P, W, phi)
             resid[d, t] = res
