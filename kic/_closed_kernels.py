@@ -388,9 +388,10 @@ def _work(N, M, R, L, B, nb):
 # --------------------------------------------------------------------------
 # one pose: the stages
 # --------------------------------------------------------------------------
-#: a start whose worst dimensionless closure residual is below this closes the
-#: loops to rounding (an exact closed form, or the same pose again): it is taken
-#: as it is, since Newton's polishing step would not move it
+#: joint values whose worst dimensionless closure residual is below this close
+#: the loops to rounding (an exact closed form, the same pose again, or a Newton
+#: iterate that got there): they are taken as they are, since Newton's polishing
+#: step would not move them
 EXACT_START = 2e-15
 
 
@@ -419,7 +420,7 @@ def _assemble_pose(P, W, phi):
             e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
             if not (e <= worst):          # NaN propagates as the worst
                 worst = e
-        if worst < tol and (polished or (it == 0 and worst < EXACT_START)):
+        if worst < tol and (polished or worst < EXACT_START):
             _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             return 0, worst
         if it >= max_iter or not np.isfinite(worst):
