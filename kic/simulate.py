@@ -115,9 +115,12 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     way, by the motion's own Taylor expansion over a fraction of a millisecond
     (see :data:`BRIDGE_CONDITION`), and records each crossing in
     :attr:`Simulation.crossings`; with ``bifurcation="raise"`` it stops there
-    with a :class:`kic.SingularityError` that says so.  A motion that only
-    passes near such a configuration is integrated through (switching
-    coordinates), with errors grown by the condition number there.
+    with a :class:`kic.SingularityError` that says so.  A free motion that only
+    passes near such a configuration (every set poor, the motion turning too
+    sharply for an expansion) is integrated there in every joint value, the
+    open chains with the closure as constraints
+    (:meth:`kic.ClosedModel.joint_space_dynamics`), and recorded in
+    :attr:`Simulation.crossings` as a ``"near pass"``.
 
     Parameters
     ----------
