@@ -74,8 +74,12 @@ def test_free_fall_crosses_the_flat_configuration_as_the_independent_solution_do
 @pytest.mark.parametrize("duration", [2.0, 10.0])
 def test_free_motion_runs_through(duration):
     """No exception for 2 s and 10 s.  The motion is chaotic: it crosses the flat
-    configuration again and later passes *near* it (a near miss, where every set of
-    coordinates is poorly conditioned, which costs accuracy)."""
+    configuration again and later passes *near* it (where every set of coordinates
+    is poorly conditioned: integrated in every joint value).  Which of the later
+    passes cross and which pass near depends on the last digits of the arithmetic
+    (compiler, processor), so only the first crossing (the motion still symmetric)
+    is pinned; the energy drift over 10 s (1e-9 here, 1.1e-9 in
+    benchmarks/five_bar_free_fall.py) is checked with room for another path."""
     fb = mechanisms.five_bar()
     sim = kic.simulate(fb, (0.0, duration), fb.reference, [0.0, 0.0], rtol=1e-10, atol=1e-12)
     assert sim.t[-1] == duration
@@ -83,11 +87,29 @@ def test_free_motion_runs_through(duration):
     assert np.all(np.isfinite(sim.phi))
     residual = fb.project(sim.phi)[1]
     assert residual.max() < 1e-10                       # on the closure throughout
-    assert sim.energy_drift < 1e-8, sim.energy_drift
-    if duration == 10.0:
-        # the near pass at 2.10 s is integrated in every joint value
-        kinds = [c["kind"] for c in sim.crossings]
-        assert "near pass" in kinds and kinds.count("bifurcation") == 3
+    assert sim.energy_drift < (1e-8 if duration == 2.0 else 1e-7), sim.energy_drift
+    first = sim.crossings[0]
+    assert first["kind"] == "bifurcation" and abs(first["t"] - 0.3253) < 1e-3
+    assert {c["kind"] for c in sim.crossings} <= {"bifurcation", "near pass"}
+
+
+def test_near_pass_agrees_with_the_constrained_tree_formulation():
+    """A small push of crank 1 breaks the symmetry: the fall misses the flat
+    configuration by a few micro-radians (every set of coordinates conditioned
+    worse than 1e5 there).  kic integrates that pass in every joint value and
+    agrees with the independent two-arm formulation with Lagrange multipliers
+    (rtol 1e-13) before and after it."""
+    fb = mechanisms.five_bar()
+    t = np.array([0.0, 0.2, 0.3, 0.32, 0.33, 0.35, 0.4])
+    sim = kic.simulate(fb, (0.0, 0.4), fb.reference, [1e-4, 0.0], rtol=1e-10, atol=1e-12,
+                       t_eval=t)
+    assert [c["kind"] for c in sim.crossings] == ["near pass"]
+    assert sim.crossings[0]["condition"] > 1e4
+    assert sim.energy_drift < 1e-8
+    ref = FiveBarDAE().simulate(t, fb.reference_phi, fb.joint_rates(fb.reference, [1e-4, 0.0]))
+    gap = np.abs(np.angle(np.exp(1j * (sim.phi - ref.phi)))).max(axis=1)
+    assert gap[:4].max() < 1e-9, gap                    # before the pass
+    assert gap[4:].max() < 1e-5, gap                    # after it (measured 3e-7)
 
 
 def test_joint_space_dynamics_is_the_same_motion():
