@@ -325,6 +325,38 @@ def _lu_solve(A, n, piv, b):
 
 
 @_jit
+def _jacobi_turn(alpha, beta, gamma):
+    """Cosine, sine of the one-sided Jacobi rotation that makes two columns with
+    squared norms alpha, beta and product gamma orthogonal."""
+    zeta = (beta - alpha) / (2.0 * gamma)
+    t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+    cs = 1.0 / np.sqrt(1.0 + t * t)
+    return cs, cs * t
+
+
+@_jit
+def _norm_ratio(work, m, n):
+    """Largest over smallest norm of the first n columns (rows :m) of ``work``:
+    the 2-norm condition number once one-sided Jacobi has made them orthogonal
+    (their norms are the singular values); inf where a norm is zero or not
+    finite."""
+    smax = 0.0
+    smin = np.inf
+    for c in range(n):
+        acc = 0.0
+        for i in range(m):
+            acc += work[i, c] * work[i, c]
+        sv = np.sqrt(acc)
+        if not np.isfinite(sv):
+            return np.inf
+        smax = max(smax, sv)
+        smin = min(smin, sv)
+    if not (smin > 0.0):
+        return np.inf
+    return smax / smin
+
+
+@_jit
 def _condition(A, work):
     """2-norm condition number of A (m, n), m >= n, from its singular values by
     one-sided Jacobi rotations (high relative accuracy, no LAPACK call; only the
@@ -348,10 +380,7 @@ def _condition(A, work):
                 if not (abs(gamma) > 1e-15 * np.sqrt(alpha * beta)):
                     continue
                 rotated = True
-                zeta = (beta - alpha) / (2.0 * gamma)
-                t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
-                cs = 1.0 / np.sqrt(1.0 + t * t)
-                sn = cs * t
+                cs, sn = _jacobi_turn(alpha, beta, gamma)
                 for i in range(m):
                     x = work[i, p]
                     y = work[i, r]
@@ -359,20 +388,7 @@ def _condition(A, work):
                     work[i, r] = sn * x + cs * y
         if not rotated:
             break
-    smax = 0.0
-    smin = np.inf
-    for c in range(n):
-        acc = 0.0
-        for i in range(m):
-            acc += work[i, c] * work[i, c]
-        sv = np.sqrt(acc)
-        if not np.isfinite(sv):
-            return np.inf
-        smax = max(smax, sv)
-        smin = min(smin, sv)
-    if not (smin > 0.0):
-        return np.inf
-    return smax / smin
+    return _norm_ratio(work, m, n)
 
 
 @_jit
@@ -1881,10 +1897,7 @@ def _block_conditions(As, block_row, work, cond, live, turned):
                     if not (abs(gamma) > 1e-15 * np.sqrt(alpha * beta)):
                         continue
                     turned[b] = True
-                    zeta = (beta - alpha) / (2.0 * gamma)
-                    t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
-                    cs = 1.0 / np.sqrt(1.0 + t * t)
-                    sn = cs * t
+                    cs, sn = _jacobi_turn(alpha, beta, gamma)
                     for i in range(n):
                         x = work[b, i, p]
                         y = work[b, i, r]
@@ -1899,23 +1912,7 @@ def _block_conditions(As, block_row, work, cond, live, turned):
             break
     for b in range(nB):
         n = block_row[b + 1] - block_row[b]
-        smax = 0.0
-        smin = np.inf
-        fin = True
-        for c in range(n):
-            acc = 0.0
-            for i in range(n):
-                acc += work[b, i, c] * work[b, i, c]
-            sv = np.sqrt(acc)
-            if not np.isfinite(sv):
-                fin = False
-                break
-            smax = max(smax, sv)
-            smin = min(smin, sv)
-        if not fin or not (smin > 0.0):
-            cond[b] = np.inf
-        else:
-            cond[b] = smax / smin
+        cond[b] = _norm_ratio(work[b], n, n)
 
 
 @_jit
@@ -2110,23 +2107,7 @@ def _conditions_interleaved(A, count, work, norms, pairs, cond, live, turned):
         if not more:
             break
     for u in range(count):
-        smax = 0.0
-        smin = np.inf
-        fin = True
-        for c in range(n):
-            acc = 0.0
-            for i in range(m):
-                acc += work[u, c, i] * work[u, c, i]
-            sv = np.sqrt(acc)
-            if not np.isfinite(sv):
-                fin = False
-                break
-            smax = max(smax, sv)
-            smin = min(smin, sv)
-        if not fin or not (smin > 0.0):
-            cond[u] = np.inf
-        else:
-            cond[u] = smax / smin
+        cond[u] = _norm_ratio(work[u].T, m, n)      # work holds the columns as rows
 
 
 @_jit

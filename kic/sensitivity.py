@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._array import match_batch
 from .chain import Joint, Link, SerialChain
 from .closure import ClosedModel
 from .errors import ModelError, located
@@ -291,17 +292,7 @@ def _rates(x, name: str, batch: tuple, M: int) -> np.ndarray:
     """Rates ``x`` broadcast to the batch of q, flattened (n, M)."""
     if x is None:
         return np.zeros((int(np.prod(batch, dtype=int)), M))
-    arr = np.asarray(x, dtype=float)
-    if arr.ndim == 0 or arr.shape[-1] != M:
-        raise ModelError(f"{name} must have shape (..., {M}), got {arr.shape}")
-    try:
-        arr = np.broadcast_to(arr, batch + (M,))
-    except ValueError as exc:
-        raise ModelError(f"{name} of shape {arr.shape} does not match q's batch "
-                         f"{batch}") from exc
-    if not np.all(np.isfinite(arr)):
-        raise ModelError(f"{name} contains NaN or infinite values")
-    return np.ascontiguousarray(arr.reshape(-1, M))
+    return np.ascontiguousarray(match_batch(x, M, batch, name).T)
 
 
 def _check_parameters(parameters) -> list:

@@ -231,8 +231,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
             # the short steps have taken the motion past the difficulty: go on freely
             t, y, phi, step_limit, retries = stretch.t, stretch.y, stretch.phi, None, 0
             continue
-        switch = (stretch.t, stretch.y, stretch.phi, stretch.condition)
-        t, ys, phis, cond = switch
+        t, ys, phis, cond = stretch.t, stretch.y, stretch.phi, stretch.condition
         names, best = current.best_coordinates(phis)
         crossed = None
         if not best < BRIDGE_CONDITION and may_cross:
@@ -432,17 +431,22 @@ def _compiled_stretch(model, t, y, t_end, phi, rtol, atol, max_step, first, swit
                 raise KicError(f"integration failed at t = {t:g} s (step size too small)")
             return _Stretch(t, y, phi, np.inf, True, nfev, None, threshold, last)
         if code == 5:
-            # the general path assembles the accepted point, or raises with its report
-            asm = model.assembly(y[:M], start=phi)
-            if asm.status != 0:
-                model.assemble(y[:M], start=phi)
-            phi, cond = asm.phi, float(asm.condition)
+            phi, cond = _assembled(model, y[:M], phi)
             history.append((t, cond, y, phi))
             rec.add(model, t, y, phi)
             if cond <= relax:
                 threshold = stop = min(stop, relax)
             if cond > stop:
                 return _Stretch(t, y, phi, cond, True, nfev, None, threshold, last)
+
+
+def _assembled(model, q, start):
+    """Joint values at q (M,) assembled from ``start`` by the general path, and the
+    condition number there; raises with the general path's report where it fails."""
+    asm = model.assembly(q, start=start)
+    if asm.status != 0:
+        model.assemble(q, start=start)                    # raises with the report
+    return asm.phi, float(asm.condition)
 
 
 def _solver(model, method, t, y, t1, rtol, atol, max_step, first, tau_fn, check_tau, loads,
@@ -482,11 +486,8 @@ def _solver(model, method, t, y, t1, rtol, atol, max_step, first, tau_fn, check_
         if fast is not None:
             warm["phi"] = fast[0]
             return fast
-        asm = model.assembly(q, start=warm["phi"])
-        if asm.status != 0:
-            model.assemble(q, start=warm["phi"])          # raises with the report
-        warm["phi"] = asm.phi
-        return asm.phi, float(asm.condition)
+        warm["phi"], cond = _assembled(model, q, warm["phi"])
+        return warm["phi"], cond
 
     warm["track"] = track
     solver = _METHODS[method](rhs, t, y, t1, rtol=rtol, atol=atol, max_step=max_step,
