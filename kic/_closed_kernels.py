@@ -1542,154 +1542,166 @@ def inertia(plan, phi):
 # design axis: many float buffers (designs) sharing one int buffer (structure)
 # --------------------------------------------------------------------------
 @_jit
-def _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, qcol, Ic, HG, Tphi,
-                       Im, T0, gravity_bias):
-    """I*_q (Im) by composite rigid bodies on the tree and, with ``gravity_bias``
-    (q' = 0), the gravity load T0 = G^T T_phi from the same composites.
+def _composite_inertia(parent, order, mass, com, inertia, gravity, FL, SL, GL, qcol, empty, Ic,
+                       HG, Tphi, fw, hw, Im, T0, rest):
+    """I*_q and, for the lanes at rest (``rest``, q' = 0), the gravity load
+    T0 = G^T T_phi from the same composites, by composite rigid bodies on the
+    tree, for V poses of one design side by side (the lanes: the last axis of
+    every array, as :func:`_conditions_lanes`; the loops over them carry no
+    branches, so they become vector instructions).  Per lane: ``FL`` (N, 12, V)
+    the rows 0..2 of the joints' frames F, ``SL`` (N, 6, V) their screws, ``GL``
+    (N, M, V) G^phi_q; out ``Im`` (M, M, V), ``T0`` (M, V) (lanes not at rest
+    keep theirs); ``Ic`` (N, 10, V), ``HG`` (N, M, V), ``Tphi`` (N, V), ``fw``
+    (6, V), ``hw`` (V,) and ``empty`` (N,) bool are work.
 
-    Each body's spatial inertia about the world origin, in the screw coordinates
-    [omega; v_O] of :func:`_frames`, is ``[[I_w + m [c]^T [c], m [c]], [-m [c], m 1]]``
-    (c its world centroid, I_w its central inertia in world axes, [c] the cross
-    product matrix): kinetic energy ``s^T M s / 2``.  The composite Ic_j of the subtree of joint j gives the
-    joint-space inertia ``H_ij = S_i^T Ic_j S_j`` (i an ancestor of j, or j) and
+    A body's spatial inertia about the world origin, in the screw coordinates
+    [omega; v_O] of :func:`_frames`, is ``[[I_O, [h]x], [-[h]x, m 1]]`` (kinetic
+    energy ``s^T M s / 2``): m its mass, h = m c its first moment (c its world
+    centroid), I_O = I_w + m (|c|^2 1 - c c^T) its inertia about the origin (I_w
+    the central inertia in world axes), [h]x the cross-product matrix.  Those
+    ten numbers (m, h, the upper triangle of I_O) add over a subtree, so a
+    composite is kept as them: Ic_j of the subtree of joint j gives
+    ``f_j = Ic_j S_j = [I_O w + h x v; m v - h x w]`` (S_j = [w; v]), the
+    joint-space inertia ``H_ij = S_i^T f_j`` (i an ancestor of j, or j) and
     ``I*_q = G^T H G``; at rest the joint loads of gravity are
-    ``S_j^T Ic_j [0; -g]`` (the subtree's weight, as the Newton-Euler pass with
-    the base accelerated by -g).  ``qcol[j]`` is m where joint j is coordinate m
-    (its row of G the unit row e_m), else -1."""
-    N, M = G.shape
+    ``S_j^T Ic_j [0; -g] = -w . (h x g) - m v . g`` (the subtree's weight, as the
+    Newton-Euler pass with the base accelerated by -g).  ``qcol[j]`` is m where
+    joint j is coordinate m (its row of G the unit row e_m), else -1."""
+    N, M, V = GL.shape[0], GL.shape[1], GL.shape[2]
     for j in range(N):
-        for a in range(6):
-            for b in range(6):
-                Ic[j, a, b] = 0.0
         m = mass[j]
-        if m <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
-                and inertia[j, 2, 2] == 0.0:
+        empty[j] = m <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
+            and inertia[j, 2, 2] == 0.0
+        if empty[j]:
+            for a in range(10):
+                for u in range(V):
+                    Ic[j, a, u] = 0.0
             continue
-        c0 = F[j, 0, 0] * com[j, 0] + F[j, 0, 1] * com[j, 1] + F[j, 0, 2] * com[j, 2] + F[j, 0, 3]
-        c1 = F[j, 1, 0] * com[j, 0] + F[j, 1, 1] * com[j, 1] + F[j, 1, 2] * com[j, 2] + F[j, 1, 3]
-        c2 = F[j, 2, 0] * com[j, 0] + F[j, 2, 1] * com[j, 1] + F[j, 2, 2] * com[j, 2] + F[j, 2, 3]
-        # I_w = R I R^T (R I once: RI[a, k] the same numbers for every b)
-        for a in range(3):
-            r0 = F[j, a, 0] * inertia[j, 0, 0] + F[j, a, 1] * inertia[j, 1, 0] \
-                + F[j, a, 2] * inertia[j, 2, 0]
-            r1 = F[j, a, 0] * inertia[j, 0, 1] + F[j, a, 1] * inertia[j, 1, 1] \
-                + F[j, a, 2] * inertia[j, 2, 1]
-            r2 = F[j, a, 0] * inertia[j, 0, 2] + F[j, a, 1] * inertia[j, 1, 2] \
-                + F[j, a, 2] * inertia[j, 2, 2]
-            for b in range(3):
-                acc = 0.0
-                acc += r0 * F[j, b, 0]
-                acc += r1 * F[j, b, 1]
-                acc += r2 * F[j, b, 2]
-                Ic[j, a, b] = acc
-        cc = c0 * c0 + c1 * c1 + c2 * c2
-        Ic[j, 0, 0] += m * (cc - c0 * c0)
-        Ic[j, 1, 1] += m * (cc - c1 * c1)
-        Ic[j, 2, 2] += m * (cc - c2 * c2)
-        Ic[j, 0, 1] -= m * c0 * c1
-        Ic[j, 1, 0] -= m * c0 * c1
-        Ic[j, 0, 2] -= m * c0 * c2
-        Ic[j, 2, 0] -= m * c0 * c2
-        Ic[j, 1, 2] -= m * c1 * c2
-        Ic[j, 2, 1] -= m * c1 * c2
-        # m [c]x (upper right) and -m [c]x = (m [c]x)^T (lower left)
-        Ic[j, 0, 4], Ic[j, 0, 5] = -m * c2, m * c1
-        Ic[j, 1, 3], Ic[j, 1, 5] = m * c2, -m * c0
-        Ic[j, 2, 3], Ic[j, 2, 4] = -m * c1, m * c0
-        for a in range(3):                # the lower left block is its transpose
-            for b in range(3):
-                Ic[j, 3 + a, b] = Ic[j, b, 3 + a]
-        Ic[j, 3, 3] = m
-        Ic[j, 4, 4] = m
-        Ic[j, 5, 5] = m
-    # composites: children before parents
+        k0, k1, k2 = com[j, 0], com[j, 1], com[j, 2]
+        J00, J01, J02 = inertia[j, 0, 0], inertia[j, 0, 1], inertia[j, 0, 2]
+        J10, J11, J12 = inertia[j, 1, 0], inertia[j, 1, 1], inertia[j, 1, 2]
+        J20, J21, J22 = inertia[j, 2, 0], inertia[j, 2, 1], inertia[j, 2, 2]
+        for u in range(V):
+            R00, R01, R02, o0 = FL[j, 0, u], FL[j, 1, u], FL[j, 2, u], FL[j, 3, u]
+            R10, R11, R12, o1 = FL[j, 4, u], FL[j, 5, u], FL[j, 6, u], FL[j, 7, u]
+            R20, R21, R22, o2 = FL[j, 8, u], FL[j, 9, u], FL[j, 10, u], FL[j, 11, u]
+            c0 = R00 * k0 + R01 * k1 + R02 * k2 + o0
+            c1 = R10 * k0 + R11 * k1 + R12 * k2 + o1
+            c2 = R20 * k0 + R21 * k1 + R22 * k2 + o2
+            # I_w = R I R^T, its upper triangle (the rows of R I once)
+            a0 = R00 * J00 + R01 * J10 + R02 * J20
+            a1 = R00 * J01 + R01 * J11 + R02 * J21
+            a2 = R00 * J02 + R01 * J12 + R02 * J22
+            b0 = R10 * J00 + R11 * J10 + R12 * J20
+            b1 = R10 * J01 + R11 * J11 + R12 * J21
+            b2 = R10 * J02 + R11 * J12 + R12 * J22
+            e0 = R20 * J00 + R21 * J10 + R22 * J20
+            e1 = R20 * J01 + R21 * J11 + R22 * J21
+            e2 = R20 * J02 + R21 * J12 + R22 * J22
+            cc = c0 * c0 + c1 * c1 + c2 * c2
+            Ic[j, 0, u] = m
+            Ic[j, 1, u] = m * c0
+            Ic[j, 2, u] = m * c1
+            Ic[j, 3, u] = m * c2
+            Ic[j, 4, u] = (a0 * R00 + a1 * R01 + a2 * R02) + m * (cc - c0 * c0)
+            Ic[j, 5, u] = (a0 * R10 + a1 * R11 + a2 * R12) - m * c0 * c1
+            Ic[j, 6, u] = (a0 * R20 + a1 * R21 + a2 * R22) - m * c0 * c2
+            Ic[j, 7, u] = (b0 * R10 + b1 * R11 + b2 * R12) + m * (cc - c1 * c1)
+            Ic[j, 8, u] = (b0 * R20 + b1 * R21 + b2 * R22) - m * c1 * c2
+            Ic[j, 9, u] = (e0 * R20 + e1 * R21 + e2 * R22) + m * (cc - c2 * c2)
+    # composites: children before parents (``empty`` becomes: the subtree is,
+    # the design's, the same in every lane)
     for jj in range(N - 1, -1, -1):
         j = order[jj]
         p = parent[j]
-        if p >= 0:
-            for a in range(6):
-                for b in range(6):
-                    Ic[p, a, b] += Ic[j, a, b]
+        if p >= 0 and not empty[j]:
+            empty[p] = False
+            for a in range(10):
+                for u in range(V):
+                    Ic[p, a, u] += Ic[j, a, u]
     # HG = H G, pair by pair along every path
     for j in range(N):
         for a in range(M):
-            HG[j, a] = 0.0
+            for u in range(V):
+                HG[j, a, u] = 0.0
+    gx, gy, gz = gravity[0], gravity[1], gravity[2]
     for j in range(N):
-        f0 = 0.0
-        f1 = 0.0
-        f2 = 0.0
-        f3 = 0.0
-        f4 = 0.0
-        f5 = 0.0
-        for b in range(6):
-            sb = S[j, b]
-            f0 += Ic[j, 0, b] * sb
-            f1 += Ic[j, 1, b] * sb
-            f2 += Ic[j, 2, b] * sb
-            f3 += Ic[j, 3, b] * sb
-            f4 += Ic[j, 4, b] * sb
-            f5 += Ic[j, 5, b] * sb
+        if empty[j]:
+            for u in range(V):
+                Tphi[j, u] = 0.0
+            continue
+        for u in range(V):
+            m, h0, h1, h2 = Ic[j, 0, u], Ic[j, 1, u], Ic[j, 2, u], Ic[j, 3, u]
+            w0, w1, w2 = SL[j, 0, u], SL[j, 1, u], SL[j, 2, u]
+            v0, v1, v2 = SL[j, 3, u], SL[j, 4, u], SL[j, 5, u]
+            fw[0, u] = Ic[j, 4, u] * w0 + Ic[j, 5, u] * w1 + Ic[j, 6, u] * w2 \
+                + (h1 * v2 - h2 * v1)
+            fw[1, u] = Ic[j, 5, u] * w0 + Ic[j, 7, u] * w1 + Ic[j, 8, u] * w2 \
+                + (h2 * v0 - h0 * v2)
+            fw[2, u] = Ic[j, 6, u] * w0 + Ic[j, 8, u] * w1 + Ic[j, 9, u] * w2 \
+                + (h0 * v1 - h1 * v0)
+            fw[3, u] = m * v0 - (h1 * w2 - h2 * w1)
+            fw[4, u] = m * v1 - (h2 * w0 - h0 * w2)
+            fw[5, u] = m * v2 - (h0 * w1 - h1 * w0)
+            # S_j^T Ic_j [0; -g] = -w . (h x g) - m v . g
+            Tphi[j, u] = -(w0 * (h1 * gz - h2 * gy) + w1 * (h2 * gx - h0 * gz)
+                           + w2 * (h0 * gy - h1 * gx)) - m * (v0 * gx + v1 * gy + v2 * gz)
+        qj = qcol[j]
         i = j
         while i >= 0:
-            h = (S[i, 0] * f0 + S[i, 1] * f1 + S[i, 2] * f2 + S[i, 3] * f3 + S[i, 4] * f4
-                 + S[i, 5] * f5)
-            if h != 0.0:
-                # a coordinate's row of G is a unit row: only its 1 adds (h * 0 adds 0)
-                if qcol[j] >= 0:
-                    HG[i, qcol[j]] += h
+            for u in range(V):
+                hw[u] = (SL[i, 0, u] * fw[0, u] + SL[i, 1, u] * fw[1, u]
+                         + SL[i, 2, u] * fw[2, u] + SL[i, 3, u] * fw[3, u]
+                         + SL[i, 4, u] * fw[4, u] + SL[i, 5, u] * fw[5, u])
+            # a coordinate's row of G is a unit row: only its 1 adds
+            if qj >= 0:
+                for u in range(V):
+                    HG[i, qj, u] += hw[u]
+            else:
+                for a in range(M):
+                    for u in range(V):
+                        HG[i, a, u] += hw[u] * GL[j, a, u]
+            if i != j:
+                qi = qcol[i]
+                if qi >= 0:
+                    for u in range(V):
+                        HG[j, qi, u] += hw[u]
                 else:
                     for a in range(M):
-                        HG[i, a] += h * G[j, a]
-                if i != j:
-                    if qcol[i] >= 0:
-                        HG[j, qcol[i]] += h
-                    else:
-                        for a in range(M):
-                            HG[j, a] += h * G[i, a]
+                        for u in range(V):
+                            HG[j, a, u] += hw[u] * GL[i, a, u]
             i = parent[i]
-        if gravity_bias:
-            # S_j^T Ic_j [0; -g]
-            acc = 0.0
-            for a in range(6):
-                w = 0.0
-                for b in range(3):
-                    w -= Ic[j, a, 3 + b] * gravity[b]
-                acc += S[j, a] * w
-            Tphi[j] = acc
-    # I* = G^T (H G): each entry summed over j in order; four entries of a row at a
-    # time in registers (independent sums)
+    # I* = G^T (H G), each entry summed over j in order (a coordinate's unit row
+    # adds its row of HG to its own row of I* only), symmetric to rounding: the
+    # mean of the two triangles
     for a in range(M):
-        b0 = 0
-        while b0 + 4 <= M:
-            s0 = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            s3 = 0.0
+        for b in range(M):
+            for u in range(V):
+                Im[a, b, u] = 0.0
             for j in range(N):
-                g = G[j, a]
-                if g == 0.0:          # adds 0 (the unit rows of the coordinates)
+                if qcol[j] >= 0:
+                    if qcol[j] == a:
+                        for u in range(V):
+                            Im[a, b, u] += HG[j, b, u]
                     continue
-                s0 += g * HG[j, b0]
-                s1 += g * HG[j, b0 + 1]
-                s2 += g * HG[j, b0 + 2]
-                s3 += g * HG[j, b0 + 3]
-            Im[a, b0] = s0
-            Im[a, b0 + 1] = s1
-            Im[a, b0 + 2] = s2
-            Im[a, b0 + 3] = s3
-            b0 += 4
-        for b in range(b0, M):
-            s0 = 0.0
-            for j in range(N):
-                s0 += G[j, a] * HG[j, b]
-            Im[a, b] = s0
+                for u in range(V):
+                    Im[a, b, u] += GL[j, a, u] * HG[j, b, u]
     for a in range(M):
         for b in range(a):
-            v = 0.5 * (Im[a, b] + Im[b, a])
-            Im[a, b] = v
-            Im[b, a] = v
-    if gravity_bias:
-        _project(G, Tphi, T0)
+            for u in range(V):
+                v = 0.5 * (Im[a, b, u] + Im[b, a, u])
+                Im[a, b, u] = v
+                Im[b, a, u] = v
+    # T0 = G^T T_phi where at rest (the sums in the order of j, as _project)
+    for m in range(M):
+        for u in range(V):
+            hw[u] = 0.0
+        for j in range(N):
+            for u in range(V):
+                hw[u] += GL[j, m, u] * Tphi[j, u]
+        for u in range(V):
+            T0[m, u] = hw[u] if rest[u] else T0[m, u]
+
 
 @_jit
 def _identity_flags(origin, offset, T_a, T_b, flags):
@@ -1860,94 +1872,49 @@ def _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b
 
 
 
-@_jit
-def _block_conditions(As, block_row, work, cond, live, turned):
-    """:func:`_condition` of every block's scaled ``As[b, :nb, :nb]`` into cond (B,),
-    the Jacobi sweeps of all blocks interleaved: pair by pair, one rotation of
-    each block in turn.  The blocks are independent, so the processor overlaps
-    their square roots and divisions (one block's rotations form a chain of
-    them); each block sees the operations of :func:`_condition` in its order,
-    so the numbers are the same bit for bit.  ``work`` (B, nb, nb), ``live``
-    and ``turned`` (B,) bool are overwritten."""
-    nB = block_row.shape[0] - 1
-    nmax = 0
-    for b in range(nB):
-        n = block_row[b + 1] - block_row[b]
-        nmax = max(nmax, n)
-        for i in range(n):
-            for c in range(n):
-                work[b, i, c] = As[b, i, c]
-        live[b] = True
-    for sweep in range(60):
-        for b in range(nB):
-            turned[b] = False
-        for p in range(nmax - 1):
-            for r in range(p + 1, nmax):
-                for b in range(nB):
-                    n = block_row[b + 1] - block_row[b]
-                    if not live[b] or r >= n:
-                        continue
-                    alpha = 0.0
-                    beta = 0.0
-                    gamma = 0.0
-                    for i in range(n):
-                        alpha += work[b, i, p] * work[b, i, p]
-                        beta += work[b, i, r] * work[b, i, r]
-                        gamma += work[b, i, p] * work[b, i, r]
-                    if not (abs(gamma) > 1e-15 * np.sqrt(alpha * beta)):
-                        continue
-                    turned[b] = True
-                    cs, sn = _jacobi_turn(alpha, beta, gamma)
-                    for i in range(n):
-                        x = work[b, i, p]
-                        y = work[b, i, r]
-                        work[b, i, p] = cs * x - sn * y
-                        work[b, i, r] = sn * x + cs * y
-        more = False
-        for b in range(nB):
-            if live[b] and not turned[b]:
-                live[b] = False
-            more = more or live[b]
-        if not more:
-            break
-    for b in range(nB):
-        n = block_row[b + 1] - block_row[b]
-        cond[b] = _norm_ratio(work[b], n, n)
+#: the Frobenius condition ||A||_F ||A^-1||_F bounds the 2-norm one: kappa_2 <=
+#: kappa_F <= n kappa_2 (n x n).  The design batches decide "below max_condition"
+#: from it and form kappa_2 by Jacobi only in between; the margin covers the
+#: rounding of A^-1 from the LU factors many times over (kappa <= max_condition
+#: there, so that error is below max_condition * 1e-15).
+FROBENIUS_MARGIN = 4.0
 
 
 @_jit
-def _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, cond,
-                     dsign, As, Aw, live, turned, X):
-    """:func:`_transfer_pose` for the design batches, the same numbers: G^phi_q
-    (G), the blocks' conditions (:func:`_block_conditions`, interleaved) and det
-    signs (:func:`_lu`'s factors left in LU, piv as there); each block's M columns
-    of ``-A_b^-1 B_b`` solved in one pass (``X`` (nb, M) work).  Returns the
-    status."""
+def _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, dsign,
+                     As, Aw, X):
+    """:func:`_transfer_pose` for the design batches, the same G^phi_q (G) and det
+    signs (dsign; :func:`_lu`'s factors left in LU, piv as there): each block's M
+    columns of ``-A_b^-1 B_b`` and its nb columns of ``A_b^-1`` solved in one
+    pass (``X`` (nb, M + nb) work).  A block is singular where its dimensionless
+    2-norm condition is not below ``maxc``, as in :func:`_transfer_pose`; that is
+    decided from the Frobenius condition of the scaled block, and only where
+    that bound cannot decide (within FROBENIUS_MARGIN of ``maxc``) from
+    :func:`_condition` (As, Aw (nb, nb) work).  Returns the status."""
     N, M = G.shape
     nB = block_row.shape[0] - 1
+    inv_L = 1.0 / Lc
     for j in range(N):
         for m in range(M):
             G[j, m] = 0.0
     for m in range(M):
         G[q_idx[m], m] = 1.0
-    for b in range(nB):
-        r0, r1 = block_row[b], block_row[b + 1]
-        nb = r1 - r0
-        for i in range(nb):
-            for c in range(nb):
-                a = Jr[r0 + i, dep[r0 + c]]
-                LU[b, i, c] = a
-                # dimensionless: position rows / L, prismatic columns * L
-                if not row_is_rot[r0 + i]:
-                    a /= Lc
-                if not isR[dep[r0 + c]]:
-                    a *= Lc
-                As[b, i, c] = a
-    _block_conditions(As, block_row, Aw, cond, live, turned)
     status = 0
     for b in range(nB):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
+        # the block and the square of its dimensionless Frobenius norm: position
+        # rows / L, prismatic columns * L (a bound: products, not divisions)
+        fro = 0.0
+        for i in range(nb):
+            for c in range(nb):
+                a = Jr[r0 + i, dep[r0 + c]]
+                LU[b, i, c] = a
+                if not row_is_rot[r0 + i]:
+                    a *= inv_L
+                if not isR[dep[r0 + c]]:
+                    a *= Lc
+                fro += a * a
         # _lu of the block, in place
         sgn = 1.0
         for k in range(nb):
@@ -1977,33 +1944,66 @@ def _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, p
                     for c in range(k + 1, nb):
                         LU[b, i, c] -= f * LU[b, k, c]
         dsign[b] = sgn
-        if sgn == 0.0 or not (cond[b] < maxc):
+        if sgn == 0.0:
             status = 2
             continue
-        # the M right-hand sides at once, each by the operations of _lu_solve
+        # the M + nb right-hand sides at once, each by the operations of _lu_solve
+        W = M + nb
         for i in range(nb):
             for m in range(M):
                 X[i, m] = -Jr[r0 + i, q_idx[m]]
+            for c in range(nb):
+                X[i, M + c] = 1.0 if i == c else 0.0
         for k in range(nb):
             p = piv[b, k]
             if p != k:
-                for m in range(M):
+                for m in range(W):
                     t = X[k, m]
                     X[k, m] = X[p, m]
                     X[p, m] = t
         for i in range(nb):
             for c in range(i):
                 f = LU[b, i, c]
-                for m in range(M):
+                for m in range(W):
                     X[i, m] -= f * X[c, m]
         for i in range(nb - 1, -1, -1):
             for c in range(i + 1, nb):
                 f = LU[b, i, c]
-                for m in range(M):
+                for m in range(W):
                     X[i, m] -= f * X[c, m]
             f = LU[b, i, i]
             for m in range(M):
                 X[i, m] = X[i, m] / f
+            f = 1.0 / f                       # the inverse only bounds: products
+            for m in range(M, W):
+                X[i, m] *= f
+        # the scaled block's inverse is Dc^-1 A^-1 Dr^-1 (A_s = Dr A Dc)
+        fro_inv = 0.0
+        for i in range(nb):
+            for c in range(nb):
+                a = X[i, M + c]
+                if not isR[dep[r0 + i]]:
+                    a *= inv_L
+                if not row_is_rot[r0 + c]:
+                    a *= Lc
+                fro_inv += a * a
+        kf = np.sqrt(fro * fro_inv)
+        if not (kf * FROBENIUS_MARGIN < maxc):
+            if kf > FROBENIUS_MARGIN * nb * maxc:
+                status = 2                        # kappa_2 >= kappa_F / nb >= maxc
+                continue
+            # in between (or not finite): the 2-norm condition itself
+            for i in range(nb):
+                for c in range(nb):
+                    a = Jr[r0 + i, dep[r0 + c]]
+                    if not row_is_rot[r0 + i]:
+                        a /= Lc
+                    if not isR[dep[r0 + c]]:
+                        a *= Lc
+                    As[i, c] = a
+            if not (_condition(As[:nb, :nb], Aw[:nb, :nb]) < maxc):
+                status = 2
+                continue
         for i in range(nb):
             for m in range(M):
                 G[dep[r0 + i], m] = X[i, m]
@@ -2034,7 +2034,7 @@ def _round_robin(n):
 
 
 @_jit
-def _conditions_interleaved(A, count, work, norms, pairs, cond, live, turned):
+def _conditions_lanes(A, count, work, norms, gam, cs, sn, pairs, cond, live, turned):
     """2-norm condition numbers of the matrices ``A[:count]`` (each m x n, m >= n)
     into ``cond[:count]``: :func:`_condition`'s one-sided Jacobi rotations and
     stopping rule (a sweep without a rotation; inf if singular or not finite),
@@ -2048,76 +2048,97 @@ def _conditions_interleaved(A, count, work, norms, pairs, cond, live, turned):
       every sweep, so a pair costs one dot product, not three (a sweep that ends
       the iteration rotates nothing, so its test uses exact norms; the singular
       values are the norms of the final columns, formed from them);
-    * the sweeps of the ``count`` matrices interleaved, one rotation of each in
-      turn (independent work the processor overlaps).
+    * the matrices side by side in lanes: ``work`` (n, m, V) holds entry (i, c) of
+      matrix u at ``[c, i, u]``, and every step is a loop over the V lanes
+      without branches, which the compiler turns into vector instructions (the
+      square roots and divisions of a rotation bound the cost; V >= 32 fills the
+      vector loop).  A lane that does not rotate (its pair is orthogonal, or
+      its matrix has converged) takes t = 0, cos = 1, sin = 0, which leaves its
+      numbers as they are; the sweeps go on while any lane rotates.  Each
+      matrix sees the operations of one matrix alone, so the numbers do not
+      depend on the others or on the vector width.
 
-    ``work`` (>= count, n, m) holds the columns (contiguous), ``norms``
-    (>= count, n); both, ``live`` and ``turned`` are overwritten."""
+    ``norms`` (n, V), ``gam``, ``cs``, ``sn`` (V,), ``live`` and ``turned`` (V,)
+    bool are overwritten; lanes past ``count`` hold the identity."""
     m, n = A.shape[1], A.shape[2]
-    for u in range(count):
-        for c in range(n):
-            for i in range(m):
-                work[u, c, i] = A[u, i, c]
-        live[u] = True
+    V = work.shape[2]
+    for c in range(n):
+        for i in range(m):
+            for u in range(V):
+                work[c, i, u] = A[u, i, c] if u < count else (1.0 if i == c else 0.0)
+    for u in range(V):
+        live[u] = u < count
     for sweep in range(60):
-        for u in range(count):
+        for u in range(V):
             turned[u] = False
-            if live[u]:
-                for c in range(n):
-                    acc = 0.0
-                    for i in range(m):
-                        acc += work[u, c, i] * work[u, c, i]
-                    norms[u, c] = acc
+        for c in range(n):
+            for u in range(V):
+                norms[c, u] = 0.0
+            for i in range(m):
+                for u in range(V):
+                    norms[c, u] += work[c, i, u] * work[c, i, u]
         for k in range(pairs.shape[0]):
             p = pairs[k, 0]
             r = pairs[k, 1]
-            for u in range(count):
-                if not live[u]:
-                    continue
-                alpha = norms[u, p]
-                beta = norms[u, r]
-                gamma = 0.0
-                for i in range(m):
-                    gamma += work[u, p, i] * work[u, r, i]
+            for u in range(V):
+                gam[u] = 0.0
+            for i in range(m):
+                for u in range(V):
+                    gam[u] += work[p, i, u] * work[r, i, u]
+            for u in range(V):
+                alpha = norms[p, u]
+                beta = norms[r, u]
+                gamma = gam[u]
                 # |gamma| > 1e-15 sqrt(alpha beta), squared: no square root per pair
-                if not (gamma * gamma > 1e-30 * (alpha * beta)):
-                    continue
-                turned[u] = True
-                # t = sign(zeta) / (|zeta| + sqrt(1 + zeta^2)), zeta = (beta - alpha) / (2 gamma),
-                # times 2 |gamma| above and below: one division fewer
+                rot = live[u] & (gamma * gamma > 1e-30 * (alpha * beta))
+                # t = sign(zeta) / (|zeta| + sqrt(1 + zeta^2)), zeta = (beta - alpha) /
+                # (2 gamma), times 2 |gamma| above and below: one division fewer
                 db = beta - alpha
                 g2 = 2.0 * abs(gamma)
                 t = g2 / (abs(db) + np.sqrt(db * db + g2 * g2))
-                if db * gamma < 0.0:
-                    t = -t
-                cs = 1.0 / np.sqrt(1.0 + t * t)
-                sn = cs * t
-                for i in range(m):
-                    x = work[u, p, i]
-                    y = work[u, r, i]
-                    work[u, p, i] = cs * x - sn * y
-                    work[u, r, i] = sn * x + cs * y
-                norms[u, p] = alpha - t * gamma
-                norms[u, r] = beta + t * gamma
+                t = -t if db * gamma < 0.0 else t
+                t = t if rot else 0.0
+                c_ = 1.0 / np.sqrt(1.0 + t * t)
+                cs[u] = c_
+                sn[u] = c_ * t
+                turned[u] = turned[u] | rot
+                norms[p, u] = alpha - t * gamma
+                norms[r, u] = beta + t * gamma
+            for i in range(m):
+                for u in range(V):
+                    x = work[p, i, u]
+                    y = work[r, i, u]
+                    work[p, i, u] = cs[u] * x - sn[u] * y
+                    work[r, i, u] = sn[u] * x + cs[u] * y
         more = False
-        for u in range(count):
-            if live[u] and not turned[u]:
-                live[u] = False
+        for u in range(V):
+            live[u] = live[u] & turned[u]
             more = more or live[u]
         if not more:
             break
     for u in range(count):
-        cond[u] = _norm_ratio(work[u].T, m, n)      # work holds the columns as rows
+        smax = 0.0
+        smin = np.inf
+        finite = True
+        for c in range(n):
+            acc = 0.0
+            for i in range(m):
+                acc += work[c, i, u] * work[c, i, u]
+            sv = np.sqrt(acc)
+            finite = finite and np.isfinite(sv)
+            smax = max(smax, sv)
+            smin = min(smin, sv)
+        cond[u] = smax / smin if finite and smin > 0.0 else np.inf
 
 
 @_jit
-def _actuation_flush(count, pd, pt, PGa, PGs, pmaxc, pairs, work, norms, cv, live, turned, At,
-                     pv, TA, Ch, rhs, sol, loads, status, acond, aloads):
+def _actuation_flush(count, pd, pt, PGa, PGs, pmaxc, pairs, work, norms, gam, cs, sn, cv, live,
+                     turned, At, pv, TA, Ch, rhs, sol, loads, status, acond, aloads):
     """The actuation of the ``count`` poses waiting in the buffers (design pd[u],
     pose pt[u]; G^a in PGa, its dimensionless copy in PGs): the condition numbers
-    (interleaved, :func:`_conditions_interleaved`), status 3 past ``pmaxc[u]``,
+    (side by side, :func:`_conditions_lanes`), status 3 past ``pmaxc[u]``,
     else the actuator loads of the K accelerations from ``loads``."""
-    _conditions_interleaved(PGs, count, work, norms, pairs, cv, live, turned)
+    _conditions_lanes(PGs, count, work, norms, gam, cs, sn, pairs, cv, live, turned)
     M = At.shape[0]
     K = loads.shape[2]
     Na = PGa.shape[1]
@@ -2189,7 +2210,8 @@ def _actuation_flush(count, pd, pt, PGa, PGs, pmaxc, pairs, work, norms, cv, liv
 
 
 @_jit
-def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
+def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, aloads, Iout,
+                  phi_out, status, resid, dsign, acond):
     """Loads of D designs x n poses x K accelerations in one call.
 
     ``fstack`` (D, F): one plan float buffer per design, all of the structure
@@ -2200,7 +2222,9 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     entry is a status the caller already knows (the pose is not evaluated).
 
     Per pose, once: assembly (a start that closes the loops to rounding,
-    residual < EXACT_START, is taken as it is, else Newton from it), the transfer,
+    residual < EXACT_START, is taken as it is, else Newton from it), the transfer
+    (:func:`_design_transfer`: the blocks' conditions are checked against
+    max_condition, not returned),
     I* by composite rigid bodies (:func:`_composite_inertia`) and the bias
     ``T0 = q'^T P* q' + T_gravity``: from the same composites at rest (q' = 0),
     else by phi', the velocity products and one Newton-Euler pass at q'' = 0
@@ -2209,8 +2233,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     (the loads are affine in q'') and, with actuators, ``(G^a)^T tau_a = T_q``
     (least-norm when Na > M).  Returns (loads (D, n, K, M), actuator loads
     (D, n, K, Na), I* (D, n, M, M), phi (D, n, N), status (D, n), residual
-    (D, n), block conditions (D, n, B), det signs (D, n, B), actuation
-    condition (D, n)); status codes as :func:`_batch` (3: actuation singular,
+    (D, n), det signs (D, n, B), actuation condition (D, n)); status codes as :func:`_batch` (3: actuation singular,
     the coordinate loads are still given; the actuator loads are NaN)."""
     D = fstack.shape[0]
     n = skip.shape[1]
@@ -2218,48 +2241,54 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
     Na = act.shape[0]
     P0 = _unpack(fstack[0], ibuf)
     N, M, R, L, nB, nb = _dims(P0)
-    loads = np.full((D, n, K, M), np.nan)
-    aloads = np.full((D, n, K, Na), np.nan)
-    Iout = np.full((D, n, M, M), np.nan)
-    phi_out = np.full((D, n, N), np.nan)
-    status = np.zeros((D, n), np.int64)
-    resid = np.full((D, n), np.nan)
-    cond = np.full((D, n, nB), np.nan)
-    dsign = np.zeros((D, n, nB))
-    acond = np.full((D, n), np.nan)
     W = _work(N, M, R, L, nB, nb)
     F, S, X, r, Jr, LUw, pivw, G, tau = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7], W[13]
     phi = np.empty(N)
     last = np.empty(N)
     T0 = np.empty(M)
     zero = np.zeros(M)
-    Im = np.empty((M, M))
-    Ga = np.empty((Na, M))
-    Gs = np.empty((Na, M))
-    Gw = np.empty((Na, M))
     At = np.empty((M, M))
     Ch = np.empty((M, M))
     pv = np.zeros(M, np.int64)
     rhs = np.empty(M)
     sol = np.empty(M)
-    Ic = np.empty((N, 6, 6))
-    HG = np.empty((N, M))
-    Tphi = np.empty(N)
-    As = np.empty((nB, nb, nb))
-    Aw = np.empty((nB, nb, nb))
-    live = np.empty(nB, np.bool_)
-    turned = np.empty(nB, np.bool_)
-    Xb = np.empty((nb, M))
+    # the poses that reach the dynamics wait in lanes (the last axis) for
+    # :func:`_composite_inertia`, V at a time, all of one design
+    V = 32
+    FL = np.empty((N, 12, V))
+    SL = np.empty((N, 6, V))
+    GL = np.empty((N, M, V))
+    IL = np.empty((M, M, V))
+    T0L = np.empty((M, V))
+    rest = np.empty(V, np.bool_)
+    lane_t = np.empty(V, np.int64)
+    Ic = np.empty((N, 10, V))
+    HG = np.empty((N, M, V))
+    Tphi = np.empty((N, V))
+    fw = np.empty((6, V))
+    hw = np.empty(V)
+    empty = np.empty(N, np.bool_)
+    As = np.empty((nb, nb))
+    Aw = np.empty((nb, nb))
+    Xb = np.empty((nb, M + nb))
+    ds = np.empty(nB)
+    col_scale = np.empty(M)
+    prism_act = np.empty(Na, np.bool_)
     pairs = _round_robin(M)
     flags = np.zeros(N + 2 * L, np.int64)
     qcol = np.full(N, -1, np.int64)
     for m in range(M):
         qcol[P0[23][m]] = m
-    NQ = 4
+    # the actuation of NQ poses waits in buffers for their condition numbers,
+    # computed side by side (:func:`_conditions_lanes`)
+    NQ = 32
     PGa = np.empty((NQ, Na, M))
     PGs = np.empty((NQ, Na, M))
-    Gw4 = np.empty((NQ, M, Na))
-    nrm4 = np.empty((NQ, M))
+    Gw4 = np.empty((M, Na, NQ))
+    nrm4 = np.empty((M, NQ))
+    gam4 = np.empty(NQ)
+    cs4 = np.empty(NQ)
+    sn4 = np.empty(NQ)
     pd = np.zeros(NQ, np.int64)
     pt = np.zeros(NQ, np.int64)
     pmaxc = np.empty(NQ)
@@ -2286,119 +2315,173 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip):
         dx = d if x.shape[0] > 1 else 0
         dp = d if phi0.shape[0] > 1 else 0
         mode = modes[d]
+        have_mode = mode.shape[0] > 0
+        # dimensionless actuation: prismatic coordinates * L, prismatic actuators / L
+        for m in range(M):
+            col_scale[m] = 1.0 if isR[q_idx[m]] else Lc
+        for i in range(Na):
+            prism_act[i] = not isR[act[i]]
         have_last = False
-        for t in range(n):
-            if skip[d, t] != 0:
-                status[d, t] = skip[d, t]
-                continue
-            tq = t if q.shape[1] > 1 else 0
-            tv = t if qd.shape[1] > 1 else 0
-            tx = t if x.shape[1] > 1 else 0
-            if path and have_last:
-                phi[:] = last
-            else:
-                phi[:] = phi0[dp, t if phi0.shape[1] > 1 else 0]
-            for m in range(M):
-                phi[q_idx[m]] = q[dq, tq, m]
-            # a start that closes the loops to rounding (an exact closed-form
-            # inverse kinematics) is used as it is: Newton's polishing step would
-            # not move it; otherwise Newton from it
-            _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
-                           phi, flags, F, S, X)
-            _residual(loop_k, loop_r, loop_row, U, X, r)
-            res = 0.0
-            for i in range(R):
-                e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
-                if not (e <= res):
-                    res = e
-            if res < EXACT_START:
-                st = 0
-                _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
-            else:
-                st, res = _assemble_pose(P, W, phi)
-            resid[d, t] = res
-            if st == 1:
-                status[d, t] = 1
-                continue
-            st2 = _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LUw,
-                                   pivw, G, cond[d, t], dsign[d, t], As, Aw, live, turned, Xb)
-            if st != 0:
-                status[d, t] = 2
-                continue
-            phi_out[d, t] = phi
-            if st2 != 0:
-                status[d, t] = 2
-                continue
-            if mode.shape[0]:
-                other = False
-                for b in range(nB):
-                    if mode[b] != 0.0 and dsign[d, t, b] != mode[b]:
-                        other = True
-                if other:
-                    status[d, t] = 4
-                    continue
-            last[:] = phi
-            have_last = True
-            at_rest = True
-            for m in range(M):
-                if qd[dv, tv, m] != 0.0:
-                    at_rest = False
-            _composite_inertia(parent, order, mass, com, inertia, gravity, F, S, G, qcol, Ic, HG,
-                               Tphi, Im, T0, at_rest)
-            if not at_rest:
-                _rates(P, W, qd[dv, tv], zero)
-                _rnea(P, W, True)
-                _project(G, tau, T0)
-            for a in range(M):
-                for b in range(M):
-                    Iout[d, t, a, b] = Im[a, b]
-            # T_q = T0 + I* q'' for the K accelerations at once: the K sums are
-            # independent (innermost, overlapped), each in the order of b
-            if tx != xt_at or dx != xd_at:
+        cnt = 0
+        # t == n: the last poses of the design still waiting in the lanes
+        for t in range(n + 1):
+            if t < n:
                 for k in range(K):
-                    for b in range(M):
-                        xT[b, k] = x[dx, tx, k, b]
-                xt_at, xd_at = tx, dx
-            for a in range(M):
-                for k in range(K):
-                    TK[a, k] = T0[a]
-                for b in range(M):
-                    f = Im[a, b]
-                    for k in range(K):
-                        TK[a, k] += f * xT[b, k]
-            for k in range(K):
+                    for a in range(M):
+                        loads[d, t, k, a] = np.nan
+                    for i in range(Na):
+                        aloads[d, t, k, i] = np.nan
                 for a in range(M):
-                    loads[d, t, k, a] = TK[a, k]
-            if Na == 0:
+                    for b in range(M):
+                        Iout[d, t, a, b] = np.nan
+                for j in range(N):
+                    phi_out[d, t, j] = np.nan
+                resid[d, t] = np.nan
+                acond[d, t] = np.nan
+                if skip[d, t] != 0:
+                    status[d, t] = skip[d, t]
+                    continue
+                tq = t if q.shape[1] > 1 else 0
+                tv = t if qd.shape[1] > 1 else 0
+                if path and have_last:
+                    for j in range(N):
+                        phi[j] = last[j]
+                else:
+                    tp = t if phi0.shape[1] > 1 else 0
+                    for j in range(N):
+                        phi[j] = phi0[dp, tp, j]
+                for m in range(M):
+                    phi[q_idx[m]] = q[dq, tq, m]
+                # a start that closes the loops to rounding (an exact closed-form
+                # inverse kinematics) is used as it is: Newton's polishing step would
+                # not move it; otherwise Newton from it
+                _design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b,
+                               T_b, phi, flags, F, S, X)
+                _residual(loop_k, loop_r, loop_row, U, X, r)
+                res = 0.0
+                for i in range(R):
+                    e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / Lc
+                    if not (e <= res):
+                        res = e
+                if res < EXACT_START:
+                    st = 0
+                    _jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+                else:
+                    st, res = _assemble_pose(P, W, phi)
+                resid[d, t] = res
+                if st == 1:
+                    status[d, t] = 1
+                    continue
+                st2 = _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr,
+                                       LUw, pivw, G, ds, As, Aw, Xb)
+                for b in range(nB):
+                    dsign[d, t, b] = ds[b]
+                if st != 0:
+                    status[d, t] = 2
+                    continue
+                for j in range(N):
+                    phi_out[d, t, j] = phi[j]
+                if st2 != 0:
+                    status[d, t] = 2
+                    continue
+                if have_mode:
+                    other = False
+                    for b in range(nB):
+                        if mode[b] != 0.0 and ds[b] != mode[b]:
+                            other = True
+                    if other:
+                        status[d, t] = 4
+                        continue
+                for j in range(N):
+                    last[j] = phi[j]
+                have_last = True
+                # into the lanes: the frames, screws and G of the pose, and its bias
+                # now where it moves (the composites give it at rest)
+                at_rest = True
+                for m in range(M):
+                    if qd[dv, tv, m] != 0.0:
+                        at_rest = False
+                if not at_rest:
+                    _rates(P, W, qd[dv, tv], zero)
+                    _rnea(P, W, True)
+                    _project(G, tau, T0)
+                    for m in range(M):
+                        T0L[m, cnt] = T0[m]
+                for j in range(N):
+                    for i in range(3):
+                        for c in range(4):
+                            FL[j, 4 * i + c, cnt] = F[j, i, c]
+                    for c in range(6):
+                        SL[j, c, cnt] = S[j, c]
+                    for m in range(M):
+                        GL[j, m, cnt] = G[j, m]
+                rest[cnt] = at_rest
+                lane_t[cnt] = t
+                cnt += 1
+                if cnt < V:
+                    continue
+            if cnt == 0:
                 continue
-            for i in range(Na):
-                a = act[i]
-                for m in range(M):
-                    g = G[a, m]
-                    Ga[i, m] = g
-                    # dimensionless: prismatic coordinates * L, prismatic actuators / L
-                    if not isR[q_idx[m]]:
-                        g *= Lc
-                    if not isR[a]:
-                        g /= Lc
-                    Gs[i, m] = g
-            # the actuation waits in the buffers: NQ poses' condition numbers at once
-            for i in range(Na):
-                for m in range(M):
-                    PGa[nq, i, m] = Ga[i, m]
-                    PGs[nq, i, m] = Gs[i, m]
-            pd[nq] = d
-            pt[nq] = t
-            pmaxc[nq] = maxc
-            nq += 1
-            if nq == NQ:
-                _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, cv, live4,
-                                 turned4, At, pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
-                nq = 0
+            # the lanes are full (or the design is done): I* and the bias of each
+            for u in range(cnt, V):          # lanes not in use: a copy of the first
+                for j in range(N):
+                    for c in range(12):
+                        FL[j, c, u] = FL[j, c, 0]
+                    for c in range(6):
+                        SL[j, c, u] = SL[j, c, 0]
+                    for m in range(M):
+                        GL[j, m, u] = GL[j, m, 0]
+                rest[u] = rest[0]
+            _composite_inertia(parent, order, mass, com, inertia, gravity, FL, SL, GL, qcol,
+                               empty, Ic, HG, Tphi, fw, hw, IL, T0L, rest)
+            for u in range(cnt):
+                tu = lane_t[u]
+                for a in range(M):
+                    for b in range(M):
+                        Iout[d, tu, a, b] = IL[a, b, u]
+                # T_q = T0 + I* q'' for the K accelerations at once: the K sums are
+                # independent (innermost, overlapped), each in the order of b
+                tx = tu if x.shape[1] > 1 else 0
+                if tx != xt_at or dx != xd_at:
+                    for k in range(K):
+                        for b in range(M):
+                            xT[b, k] = x[dx, tx, k, b]
+                    xt_at, xd_at = tx, dx
+                for a in range(M):
+                    for k in range(K):
+                        TK[a, k] = T0L[a, u]
+                    for b in range(M):
+                        f = IL[a, b, u]
+                        for k in range(K):
+                            TK[a, k] += f * xT[b, k]
+                for k in range(K):
+                    for a in range(M):
+                        loads[d, tu, k, a] = TK[a, k]
+                if Na == 0:
+                    continue
+                # the actuation waits in its buffers: NQ poses' condition numbers at once
+                for i in range(Na):
+                    a = act[i]
+                    for m in range(M):
+                        g = GL[a, m, u]
+                        PGa[nq, i, m] = g
+                        g *= col_scale[m]
+                        if prism_act[i]:
+                            g /= Lc
+                        PGs[nq, i, m] = g
+                pd[nq] = d
+                pt[nq] = tu
+                pmaxc[nq] = maxc
+                nq += 1
+                if nq == NQ:
+                    _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, gam4, cs4,
+                                     sn4, cv, live4, turned4, At, pv, TA, Ch, rhs, sol, loads,
+                                     status, acond, aloads)
+                    nq = 0
+            cnt = 0
     if nq > 0:
-        _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, cv, live4, turned4, At,
-                         pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
-    return loads, aloads, Iout, phi_out, status, resid, cond, dsign, acond
+        _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, gam4, cs4, sn4, cv,
+                         live4, turned4, At, pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
 
 
 def design_loads(ibuf, fstack, q, qd, x, act, phi0, path, modes, skip):
@@ -2406,7 +2489,16 @@ def design_loads(ibuf, fstack, q, qd, x, act, phi0, path, modes, skip):
     :mod:`kic.designs`, lays the arrays out as float64/int64 C-contiguous and
     checks them).  Returns the kernel's tuple."""
     _require()
-    return _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip)
+    D, n = skip.shape
+    K, M, Na, N = x.shape[2], x.shape[3], act.shape[0], phi0.shape[2]
+    B = int(ibuf[4])
+    # numpy's buffers, not the kernel's: numpy asks the system for huge pages
+    # (a few hundred page faults for the tens of megabytes, not tens of thousands)
+    out = (np.empty((D, n, K, M)), np.empty((D, n, K, Na)), np.empty((D, n, M, M)),
+           np.empty((D, n, N)), np.zeros((D, n), np.int64), np.empty((D, n)),
+           np.zeros((D, n, B)), np.empty((D, n)))
+    _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, *out)
+    return out
 
 
 _DOP853 = None

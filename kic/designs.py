@@ -329,7 +329,7 @@ class DesignBatch:
         if use_compiled() and closed_kernels.load():
             out = closed_kernels.design_loads(self.plan.args[1], self.floats, qa, qda, xa,
                                               act, phi0, path, self.modes, sk)
-            T, Ta, I, phi, status, _, _, _, acond = out
+            T, Ta, I, phi, status, _, _, acond = out
             if path:
                 self._retry_with_guess(qa, qda, xa, act, (T, Ta, I, phi, status, acond), sk)
         else:
@@ -366,7 +366,7 @@ class DesignBatch:
         sk = np.where(retry, 0, -1).astype(np.int64)
         again = closed_kernels.design_loads(self.plan.args[1], self.floats, qa, qda, xa, act,
                                             phi0, False, self.modes, sk)
-        again = (again[0], again[1], again[2], again[3], again[4], again[8])
+        again = (again[0], again[1], again[2], again[3], again[4], again[7])
         for mine, new in zip(outputs, again):
             mine[retry] = new[retry]
 
