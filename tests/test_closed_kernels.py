@@ -449,3 +449,37 @@ def test_assembly_mode():
     ph2, status2, _, _, dsign2 = K.assemble(plan, q, phf, mode=other)
     assert np.all(status2 == 0) and np.all(dsign2 == other)
     assert np.abs(ph2 - phf).max() < 1e-10
+
+
+@compiled
+@pytest.mark.parametrize("count", [32, 13, 1])
+def test_condition_lanes_match_svd(count):
+    """The condition numbers of matrices side by side in lanes (the design batches'
+    actuation) against numpy's SVD, for a full set of lanes and partial ones:
+    well and badly conditioned, rank deficient (inf or beyond 1e14) and not
+    finite (inf); and the same numbers as one matrix alone in the lanes."""
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(count, 6, 6))
+    if count > 1:
+        A[1] = A[1] * np.logspace(0, -8, 6)          # condition ~1e8
+    if count > 3:
+        A[2][:, 4] = A[2][:, 3]                       # rank deficient
+        A[3, 2, 5] = np.nan
+    V = 32
+    pairs = K._round_robin(6)
+    work, norms = np.empty((6, 6, V)), np.empty((6, V))
+    gam, cs, sn, cond = np.empty(V), np.empty(V), np.empty(V), np.empty(V)
+    live, turned = np.empty(V, bool), np.empty(V, bool)
+    K._conditions_lanes(A, count, work, norms, gam, cs, sn, pairs, cond, live, turned)
+    got = cond[:count].copy()
+    for u in range(count):
+        if not np.all(np.isfinite(A[u])):
+            assert got[u] == np.inf
+            continue
+        ref = np.linalg.cond(A[u])
+        if ref > 1e14:
+            assert got[u] > 1e14
+        else:
+            assert abs(got[u] / ref - 1) < 1e-15 * ref + 1e-13
+        K._conditions_lanes(A[u:u + 1], 1, work, norms, gam, cs, sn, pairs, cond, live, turned)
+        assert cond[0] == got[u]

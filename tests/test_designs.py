@@ -316,3 +316,28 @@ def test_five_bar_writer_other_modes():
         assert np.array_equal(batch.modes[f], generic.modes[f])
     with pytest.raises(kic.ModelError, match="no design could be built"):
         DesignBatch.from_builder(build_five_bar, {"base": [3.0], "crank1": 0.1})
+
+
+@pytest.mark.usefixtures("each_backend")
+@pytest.mark.parametrize("max_condition", [1e3, 6.0, 1.05])
+def test_singular_blocks_at_max_condition(max_condition):
+    """A block is singular where its 2-norm condition reaches max_condition, as in the
+    model.  The compiled batch decides that through the Frobenius bound and forms
+    the 2-norm condition only near the threshold: 1e3 is accepted by the bound at
+    every pose, 6.0 lies inside the path's range (4.4 .. 9.4, decided by Jacobi on
+    both sides of it), 1.05 rejects part of the path by the bound, the rest by
+    Jacobi."""
+    fb = mechanisms.five_bar()
+    fb.max_condition = max_condition
+    q1 = np.linspace(1.0, 3.0, 81)
+    q = np.stack([q1, np.full_like(q1, 1.2)], -1)
+    cond = fb.condition(q)
+    expected = np.where(cond < max_condition, 0, int(kic.Status.SINGULAR))
+    if max_condition == 6.0:
+        assert 0 < np.count_nonzero(expected) < q1.size
+    res = DesignBatch.from_models([fb]).loads(q, 0 * q, 0 * q)
+    assert np.array_equal(res.status[0], expected)
+    _, st = fb.inverse_dynamics(q, 0 * q, 0 * q, on_failure="nan")
+    assert np.array_equal(res.status[0], st)
+    assert np.all(np.isnan(res.loads[0][expected != 0]))
+    assert np.all(np.isfinite(res.loads[0][expected == 0]))
