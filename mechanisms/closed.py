@@ -1623,18 +1623,32 @@ def _stewart_design_guess(params: dict, q, names=()) -> np.ndarray:
     q = np.broadcast_to(q, (B.shape[0],) + q.shape[-2:])
     Rb = R[None] if shared else R                                     # (1 or D, n, 3, 3)
     # the legs d = p + R P_i - B_i coordinate by coordinate, (D, n, 6) each: the sums
-    # of the product R P_i in order, without (D, n, 6, 3) passes (this is per pose
-    # the cost of a design batch outside its compiled kernel)
-    d = []
+    # of the product R P_i in order, without (D, n, 6, 3) passes, in place (this is
+    # per pose the cost of a design batch outside its compiled kernel; every
+    # temporary of this size is memory the system must hand over anew)
+    shape = np.broadcast_shapes(Rb.shape[:2], q.shape[:2]) + (P.shape[1],)
+    d = [np.empty(shape) for _ in range(3)]
+    tmp = np.empty(shape)
     for i in range(3):
-        rp = Rb[:, :, i, 0, None] * P[:, None, :, 0]
-        rp = rp + Rb[:, :, i, 1, None] * P[:, None, :, 1]
-        rp = rp + Rb[:, :, i, 2, None] * P[:, None, :, 2]
-        d.append(q[..., i, None] + rp - B[:, None, :, i])
-    L = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+        np.multiply(Rb[:, :, i, 0, None], P[:, None, :, 0], out=d[i])
+        for k in (1, 2):
+            np.multiply(Rb[:, :, i, k, None], P[:, None, :, k], out=tmp)
+            d[i] += tmp
+        # q_i + rp - B_i, in that order
+        np.add(q[..., i, None], d[i], out=d[i])
+        d[i] -= B[:, None, :, i]
+    L = np.multiply(d[0], d[0])
+    for i in (1, 2):
+        np.multiply(d[i], d[i], out=tmp)
+        L += tmp
+    np.sqrt(L, out=L)
     with np.errstate(divide="ignore", invalid="ignore"):
-        u0, u1, u2 = d[0] / L, d[1] / L, d[2] / L
-    values = {"u2": np.arcsin(np.clip(u0, -1, 1)), "u1": np.arctan2(-u1, u2), "p": L}
+        for i in range(3):
+            np.divide(d[i], L, out=d[i])                  # the unit vector u
+    np.clip(d[0], -1, 1, out=d[0])
+    np.negative(d[1], out=d[1])
+    values = {"u2": np.arcsin(d[0], out=d[0]), "u1": np.arctan2(d[1], d[2], out=d[1]),
+              "p": L}
     out = np.empty(q.shape[:-1] + (len(names),))
     coords = ("x", "y", "z", "yaw", "pitch", "roll")
     for c, name in enumerate(names):
