@@ -1542,13 +1542,13 @@ def inertia(plan, phi):
 # design axis: many float buffers (designs) sharing one int buffer (structure)
 # --------------------------------------------------------------------------
 @_jit
-def _composite_inertia(parent, order, mass, com, inertia, gravity, FL, SL, GL, qcol, empty, Ic,
-                       HG, Tphi, fw, hw, Im, T0, rest):
+def _composite_inertia(nl, parent, order, mass, com, inertia, gravity, FL, SL, GL, qcol,
+                       empty, Ic, HG, Tphi, fw, hw, Im, T0, rest):
     """I*_q and, for the lanes at rest (``rest``, q' = 0), the gravity load
     T0 = G^T T_phi from the same composites, by composite rigid bodies on the
-    tree, for V poses of one design side by side (the lanes: the last axis of
-    every array, as :func:`_conditions_lanes`; the loops over them carry no
-    branches, so they become vector instructions).  Per lane: ``FL`` (N, 12, V)
+    tree, for the first ``nl`` of V poses of one design side by side (the lanes:
+    the last axis of every array, as :func:`_conditions_lanes`; the loops over
+    them carry no branches, so they become vector instructions).  Per lane: ``FL`` (N, 12, V)
     the rows 0..2 of the joints' frames F, ``SL`` (N, 6, V) their screws, ``GL``
     (N, M, V) G^phi_q; out ``Im`` (M, M, V), ``T0`` (M, V) (lanes not at rest
     keep theirs); ``Ic`` (N, 10, V), ``HG`` (N, M, V), ``Tphi`` (N, V), ``fw``
@@ -1567,21 +1567,21 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, FL, SL, GL, q
     ``S_j^T Ic_j [0; -g] = -w . (h x g) - m v . g`` (the subtree's weight, as the
     Newton-Euler pass with the base accelerated by -g).  ``qcol[j]`` is m where
     joint j is coordinate m (its row of G the unit row e_m), else -1."""
-    N, M, V = GL.shape[0], GL.shape[1], GL.shape[2]
+    N, M = GL.shape[0], GL.shape[1]
     for j in range(N):
         m = mass[j]
         empty[j] = m <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
             and inertia[j, 2, 2] == 0.0
         if empty[j]:
             for a in range(10):
-                for u in range(V):
+                for u in range(nl):
                     Ic[j, a, u] = 0.0
             continue
         k0, k1, k2 = com[j, 0], com[j, 1], com[j, 2]
         J00, J01, J02 = inertia[j, 0, 0], inertia[j, 0, 1], inertia[j, 0, 2]
         J10, J11, J12 = inertia[j, 1, 0], inertia[j, 1, 1], inertia[j, 1, 2]
         J20, J21, J22 = inertia[j, 2, 0], inertia[j, 2, 1], inertia[j, 2, 2]
-        for u in range(V):
+        for u in range(nl):
             R00, R01, R02, o0 = FL[j, 0, u], FL[j, 1, u], FL[j, 2, u], FL[j, 3, u]
             R10, R11, R12, o1 = FL[j, 4, u], FL[j, 5, u], FL[j, 6, u], FL[j, 7, u]
             R20, R21, R22, o2 = FL[j, 8, u], FL[j, 9, u], FL[j, 10, u], FL[j, 11, u]
@@ -1617,20 +1617,20 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, FL, SL, GL, q
         if p >= 0 and not empty[j]:
             empty[p] = False
             for a in range(10):
-                for u in range(V):
+                for u in range(nl):
                     Ic[p, a, u] += Ic[j, a, u]
     # HG = H G, pair by pair along every path
     for j in range(N):
         for a in range(M):
-            for u in range(V):
+            for u in range(nl):
                 HG[j, a, u] = 0.0
     gx, gy, gz = gravity[0], gravity[1], gravity[2]
     for j in range(N):
         if empty[j]:
-            for u in range(V):
+            for u in range(nl):
                 Tphi[j, u] = 0.0
             continue
-        for u in range(V):
+        for u in range(nl):
             m, h0, h1, h2 = Ic[j, 0, u], Ic[j, 1, u], Ic[j, 2, u], Ic[j, 3, u]
             w0, w1, w2 = SL[j, 0, u], SL[j, 1, u], SL[j, 2, u]
             v0, v1, v2 = SL[j, 3, u], SL[j, 4, u], SL[j, 5, u]
@@ -1649,26 +1649,26 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, FL, SL, GL, q
         qj = qcol[j]
         i = j
         while i >= 0:
-            for u in range(V):
+            for u in range(nl):
                 hw[u] = (SL[i, 0, u] * fw[0, u] + SL[i, 1, u] * fw[1, u]
                          + SL[i, 2, u] * fw[2, u] + SL[i, 3, u] * fw[3, u]
                          + SL[i, 4, u] * fw[4, u] + SL[i, 5, u] * fw[5, u])
             # a coordinate's row of G is a unit row: only its 1 adds
             if qj >= 0:
-                for u in range(V):
+                for u in range(nl):
                     HG[i, qj, u] += hw[u]
             else:
                 for a in range(M):
-                    for u in range(V):
+                    for u in range(nl):
                         HG[i, a, u] += hw[u] * GL[j, a, u]
             if i != j:
                 qi = qcol[i]
                 if qi >= 0:
-                    for u in range(V):
+                    for u in range(nl):
                         HG[j, qi, u] += hw[u]
                 else:
                     for a in range(M):
-                        for u in range(V):
+                        for u in range(nl):
                             HG[j, a, u] += hw[u] * GL[i, a, u]
             i = parent[i]
     # I* = G^T (H G), each entry summed over j in order (a coordinate's unit row
@@ -1676,30 +1676,30 @@ def _composite_inertia(parent, order, mass, com, inertia, gravity, FL, SL, GL, q
     # mean of the two triangles
     for a in range(M):
         for b in range(M):
-            for u in range(V):
+            for u in range(nl):
                 Im[a, b, u] = 0.0
             for j in range(N):
                 if qcol[j] >= 0:
                     if qcol[j] == a:
-                        for u in range(V):
+                        for u in range(nl):
                             Im[a, b, u] += HG[j, b, u]
                     continue
-                for u in range(V):
+                for u in range(nl):
                     Im[a, b, u] += GL[j, a, u] * HG[j, b, u]
     for a in range(M):
         for b in range(a):
-            for u in range(V):
+            for u in range(nl):
                 v = 0.5 * (Im[a, b, u] + Im[b, a, u])
                 Im[a, b, u] = v
                 Im[b, a, u] = v
     # T0 = G^T T_phi where at rest (the sums in the order of j, as _project)
     for m in range(M):
-        for u in range(V):
+        for u in range(nl):
             hw[u] = 0.0
         for j in range(N):
-            for u in range(V):
+            for u in range(nl):
                 hw[u] += GL[j, m, u] * Tphi[j, u]
-        for u in range(V):
+        for u in range(nl):
             T0[m, u] = hw[u] if rest[u] else T0[m, u]
 
 
@@ -1881,133 +1881,149 @@ FROBENIUS_MARGIN = 4.0
 
 
 @_jit
-def _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, dsign,
-                     As, Aw, X):
-    """:func:`_transfer_pose` for the design batches, the same G^phi_q (G) and det
-    signs (dsign; :func:`_lu`'s factors left in LU, piv as there): each block's M
-    columns of ``-A_b^-1 B_b`` and its nb columns of ``A_b^-1`` solved in one
-    pass (``X`` (nb, M + nb) work).  A block is singular where its dimensionless
-    2-norm condition is not below ``maxc``, as in :func:`_transfer_pose`; that is
-    decided from the Frobenius condition of the scaled block, and only where
-    that bound cannot decide (within FROBENIUS_MARGIN of ``maxc``) from
-    :func:`_condition` (As, Aw (nb, nb) work).  Returns the status."""
-    N, M = G.shape
+def _transfer_lanes(nl, isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, JA, JQ, pending, GL,
+                    DS, ST, LUL, PV, XL, fro, fri, sgn, big, As, Aw):
+    """:func:`_transfer_pose` for the first ``nl`` of V poses side by side in lanes
+    (the last axis, as :func:`_composite_inertia`): the blocks' LU factors with
+    partial pivoting (the pivots' choices and row swaps as selects per lane, the
+    arithmetic of :func:`_lu` in its order), each block's M columns of
+    ``-A_b^-1 B_b`` and its nb columns of ``A_b^-1`` by the operations of
+    :func:`_lu_solve`; G^phi_q into ``GL`` (N, M, V) where ``pending``.  In:
+    ``JA`` (R, nb, V) each closure row's entries in its block's columns (``dep``),
+    ``JQ`` (R, M, V) in the coordinates' columns.  Out: ``DS`` (B, V) the blocks'
+    det signs, ``ST`` (V,) 2 where a block is singular, else 0.
+
+    A block is singular where its dimensionless 2-norm condition is not below
+    ``maxc``, as in :func:`_transfer_pose`; that is decided from the Frobenius
+    condition of the scaled block, and only where that bound cannot decide
+    (FROBENIUS_MARGIN) from :func:`_condition` (As, Aw (nb, nb) work).  ``LUL``
+    (nb, nb, V), ``PV`` (nb, V) int, ``XL`` (nb, M + nb, V), ``fro``, ``fri``,
+    ``sgn``, ``big`` (V,) are work."""
+    M = JQ.shape[1]
     nB = block_row.shape[0] - 1
     inv_L = 1.0 / Lc
-    for j in range(N):
-        for m in range(M):
-            G[j, m] = 0.0
-    for m in range(M):
-        G[q_idx[m], m] = 1.0
-    status = 0
+    for u in range(nl):
+        ST[u] = 0
     for b in range(nB):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
+        W = M + nb
         # the block and the square of its dimensionless Frobenius norm: position
         # rows / L, prismatic columns * L (a bound: products, not divisions)
-        fro = 0.0
+        for u in range(nl):
+            fro[u] = 0.0
+            sgn[u] = 1.0
         for i in range(nb):
+            rs = 1.0 if row_is_rot[r0 + i] else inv_L
             for c in range(nb):
-                a = Jr[r0 + i, dep[r0 + c]]
-                LU[b, i, c] = a
-                if not row_is_rot[r0 + i]:
-                    a *= inv_L
-                if not isR[dep[r0 + c]]:
-                    a *= Lc
-                fro += a * a
-        # _lu of the block, in place
-        sgn = 1.0
+                cs = 1.0 if isR[dep[r0 + c]] else Lc
+                for u in range(nl):
+                    a = JA[r0 + i, c, u]
+                    LUL[i, c, u] = a
+                    a = a * rs * cs
+                    fro[u] += a * a
+        # _lu of the blocks, in place
         for k in range(nb):
-            p = k
-            big = abs(LU[b, k, k])
+            for u in range(nl):
+                big[u] = abs(LUL[k, k, u])
+                PV[k, u] = k
             for i in range(k + 1, nb):
-                if abs(LU[b, i, k]) > big:
-                    big = abs(LU[b, i, k])
-                    p = i
-            piv[b, k] = p
-            if not (big > 0.0) or not np.isfinite(big):
-                sgn = 0.0
-                break
-            if p != k:
-                sgn = -sgn
+                for u in range(nl):
+                    v = abs(LUL[i, k, u])
+                    take = v > big[u]
+                    big[u] = v if take else big[u]
+                    PV[k, u] = i if take else PV[k, u]
+            for i in range(k + 1, nb):          # row k <-> row PV[k] (> k), or none
                 for c in range(nb):
-                    t = LU[b, k, c]
-                    LU[b, k, c] = LU[b, p, c]
-                    LU[b, p, c] = t
-            if LU[b, k, k] < 0.0:
-                sgn = -sgn
-            inv = 1.0 / LU[b, k, k]
+                    for u in range(nl):
+                        sel = PV[k, u] == i
+                        x = LUL[k, c, u]
+                        y = LUL[i, c, u]
+                        LUL[k, c, u] = y if sel else x
+                        LUL[i, c, u] = x if sel else y
+            for u in range(nl):
+                bad = not (big[u] > 0.0) or not np.isfinite(big[u])
+                s = -sgn[u] if PV[k, u] != k else sgn[u]
+                s = -s if LUL[k, k, u] < 0.0 else s
+                sgn[u] = 0.0 if bad else s
             for i in range(k + 1, nb):
-                LU[b, i, k] *= inv
-                f = LU[b, i, k]
-                if f != 0.0:
-                    for c in range(k + 1, nb):
-                        LU[b, i, c] -= f * LU[b, k, c]
-        dsign[b] = sgn
-        if sgn == 0.0:
-            status = 2
-            continue
+                for u in range(nl):
+                    LUL[i, k, u] *= 1.0 / LUL[k, k, u]
+                for c in range(k + 1, nb):
+                    for u in range(nl):
+                        LUL[i, c, u] -= LUL[i, k, u] * LUL[k, c, u]
         # the M + nb right-hand sides at once, each by the operations of _lu_solve
-        W = M + nb
         for i in range(nb):
             for m in range(M):
-                X[i, m] = -Jr[r0 + i, q_idx[m]]
+                for u in range(nl):
+                    XL[i, m, u] = -JQ[r0 + i, m, u]
             for c in range(nb):
-                X[i, M + c] = 1.0 if i == c else 0.0
+                for u in range(nl):
+                    XL[i, M + c, u] = 1.0 if i == c else 0.0
         for k in range(nb):
-            p = piv[b, k]
-            if p != k:
+            for i in range(k + 1, nb):
                 for m in range(W):
-                    t = X[k, m]
-                    X[k, m] = X[p, m]
-                    X[p, m] = t
+                    for u in range(nl):
+                        sel = PV[k, u] == i
+                        x = XL[k, m, u]
+                        y = XL[i, m, u]
+                        XL[k, m, u] = y if sel else x
+                        XL[i, m, u] = x if sel else y
         for i in range(nb):
             for c in range(i):
-                f = LU[b, i, c]
                 for m in range(W):
-                    X[i, m] -= f * X[c, m]
+                    for u in range(nl):
+                        XL[i, m, u] -= LUL[i, c, u] * XL[c, m, u]
         for i in range(nb - 1, -1, -1):
             for c in range(i + 1, nb):
-                f = LU[b, i, c]
                 for m in range(W):
-                    X[i, m] -= f * X[c, m]
-            f = LU[b, i, i]
+                    for u in range(nl):
+                        XL[i, m, u] -= LUL[i, c, u] * XL[c, m, u]
             for m in range(M):
-                X[i, m] = X[i, m] / f
-            f = 1.0 / f                       # the inverse only bounds: products
-            for m in range(M, W):
-                X[i, m] *= f
+                for u in range(nl):
+                    XL[i, m, u] = XL[i, m, u] / LUL[i, i, u]
+            for m in range(M, W):               # the inverse only bounds: products
+                for u in range(nl):
+                    XL[i, m, u] *= 1.0 / LUL[i, i, u]
         # the scaled block's inverse is Dc^-1 A^-1 Dr^-1 (A_s = Dr A Dc)
-        fro_inv = 0.0
+        for u in range(nl):
+            fri[u] = 0.0
         for i in range(nb):
+            cs = 1.0 if isR[dep[r0 + i]] else inv_L
             for c in range(nb):
-                a = X[i, M + c]
-                if not isR[dep[r0 + i]]:
-                    a *= inv_L
-                if not row_is_rot[r0 + c]:
-                    a *= Lc
-                fro_inv += a * a
-        kf = np.sqrt(fro * fro_inv)
-        if not (kf * FROBENIUS_MARGIN < maxc):
+                rs = 1.0 if row_is_rot[r0 + c] else Lc
+                for u in range(nl):
+                    a = XL[i, M + c, u] * cs * rs
+                    fri[u] += a * a
+        for u in range(nl):
+            DS[b, u] = 0.0 if sgn[u] == 0.0 else sgn[u]
+            if not pending[u] or ST[u] != 0:
+                continue
+            if sgn[u] == 0.0:
+                ST[u] = 2
+                continue
+            kf = np.sqrt(fro[u] * fri[u])
+            if kf * FROBENIUS_MARGIN < maxc:
+                continue
             if kf > FROBENIUS_MARGIN * nb * maxc:
-                status = 2                        # kappa_2 >= kappa_F / nb >= maxc
+                ST[u] = 2                         # kappa_2 >= kappa_F / nb >= maxc
                 continue
             # in between (or not finite): the 2-norm condition itself
             for i in range(nb):
                 for c in range(nb):
-                    a = Jr[r0 + i, dep[r0 + c]]
+                    a = JA[r0 + i, c, u]
                     if not row_is_rot[r0 + i]:
                         a /= Lc
                     if not isR[dep[r0 + c]]:
                         a *= Lc
                     As[i, c] = a
             if not (_condition(As[:nb, :nb], Aw[:nb, :nb]) < maxc):
-                status = 2
-                continue
+                ST[u] = 2
         for i in range(nb):
+            j = dep[r0 + i]
             for m in range(M):
-                G[dep[r0 + i], m] = X[i, m]
-    return status
+                for u in range(nl):
+                    GL[j, m, u] = XL[i, m, u] if pending[u] else GL[j, m, u]
 
 
 @_jit
@@ -2222,18 +2238,26 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
     entry is a status the caller already knows (the pose is not evaluated).
 
     Per pose, once: assembly (a start that closes the loops to rounding,
-    residual < EXACT_START, is taken as it is, else Newton from it), the transfer
-    (:func:`_design_transfer`: the blocks' conditions are checked against
-    max_condition, not returned),
-    I* by composite rigid bodies (:func:`_composite_inertia`) and the bias
-    ``T0 = q'^T P* q' + T_gravity``: from the same composites at rest (q' = 0),
-    else by phi', the velocity products and one Newton-Euler pass at q'' = 0
-    (the stages of :func:`_batch`); then for each of the K accelerations
-    ``T_q = T0 + I* q''``
-    (the loads are affine in q'') and, with actuators, ``(G^a)^T tau_a = T_q``
-    (least-norm when Na > M).  Returns (loads (D, n, K, M), actuator loads
+    residual < EXACT_START, is taken as it is, else Newton from it); the
+    transfer; I* by composite rigid bodies (:func:`_composite_inertia`) and the
+    bias ``T0 = q'^T P* q' + T_gravity``: from the same composites at rest
+    (q' = 0), else by phi', the velocity products and one Newton-Euler pass at
+    q'' = 0 (the stages of :func:`_batch`); then for each of the K accelerations
+    ``T_q = T0 + I* q''`` (the loads are affine in q'') and, with actuators,
+    ``(G^a)^T tau_a = T_q`` (least-norm when Na > M).
+
+    The poses of a design wait in lanes (V = 32 side by side) after their
+    assembly: the transfer of the poses at rest (:func:`_transfer_lanes`; a
+    moving pose, or one whose joint values start the next pose of a path, has
+    its own at once, :func:`_transfer_pose`), I* and T0 go through the lanes
+    together, and the actuations' condition numbers through lanes of their own
+    (:func:`_actuation_flush`).  Each pose gets the operations it would get
+    alone, so no pose's numbers depend on the others'.
+
+    Fills (the caller's arrays, every entry) loads (D, n, K, M), actuator loads
     (D, n, K, Na), I* (D, n, M, M), phi (D, n, N), status (D, n), residual
-    (D, n), det signs (D, n, B), actuation condition (D, n)); status codes as :func:`_batch` (3: actuation singular,
+    (D, n), det signs (D, n, B), actuation condition (D, n); status codes as
+    :func:`_batch` (3: actuation singular,
     the coordinate loads are still given; the actuator loads are NaN)."""
     D = fstack.shape[0]
     n = skip.shape[1]
@@ -2257,11 +2281,31 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
     V = 32
     FL = np.empty((N, 12, V))
     SL = np.empty((N, 6, V))
-    GL = np.empty((N, M, V))
+    GL = np.zeros((N, M, V))                # the coordinates' unit rows stay
+    for m in range(M):
+        for u in range(V):
+            GL[P0[23][m], m, u] = 1.0
     IL = np.empty((M, M, V))
     T0L = np.empty((M, V))
     rest = np.empty(V, np.bool_)
     lane_t = np.empty(V, np.int64)
+    # the poses at rest wait for the transfer too (:func:`_transfer_lanes`): their
+    # closure Jacobian's block and coordinate columns, joint values, status so far
+    pending = np.zeros(V, np.bool_)
+    alive = np.empty(V, np.bool_)
+    JA = np.empty((R, nb, V))
+    JQ = np.empty((R, M, V))
+    PHL = np.empty((N, V))
+    stL = np.empty(V, np.int64)
+    DS = np.empty((nB, V))
+    ST = np.empty(V, np.int64)
+    LUL = np.empty((nb, nb, V))
+    PVL = np.empty((nb, V), np.int64)
+    XL = np.empty((nb, M + nb, V))
+    fro = np.empty(V)
+    fri = np.empty(V)
+    sgnL = np.empty(V)
+    bigL = np.empty(V)
     Ic = np.empty((N, 10, V))
     HG = np.empty((N, M, V))
     Tphi = np.empty((N, V))
@@ -2270,8 +2314,8 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
     empty = np.empty(N, np.bool_)
     As = np.empty((nb, nb))
     Aw = np.empty((nb, nb))
-    Xb = np.empty((nb, M + nb))
     ds = np.empty(nB)
+    cond_w = np.empty(nB)
     col_scale = np.empty(M)
     prism_act = np.empty(Na, np.bool_)
     pairs = _round_robin(M)
@@ -2323,6 +2367,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
             prism_act[i] = not isR[act[i]]
         have_last = False
         cnt = 0
+        have_pending = False
         # t == n: the last poses of the design still waiting in the lanes
         for t in range(n + 1):
             if t < n:
@@ -2372,69 +2417,111 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
                 if st == 1:
                     status[d, t] = 1
                     continue
-                st2 = _design_transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr,
-                                       LUw, pivw, G, ds, As, Aw, Xb)
-                for b in range(nB):
-                    dsign[d, t, b] = ds[b]
-                if st != 0:
-                    status[d, t] = 2
-                    continue
-                for j in range(N):
-                    phi_out[d, t, j] = phi[j]
-                if st2 != 0:
-                    status[d, t] = 2
-                    continue
-                if have_mode:
-                    other = False
-                    for b in range(nB):
-                        if mode[b] != 0.0 and ds[b] != mode[b]:
-                            other = True
-                    if other:
-                        status[d, t] = 4
-                        continue
-                for j in range(N):
-                    last[j] = phi[j]
-                have_last = True
-                # into the lanes: the frames, screws and G of the pose, and its bias
-                # now where it moves (the composites give it at rest)
                 at_rest = True
                 for m in range(M):
                     if qd[dv, tv, m] != 0.0:
                         at_rest = False
-                if not at_rest:
-                    _rates(P, W, qd[dv, tv], zero)
-                    _rnea(P, W, True)
-                    _project(G, tau, T0)
-                    for m in range(M):
-                        T0L[m, cnt] = T0[m]
                 for j in range(N):
                     for i in range(3):
                         for c in range(4):
                             FL[j, 4 * i + c, cnt] = F[j, i, c]
                     for c in range(6):
                         SL[j, c, cnt] = S[j, c]
-                    for m in range(M):
-                        GL[j, m, cnt] = G[j, m]
+                if at_rest and not path:
+                    # the transfer waits in the lanes (the status with it)
+                    for i in range(R):
+                        b0 = 0
+                        while block_row[b0 + 1] <= i:
+                            b0 += 1
+                        r0 = block_row[b0]
+                        for c in range(block_row[b0 + 1] - r0):
+                            JA[i, c, cnt] = Jr[i, dep[r0 + c]]
+                        for m in range(M):
+                            JQ[i, m, cnt] = Jr[i, q_idx[m]]
+                    for j in range(N):
+                        PHL[j, cnt] = phi[j]
+                    stL[cnt] = st
+                    pending[cnt] = True
+                else:
+                    # now: the next start of a path, or the rates of a moving pose,
+                    # need this pose's transfer
+                    st2 = _transfer_pose(P, W, cond_w, ds)
+                    for b in range(nB):
+                        dsign[d, t, b] = ds[b]
+                    if st != 0:
+                        status[d, t] = 2
+                        continue
+                    for j in range(N):
+                        phi_out[d, t, j] = phi[j]
+                    if st2 != 0:
+                        status[d, t] = 2
+                        continue
+                    if have_mode:
+                        other = False
+                        for b in range(nB):
+                            if mode[b] != 0.0 and ds[b] != mode[b]:
+                                other = True
+                        if other:
+                            status[d, t] = 4
+                            continue
+                    for j in range(N):
+                        last[j] = phi[j]
+                    have_last = True
+                    # the bias where it moves (the composites give it at rest)
+                    if not at_rest:
+                        _rates(P, W, qd[dv, tv], zero)
+                        _rnea(P, W, True)
+                        _project(G, tau, T0)
+                        for m in range(M):
+                            T0L[m, cnt] = T0[m]
+                    for j in range(N):
+                        for m in range(M):
+                            GL[j, m, cnt] = G[j, m]
+                    pending[cnt] = False
                 rest[cnt] = at_rest
                 lane_t[cnt] = t
+                have_pending = have_pending or pending[cnt]
                 cnt += 1
                 if cnt < V:
                     continue
             if cnt == 0:
                 continue
-            # the lanes are full (or the design is done): I* and the bias of each
-            for u in range(cnt, V):          # lanes not in use: a copy of the first
-                for j in range(N):
-                    for c in range(12):
-                        FL[j, c, u] = FL[j, c, 0]
-                    for c in range(6):
-                        SL[j, c, u] = SL[j, c, 0]
-                    for m in range(M):
-                        GL[j, m, u] = GL[j, m, 0]
-                rest[u] = rest[0]
-            _composite_inertia(parent, order, mass, com, inertia, gravity, FL, SL, GL, qcol,
+            # the lanes are full (or the design is done): the transfer of the poses
+            # at rest, then I* and the bias of each
+            for u in range(cnt):
+                alive[u] = True
+            if have_pending:
+                _transfer_lanes(cnt, isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, JA, JQ,
+                                pending, GL, DS, ST, LUL, PVL, XL, fro, fri, sgnL, bigL, As, Aw)
+                for u in range(cnt):
+                    if not pending[u]:
+                        continue
+                    tu = lane_t[u]
+                    for b in range(nB):
+                        dsign[d, tu, b] = DS[b, u]
+                    alive[u] = False
+                    if stL[u] != 0:
+                        status[d, tu] = 2
+                        continue
+                    for j in range(N):
+                        phi_out[d, tu, j] = PHL[j, u]
+                    if ST[u] != 0:
+                        status[d, tu] = 2
+                        continue
+                    if have_mode:
+                        other = False
+                        for b in range(nB):
+                            if mode[b] != 0.0 and DS[b, u] != mode[b]:
+                                other = True
+                        if other:
+                            status[d, tu] = 4
+                            continue
+                    alive[u] = True
+            _composite_inertia(cnt, parent, order, mass, com, inertia, gravity, FL, SL, GL, qcol,
                                empty, Ic, HG, Tphi, fw, hw, IL, T0L, rest)
             for u in range(cnt):
+                if not alive[u]:
+                    continue
                 tu = lane_t[u]
                 for a in range(M):
                     for b in range(M):
@@ -2479,6 +2566,7 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
                                      status, acond, aloads)
                     nq = 0
             cnt = 0
+            have_pending = False
     if nq > 0:
         _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, gam4, cs4, sn4, cv,
                          live4, turned4, At, pv, TA, Ch, rhs, sol, loads, status, acond, aloads)

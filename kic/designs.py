@@ -274,9 +274,12 @@ class DesignBatch:
         start : array_like (D, n, N) or (n, N), optional
             Start values of every joint for the assembly; default the batch's
             ``guess`` (a closed form, for the built-in writers), else each
-            design's poses as a path from its reference configuration, and the
-            poses that path loses again from the design's model's guess
-            function (as ``ClosedModel`` does).
+            design's poses as a path from its reference configuration.  The
+            poses a start loses (not assembled, or in another mode) are solved
+            again from the batch's ``guess``, or the design's model's guess
+            function where the batch holds its models (as ``ClosedModel``
+            does); without either they keep their status (``OTHER_MODE``:
+            never silently another mode).
         skip : array_like (D, n) of int, optional
             Statuses known beforehand (nonzero: the pose is not evaluated and
             keeps it).
@@ -307,7 +310,8 @@ class DesignBatch:
         if act.size and act.size < M:
             raise ModelError(f"actuators must name at least {M} joints, got {list(names)}")
         path = False
-        if start is None and self.guess is not None:
+        guessed = start is None and self.guess is not None
+        if guessed:
             start = self.guess(self.parameters, np.broadcast_to(qa, (D, n, M)))
         if start is None:
             phi0, path = self.reference_phi[:, None, :], True
@@ -330,8 +334,8 @@ class DesignBatch:
             out = closed_kernels.design_loads(self.plan.args[1], self.floats, qa, qda, xa,
                                               act, phi0, path, self.modes, sk)
             T, Ta, I, phi, status, _, _, acond = out
-            if path:
-                self._retry_with_guess(qa, qda, xa, act, (T, Ta, I, phi, status, acond), sk)
+            self._retry_with_guess(qa, qda, xa, act, (T, Ta, I, phi, status, acond), sk,
+                                   guessed)
         else:
             T, Ta, I, phi, status, acond = self._numpy_loads(qa, qda, xa, act, phi0, path, sk)
         bias = T[:, :, 0, :] - np.einsum("dnab,dnb->dna", I,
@@ -341,23 +345,29 @@ class DesignBatch:
         return DesignLoads(T, Ta if act.size else None, I, bias, phi, status.astype(int),
                            acond)
 
-    def _retry_with_guess(self, qa, qda, xa, act, outputs, skip) -> None:
-        """Poses a path from the reference lost (not assembled, or in another mode):
-        again from the design's model's guess function where it has one, as
-        ``ClosedModel`` does (in place)."""
+    def _retry_with_guess(self, qa, qda, xa, act, outputs, skip, guessed: bool) -> None:
+        """Poses the starts lost (not assembled, or in another mode: a path from the
+        reference, or the caller's starts): again from the batch's ``guess`` (unless
+        the starts were that guess, ``guessed``), else from the design's model's
+        guess function where the batch holds its models, as ``ClosedModel`` does
+        (in place; the numpy path gets this from the models themselves)."""
         from .assembly import first_guess
         status = outputs[4]
         lost = ((status == Status.UNASSEMBLABLE) | (status == Status.OTHER_MODE)) & (skip == 0)
-        if not lost.any() or self._models is None:
+        if not lost.any():
             return
         D, n, N = len(self), skip.shape[1], self.plan.N
         retry = np.zeros((D, n), bool)
         phi0 = np.zeros((D, n, N))
-        for d in np.nonzero(lost.any(axis=1))[0]:
-            m = self._models[d]
+        if self.guess is not None and not guessed:
+            g = np.asarray(self.guess(self.parameters, np.broadcast_to(qa, (D, n, self.dof))))
+            retry = lost & np.all(np.isfinite(g), axis=-1)
+            phi0[retry] = g[retry]
+        for d in np.nonzero((lost & ~retry).any(axis=1))[0]:
+            m = None if self._models is None else self._models[d]
             if m is None or getattr(m, "guess", None) is None:
                 continue
-            idx = np.nonzero(lost[d])[0]
+            idx = np.nonzero(lost[d] & ~retry[d])[0]
             q = np.broadcast_to(qa[d if qa.shape[0] > 1 else 0], (n, self.dof))[idx]
             phi0[d, idx] = first_guess(m.system, q, m.reference_phi, None, m.guess)
             retry[d, idx] = True

@@ -341,3 +341,32 @@ def test_singular_blocks_at_max_condition(max_condition):
     assert np.array_equal(res.status[0], st)
     assert np.all(np.isnan(res.loads[0][expected != 0]))
     assert np.all(np.isfinite(res.loads[0][expected == 0]))
+
+
+@pytest.mark.usefixtures("each_backend")
+@pytest.mark.parametrize("rate", [0.0, 0.3])
+def test_start_in_another_mode(rate):
+    """Starts in the other assembly mode, at rest (the compiled batch decides the
+    mode of those poses side by side) and moving (pose by pose): solved again
+    from the model's guess (a batch of models, as the model does) or the
+    writer's closed form (a writer's batch); a batch without either (the
+    writer's guess removed, no models) reports them as in another mode, NaN."""
+    up = mechanisms.five_bar(mode=MODE)
+    down = mechanisms.five_bar(mode=MODE[:2] + (-MODE[2],))
+    q = np.array([[2.0, 1.2], [1.9, 1.0], [2.2, 0.8], [2.1, 1.1]])
+    start = np.concatenate([down.assemble(q[:2]), up.assemble(q[2:])])
+    qd = np.full_like(q, rate)
+    T, st = up.inverse_dynamics(q, qd, 0 * q, on_failure="nan", start=start)
+    assert np.all(st == 0)
+    g = up.geometry
+    writer = mechanisms.five_bar_designs(base=g.base, crank1=g.crank1, crank2=g.crank2,
+                                         coupler1=g.coupler1, coupler2=g.coupler2, mode=MODE)
+    for batch in (DesignBatch.from_models([up]), writer):
+        res = batch.loads(q, qd, 0 * q, start=start)
+        assert np.array_equal(res.status[0], st)
+        assert rel_err(res.loads[0], T) < 1e-9
+    if kic.get_backend() == "numba":        # the numpy path evaluates each design's model
+        writer.guess = None
+        res = writer.loads(q, qd, 0 * q, start=start)
+        assert np.array_equal(res.status[0], [4, 4, 0, 0])
+        assert np.all(np.isnan(res.loads[0, :2])) and rel_err(res.loads[0, 2:], T[2:]) < 1e-9
