@@ -33,7 +33,11 @@ the position sensitivities.  So
   independent coordinates, gives ``dphi/dp = -A^-1 B_p`` and its second-order
   terms ``H^phi_qp`` automatically; the actuator loads
   ``tau_a = (G^a_q)^-T T_q`` then have
-  ``dtau_a/dp_k = (G^a_q)^-T (dT_q/dp_k - (H^a_{q p_k})^T tau_a)``;
+  ``dtau_a/dp_k = (G^a_q)^-T (dT_q/dp_k - (H^a_{q p_k})^T tau_a)``, and with
+  redundant actuation (Na > M) the least-norm loads ``tau_a = G lambda``,
+  ``C lambda = T_q`` (``G = G^a_q``, ``C = G^T G``) have
+  ``dtau_a/dp_k = dG lambda + G C^-1 (dT_q/dp_k - dG^T tau_a - G^T dG lambda)``
+  with ``dG = H^a_{q p_k}``;
 * masses enter linearly: ``dI*/dm_b = (m_b G_c^T G_c + G_r^T I_b G_r) / m_b``,
   ``dT_gravity/dm_b = -G_c^T g`` and ``dT/dm_b`` the body's own d'Alembert
   load per kilogram, from the body's influence coefficients; so do inertias;
@@ -216,9 +220,15 @@ class Sensitivities:
     actuators : tuple of str
         The actuated joints (empty when there are none to solve for).
     tau : ndarray or None, shape (..., Na)
-        The actuator loads ``tau_a = (G^a_q)^-T T``.
+        The actuator loads: ``(G^a_q)^T tau_a = T``, the least-norm solution
+        ``tau_a = G^a_q (G^a_q^T G^a_q)^-1 T`` when Na > M (redundant actuation).
     actuator_loads : ndarray or None, shape (..., Na, P)
         ``dtau_a/dp``.
+    status : ndarray of int, shape (...)
+        :class:`kic.Status` per state: OK, or (with ``on_failure="nan"``) why
+        its numbers are NaN: not assembled, a singular block or another mode
+        (every quantity NaN), a singular actuation (``tau`` and
+        ``actuator_loads`` NaN).
     """
 
     parameters: tuple
@@ -234,6 +244,7 @@ class Sensitivities:
     actuators: tuple = ()
     tau: np.ndarray | None = None
     actuator_loads: np.ndarray | None = None
+    status: np.ndarray | None = None
 
 
 def _direction(par: Length, offset: np.ndarray, what: str) -> np.ndarray:
@@ -349,11 +360,12 @@ class DesignSensitivity:
 
     Notes
     -----
-    Actuator loads are solved for square actuation (as many actuated joints
-    as coordinates); the derivatives hold in the model's assembly mode, at
-    configurations it assembles (a failure raises as the model does:
-    :class:`kic.ClosureError`, :class:`kic.SingularityError`, with the pose's
-    batch index).
+    Actuator loads are solved for M or more actuated joints (least-norm
+    when redundant, as the model's ``actuator_loads``); the derivatives hold
+    in the model's assembly mode, at configurations it assembles (a failure
+    raises as the model does: :class:`kic.ClosureError`,
+    :class:`kic.SingularityError`, with the pose's batch index; or, with
+    ``on_failure="nan"``, is NaN with a :class:`kic.Status`).
 
     Examples
     --------
@@ -507,15 +519,15 @@ class DesignSensitivity:
         self._cols = np.arange(M + len(names))
         self._phi_map = np.array([self.augmented.phi_names.index(n)
                                   for n in model.phi_names], int)
-        self._actuators = tuple(model.actuators) if len(model.actuators) == M else ()
+        self._actuators = tuple(model.actuators) if len(model.actuators) >= M else ()
 
     # --------------------------------------------------------- evaluation
     @property
     def dof(self) -> int:
         return self.model.dof
 
-    def __call__(self, q, qd=None, qdd=None, actuators: Sequence[str] | None = None
-                 ) -> Sensitivities:
+    def __call__(self, q, qd=None, qdd=None, actuators: Sequence[str] | None = None,
+                 on_failure: str = "raise") -> Sensitivities:
         """The sensitivities at a batch of states.
 
         Parameters
@@ -525,14 +537,20 @@ class DesignSensitivity:
             Rates and accelerations for the required loads (default zero: the
             static loads).
         actuators : sequence of str, optional
-            M actuated joints for :attr:`Sensitivities.actuator_loads`
-            (square actuation); default the model's actuators where there are
-            M of them (every joint of a serial chain).
+            M or more actuated joints for :attr:`Sensitivities.actuator_loads`;
+            default the model's actuators where there are at least M (every
+            joint of a serial chain); ``()`` for none.
+        on_failure : {"raise", "nan"}
+            A state the model cannot evaluate raises (with its batch index), or
+            gets NaN and its reason in :attr:`Sensitivities.status` (for
+            optimizers: the rest of the batch is evaluated).
 
         Returns
         -------
         Sensitivities
         """
+        if on_failure not in ("raise", "nan"):
+            raise ModelError(f"on_failure must be 'raise' or 'nan', got {on_failure!r}")
         M = self.dof
         q = np.asarray(q, dtype=float)
         if q.ndim == 0 or q.shape[-1] != M:
@@ -544,36 +562,57 @@ class DesignSensitivity:
         n = qf.shape[0]
         qd_f, qdd_f = (_rates(x, name, batch, M) for x, name in ((qd, "qd"), (qdd, "qdd")))
         acts = self._actuator_list(actuators)
+        status = np.zeros(n, int)
+        if on_failure == "nan" and not self._serial:
+            # the model says which states it cannot evaluate (as its own calls do)
+            status = np.asarray(self.model.inverse_dynamics(qf, qd_f, qdd_f,
+                                                            on_failure="nan")[1], int)
+        good = np.nonzero(status == 0)[0]
         with located(batch, n):
-            out = self._evaluate(qf, qd_f, qdd_f, acts)
-        I, dI, Tg, dTg, T, dT, tau, dtau = out
-        P = len(self.parameters)
-        b = lambda X, tail: None if X is None else X.reshape(batch + tail)  # noqa: E731
-        Na = len(acts)
+            out = self._evaluate(qf[good], qd_f[good], qdd_f[good], acts,
+                                 None if on_failure == "raise" else status[good])
+        status[good] = out[-1]
+        P, Na = len(self.parameters), len(acts)
+        shapes = ((M, M), (M, M, P), (M,), (M, P), (M,), (M, P), (Na,), (Na, P))
+
+        def full(X, tail):                  # NaN where a state was not evaluated
+            if X is None:
+                return None
+            Y = np.full((n,) + tail, np.nan)
+            Y[good] = X
+            return Y.reshape(batch + tail)
+
+        I, dI, Tg, dTg, T, dT, tau, dtau = (full(X, t) for X, t in zip(out[:-1], shapes))
         return Sensitivities(self.parameters, qf.reshape(batch + (M,)),
                              qd_f.reshape(batch + (M,)), qdd_f.reshape(batch + (M,)),
-                             b(I, (M, M)), b(dI, (M, M, P)), b(Tg, (M,)), b(dTg, (M, P)),
-                             b(T, (M,)), b(dT, (M, P)), tuple(acts), b(tau, (Na,)),
-                             b(dtau, (Na, P)))
+                             I, dI, Tg, dTg, T, dT, tuple(acts), tau, dtau,
+                             status.reshape(batch))
 
     def _actuator_list(self, actuators) -> tuple:
         M = self.dof
         if actuators is None:
             return self._actuators
         acts = (actuators,) if isinstance(actuators, str) else tuple(actuators)
+        if not acts:
+            return ()
         known = self.model.phi_names
         bad = [a for a in acts if a not in known]
         if bad:
             raise ModelError(f"unknown actuated joints {bad}; joints are {list(known)}")
-        if len(acts) != M or len(set(acts)) != M:
-            raise ModelError(f"actuator load sensitivities need {M} distinct actuated joints "
-                             f"(square actuation), got {list(acts)}")
+        if len(acts) < M or len(set(acts)) != len(acts):
+            raise ModelError(f"actuator load sensitivities need at least {M} distinct "
+                             f"actuated joints, got {list(acts)}")
         if self._serial and set(acts) != set(self.model.joint_names):
             raise ModelError("a serial chain's actuators are all its joints")
         return acts
 
-    def _evaluate(self, qf, qd, qdd, acts):
+    def _evaluate(self, qf, qd, qdd, acts, status=None):
+        """(I*, dI*, T_gravity, dT_gravity, T, dT, tau, dtau, status) at the
+        states qf (n, M); ``status`` (n,) given: a singular actuation is NaN and
+        SINGULAR_LOAD there, not raised."""
         M, n = self.dof, qf.shape[0]
+        nan_mode = status is not None
+        status = np.zeros(n, int) if status is None else status.copy()
         L = len(self.lengths)
         A = M + L
         aug, cols = self.augmented, self._cols
@@ -668,26 +707,53 @@ class DesignSensitivity:
         dTg = np.concatenate([Kg, dTg_m], axis=-1)[..., order]
         dT = np.concatenate([Kt, dT_m], axis=-1)[..., order]
         if not acts:
-            return I, dI, Tg, dTg, T, dT, None, None
+            return I, dI, Tg, dTg, T, dT, None, None, status
         if self._serial:
             idx = np.array([self.model.joint_names.index(a) for a in acts], int)
-            return I, dI, Tg, dTg, T, dT, T[:, idx], dT[:, idx]
-        # tau = (G^a_q)^-T T;  d tau/dp = (G^a_q)^-T (dT/dp - (dG^a_q/dp)^T tau)
+            return I, dI, Tg, dTg, T, dT, T[:, idx], dT[:, idx], status
         tr = kin.transfer
         rows = aug.joint_indices(list(acts))
         G = tr.G.reshape(n, aug.N, A)[:, rows][:, :, :M]                 # (n, Na, M)
         H = tr.H.reshape(n, aug.N, A, A)[:, rows][:, :, :M, M:]          # (n, Na, M, L)
+        Na = G.shape[1]
+        ok = np.linalg.cond(G) < 1e-2 * self.model.max_condition
+        if not np.all(ok):
+            # near a singular actuation the model's own check decides: it raises a
+            # SingularityError with the pose's index, or says SINGULAR_LOAD
+            if nan_mode:
+                st = np.asarray(self.model.actuator_loads(qf, qd, qdd, list(acts),
+                                                          on_failure="nan")[1], int)
+                status = np.where(st != 0, st, status)
+                ok = status == 0
+            else:
+                self.model.actuator_loads(qf, qd, qdd, list(acts))
+                ok[:] = True
+        tau = np.full((n, Na), np.nan)
+        dtau = np.full((n, Na, dT.shape[-1]), np.nan)
+        lens = self._column < L                        # the length parameters' columns
+        k_len = self._column[lens]
+        G, H, Tk, dTk = G[ok], H[ok], T[ok], dT[ok]
         Gt = np.swapaxes(G, -1, -2)
-        if not np.all(np.linalg.cond(Gt) < 1e-2 * self.model.max_condition):
-            # near a singular actuation the model's own check decides (and raises a
-            # SingularityError with the pose's index)
-            self.model.actuator_loads(qf, qd, qdd, list(acts))
-        tau = np.linalg.solve(Gt, T[..., None])[..., 0]
-        rhs = dT.copy()
-        rhs[..., self._column < L] = rhs[..., self._column < L] - np.einsum(
-            "naik,na->nik", H, tau)[..., self._column[self._column < L]]
-        dtau = np.linalg.solve(Gt, rhs)
-        return I, dI, Tg, dTg, T, dT, tau, dtau
+        rhs = dTk.copy()
+        if Na == M:
+            # tau = (G^a_q)^-T T;  d tau/dp = (G^a_q)^-T (dT/dp - (dG^a_q/dp)^T tau)
+            t = np.linalg.solve(Gt, Tk[..., None])[..., 0]
+            rhs[..., lens] -= np.einsum("naik,na->nik", H, t)[..., k_len]
+            dtau[ok] = np.linalg.solve(Gt, rhs)
+        else:
+            # least-norm: tau = G lam, C lam = T (C = G^T G); d tau = dG lam + G dlam,
+            # C dlam = dT - dG^T tau - G^T dG lam
+            C = Gt @ G
+            lam = np.linalg.solve(C, Tk[..., None])[..., 0]
+            t = np.einsum("nam,nm->na", G, lam)
+            dG_lam = np.einsum("naik,ni->nak", H, lam)                     # (n, Na, L)
+            rhs[..., lens] -= (np.einsum("naik,na->nik", H, t)
+                               + np.einsum("nai,nak->nik", G, dG_lam))[..., k_len]
+            d = G @ np.linalg.solve(C, rhs)
+            d[..., lens] += dG_lam[..., k_len]
+            dtau[ok] = d
+        tau[ok] = t
+        return I, dI, Tg, dTg, T, dT, tau, dtau, status
 
     def _start(self, x: np.ndarray) -> np.ndarray:
         """Joint values of the augmented model at x = (q, 0), from the user's model."""
@@ -700,7 +766,8 @@ class DesignSensitivity:
 
 
 def sensitivities(model, parameters: Sequence, q, qd=None, qdd=None,
-                  actuators: Sequence[str] | None = None) -> Sensitivities:
+                  actuators: Sequence[str] | None = None,
+                  on_failure: str = "raise") -> Sensitivities:
     """Derivatives of I*, the gravity load and the required and actuator loads
     with respect to design parameters, at a batch of states.
 
@@ -715,7 +782,11 @@ def sensitivities(model, parameters: Sequence, q, qd=None, qdd=None,
     q, qd, qdd : array_like, shape (..., M)
         States (rates and accelerations default to zero).
     actuators : sequence of str, optional
-        M actuated joints (default the model's actuators when there are M).
+        M or more actuated joints (default the model's actuators when there are
+        at least M; least-norm loads when more).
+    on_failure : {"raise", "nan"}
+        Raise for a state the model cannot evaluate, or give it NaN and a
+        :class:`kic.Status` (:attr:`Sensitivities.status`).
 
     Returns
     -------
@@ -730,4 +801,4 @@ def sensitivities(model, parameters: Sequence, q, qd=None, qdd=None,
     >>> s.inertia.shape, s.actuator_loads.shape
     ((2, 2, 2, 2), (2, 2, 2))
     """
-    return DesignSensitivity(model, parameters)(q, qd, qdd, actuators)
+    return DesignSensitivity(model, parameters)(q, qd, qdd, actuators, on_failure)

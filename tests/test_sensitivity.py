@@ -476,3 +476,55 @@ def test_a_coordinate_function_model():
     params = [kic.Length("elbow1"), kic.Length("tip", side="child"), kic.Mass("coupler1")]
     s = kic.sensitivities(model, params, q, qd, qdd, actuators=["crank1", "crank2"])
     check_against(s, build, five_bar_perturb, q, qd, qdd, actuators=["crank1", "crank2"])
+
+
+# ------------------------------------------------- redundant actuation, failures
+def test_redundant_actuation_against_rebuilt_models():
+    """Three actuators on a two-degree-of-freedom five-bar: the least-norm loads of
+    the model and their derivatives (dG^a/dp enters twice) against rebuilt models."""
+    model = five_bar_model()
+    acts = ["crank1", "crank2", "elbow1"]
+    q = model.reference + np.array([[0.0, 0.0], [0.12, -0.08]])
+    qd, qdd = np.array([[0.4, -0.3], [-0.2, 0.5]]), np.array([[1.2, 0.3], [-0.6, 0.9]])
+    params = FIVE_PARAMS[:2] + FIVE_PARAMS[3:4] + FIVE_PARAMS[5:6] + FIVE_PARAMS[7:8]
+    s = kic.sensitivities(model, params, q, qd, qdd, actuators=acts)
+    assert s.actuators == tuple(acts) and s.actuator_loads.shape == (2, 3, 5)
+    close(s.tau, model.actuator_loads(q, qd, qdd, acts), rtol=1e-12)
+    # least norm: tau is in the range of G^a (the minimum-norm solution of G^T tau = T)
+    G = model.kinematics(q, 1).transfer.G[:, [model.phi_names.index(a) for a in acts]]
+    lam = np.linalg.lstsq(G[0], s.tau[0], rcond=None)[0]
+    close(G[0] @ lam, s.tau[0], rtol=1e-12)
+    check_against(s, five_bar_model, five_bar_perturb, q, qd, qdd, actuators=acts)
+    with pytest.raises(kic.ModelError, match="at least 2 distinct actuated joints"):
+        kic.sensitivities(model, params, q, actuators=["crank1"])
+
+
+def test_failures_as_data():
+    """on_failure="nan": a state the model cannot evaluate is NaN with the model's
+    status, the others are the numbers of a call without it; a singular
+    actuation (a Stewart design with equal half-angles) keeps I* and the loads."""
+    model = five_bar_model()
+    q = np.stack([model.reference, [np.pi, 0.0], model.reference + [0.1, -0.1],
+                  [np.pi + 0.3, -0.3]])
+    params = [kic.Length("elbow1"), kic.Mass("coupler1")]
+    s = kic.sensitivities(model, params, q, on_failure="nan")
+    expected = np.asarray(model.inverse_dynamics(q, 0 * q, 0 * q, on_failure="nan")[1])
+    assert np.array_equal(s.status, expected) and np.count_nonzero(expected) == 2
+    good = expected == 0
+    one = kic.sensitivities(model, params, q[good])
+    assert np.all(one.status == 0)
+    for a, b in ((s.inertia, one.inertia), (s.loads, one.loads),
+                 (s.actuator_loads, one.actuator_loads), (s.tau, one.tau)):
+        assert np.array_equal(a[good], b) and np.all(np.isnan(a[~good]))
+    with pytest.raises(kic.ModelError, match="on_failure"):
+        kic.sensitivities(model, params, q, on_failure="skip")
+
+    sp = mechanisms.stewart_platform(base_half_angle=0.3, plat_half_angle=0.3)
+    pose = sp.reference + np.array([[0.0] * 6, [0.01, 0.0, 0.02, 0.0, 0.03, 0.0]])
+    with pytest.raises(kic.SingularityError):
+        kic.sensitivities(sp, [kic.Mass("platform")], pose)
+    s = kic.sensitivities(sp, [kic.Mass("platform")], pose, on_failure="nan")
+    assert np.all(s.status == kic.Status.SINGULAR_LOAD)
+    assert np.all(np.isnan(s.tau)) and np.all(np.isnan(s.actuator_loads))
+    ref = kic.sensitivities(sp, [kic.Mass("platform")], pose, actuators=())
+    assert np.array_equal(s.inertia, ref.inertia) and np.array_equal(s.loads, ref.loads)
