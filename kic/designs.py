@@ -382,6 +382,7 @@ class DesignBatch:
 
     def _numpy_loads(self, qa, qda, xa, act, phi0, path, skip):
         """The numpy backend: each design's model through its public API."""
+        from .actuation import load_distribution
         from .loops import scaled_condition
         D, n, M, N, K, Na = len(self), skip.shape[1], self.dof, self.plan.N, xa.shape[2], \
             act.size
@@ -407,17 +408,19 @@ class DesignBatch:
             if ok.any():
                 idx = todo[ok]
                 qo, qdo, xo, po = q[ok], qd[ok], x[ok], asm.phi[ok]
-                rep = lambda a: np.repeat(a, K, axis=0)           # noqa: E731
-                Tk, s2 = m.inverse_dynamics(rep(qo), rep(qdo), xo.reshape(-1, M),
-                                            on_failure="nan", start=rep(po))
-                s2 = np.asarray(s2, int).reshape(-1, K).max(axis=1)
+                # per pose once: the bias (q'' = 0), I*, G; the K accelerations by
+                # products (the loads are affine in q'', the actuators' linear in T)
+                bias, s2 = m.inverse_dynamics(qo, qdo, 0 * qdo, on_failure="nan", start=po)
+                s2 = np.asarray(s2, int)
                 st[ok] = s2
                 good = s2 == 0
                 gi = idx[good]
                 phi[d, idx] = np.where(np.isin(s2, (0, 3, 4))[:, None], po, np.nan)
                 if good.any():
-                    T[d, gi] = Tk.reshape(-1, K, M)[good]
-                    I[d, gi] = m.dynamics(qo[good], start=po[good]).I_star
+                    Ig = m.dynamics(qo[good], start=po[good]).I_star
+                    Tk = bias[good][:, None, :] + np.einsum("nab,nkb->nka", Ig, xo[good])
+                    T[d, gi] = Tk
+                    I[d, gi] = Ig
                     if Na:
                         G = m.kinematics(qo[good], order=1, start=po[good]).transfer.G
                         Ga = G[:, act, :]
@@ -426,12 +429,18 @@ class DesignBatch:
                         # the builder's, whose reference configuration can differ)
                         acond[d, gi] = scaled_condition(Ga, prism[act], prism[self.plan.q_idx],
                                                         lengths[d])
-                        f, s3 = m.actuator_loads(rep(qo[good]), rep(qdo[good]),
-                                                 xo[good].reshape(-1, M), names,
-                                                 on_failure="nan", start=rep(po[good]))
-                        s3 = np.asarray(s3, int).reshape(-1, K).max(axis=1)
-                        Ta[d, gi] = np.where((s3 == 0)[:, None, None],
-                                             f.reshape(-1, K, Na), np.nan)
+                        # the model's own rule says which actuations are singular
+                        s3 = np.asarray(m.actuator_loads(qo[good], qdo[good], 0 * qdo[good],
+                                                         names, on_failure="nan",
+                                                         start=po[good])[1], int)
+                        reg = s3 == 0
+                        if Na == M:
+                            f = np.linalg.solve(np.swapaxes(Ga[reg], -1, -2)[:, None],
+                                                Tk[reg][..., None])[..., 0]
+                        else:
+                            f = load_distribution(np.repeat(Ga[reg], K, axis=0),
+                                                  Tk[reg].reshape(-1, M)).reshape(-1, K, Na)
+                        Ta[d, gi[reg]] = f
                         st[np.nonzero(ok)[0][good]] = s3
             status[d, todo] = st
         return T, Ta, I, phi, status, acond
