@@ -2328,17 +2328,17 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
     NQ = 32
     PGa = np.empty((NQ, Na, M))
     PGs = np.empty((NQ, Na, M))
-    Gw4 = np.empty((M, Na, NQ))
-    nrm4 = np.empty((M, NQ))
-    gam4 = np.empty(NQ)
-    cs4 = np.empty(NQ)
-    sn4 = np.empty(NQ)
+    work_a = np.empty((M, Na, NQ))
+    norms_a = np.empty((M, NQ))
+    gam_a = np.empty(NQ)
+    cs_a = np.empty(NQ)
+    sn_a = np.empty(NQ)
     pd = np.zeros(NQ, np.int64)
     pt = np.zeros(NQ, np.int64)
     pmaxc = np.empty(NQ)
     cv = np.empty(NQ)
-    live4 = np.empty(NQ, np.bool_)
-    turned4 = np.empty(NQ, np.bool_)
+    live_a = np.empty(NQ, np.bool_)
+    turned_a = np.empty(NQ, np.bool_)
     nq = 0
     xT = np.empty((M, K))
     TK = np.empty((M, K))
@@ -2561,15 +2561,16 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
                 pmaxc[nq] = maxc
                 nq += 1
                 if nq == NQ:
-                    _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, gam4, cs4,
-                                     sn4, cv, live4, turned4, At, pv, TA, Ch, rhs, sol, loads,
-                                     status, acond, aloads)
+                    _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, work_a, norms_a,
+                                     gam_a, cs_a, sn_a, cv, live_a, turned_a, At, pv, TA, Ch,
+                                     rhs, sol, loads, status, acond, aloads)
                     nq = 0
             cnt = 0
             have_pending = False
     if nq > 0:
-        _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, Gw4, nrm4, gam4, cs4, sn4, cv,
-                         live4, turned4, At, pv, TA, Ch, rhs, sol, loads, status, acond, aloads)
+        _actuation_flush(nq, pd, pt, PGa, PGs, pmaxc, pairs, work_a, norms_a, gam_a, cs_a,
+                         sn_a, cv, live_a, turned_a, At, pv, TA, Ch, rhs, sol, loads, status,
+                         acond, aloads)
 
 
 def design_loads(ibuf, fstack, q, qd, x, act, phi0, path, modes, skip):
