@@ -2133,18 +2133,7 @@ def _conditions_lanes(A, count, work, norms, gam, cs, sn, pairs, cond, live, tur
         if not more:
             break
     for u in range(count):
-        smax = 0.0
-        smin = np.inf
-        finite = True
-        for c in range(n):
-            acc = 0.0
-            for i in range(m):
-                acc += work[c, i, u] * work[c, i, u]
-            sv = np.sqrt(acc)
-            finite = finite and np.isfinite(sv)
-            smax = max(smax, sv)
-            smin = min(smin, sv)
-        cond[u] = smax / smin if finite and smin > 0.0 else np.inf
+        cond[u] = _norm_ratio(work[:, :, u].T, m, n)     # lane u's columns as columns
 
 
 @_jit
@@ -2323,6 +2312,10 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
     qcol = np.full(N, -1, np.int64)
     for m in range(M):
         qcol[P0[23][m]] = m
+    row_block = np.empty(R, np.int64)          # the block of each closure row
+    for b in range(nB):
+        for i in range(P0[20][b], P0[20][b + 1]):
+            row_block[i] = b
     # the actuation of NQ poses waits in buffers for their condition numbers,
     # computed side by side (:func:`_conditions_lanes`)
     NQ = 32
@@ -2430,11 +2423,8 @@ def _design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, a
                 if at_rest and not path:
                     # the transfer waits in the lanes (the status with it)
                     for i in range(R):
-                        b0 = 0
-                        while block_row[b0 + 1] <= i:
-                            b0 += 1
-                        r0 = block_row[b0]
-                        for c in range(block_row[b0 + 1] - r0):
+                        r0 = block_row[row_block[i]]      # the first row of its block
+                        for c in range(block_row[row_block[i] + 1] - r0):
                             JA[i, c, cnt] = Jr[i, dep[r0 + c]]
                         for m in range(M):
                             JQ[i, m, cnt] = Jr[i, q_idx[m]]
