@@ -153,7 +153,8 @@ class Mechanism:
                 raise ModelError(f"{label}: a {key} joint takes {n} axes, got {len(given)}")
             ax = [Joint("R", a, name=name).axis for a in given]
         kinds = {"R": "R", "P": "P", "U": "RR", "C": "RP", "S": "RRR"}[key]
-        bodies = [parent] + [f"{name}:{k + 1}" for k in range(n - 1)] + [child]
+        bodies = [parent] + [self._fresh_body_name(f"{name}:{k + 1}") for k in range(n - 1)] \
+            + [child]
         for b in bodies[1:-1]:
             self.graph.add_node(b, link=Link(0.0, name=b), intermediate=True)
         for k in range(n):
@@ -244,6 +245,15 @@ class Mechanism:
         m._primitives = list(self._primitives)
         m._limits = dict(self._limits)
         return m
+
+    def _fresh_body_name(self, base: str) -> str:
+        """``base``, or ``base~2``, ``base~3``... if a body has that name: a generated
+        body never takes a user's name (the user's body keeps its own)."""
+        name, k = base, 1
+        while name in self.graph:
+            k += 1
+            name = f"{base}~{k}"
+        return name
 
     def add_virtual_body(self, name: str) -> str:
         """Add a massless body that only carries virtual joints (coordinates)."""
@@ -428,52 +438,53 @@ class Mechanism:
         body's mass is carried, ``tips[cut name] = (chain, link)`` and
         ``joint_owner[joint] = (chain, link)`` of its first occurrence.
         """
+        # a cut joint's tip is marked by structure (the third item), never by its
+        # name: a user's body may be called anything
         children: dict = {}
         for body, (parent, prim) in tree.items():
-            children.setdefault(parent, []).append((body, prim))
+            children.setdefault(parent, []).append((body, prim, False))
         for prim in cut_list:
-            tipname = f"cut:{prim.name}"
-            children.setdefault(prim.parent, []).append((tipname, prim))
-        paths = []
-
-        def walk(body, path):
-            kids = children.get(body, [])
+            children.setdefault(prim.parent, []).append((f"cut:{prim.name}", prim, True))
+        # depth first, in the order added, without recursion (a chain may have
+        # thousands of joints)
+        paths, stack = [], [(GROUND, [])]
+        while stack:
+            body, path = stack.pop()
+            kids = children.get(body, []) if not (path and path[-1][2]) else []
             if not kids:
                 if path:
                     paths.append(path)
-                return
-            for child, prim in kids:
-                walk(child, path + [(child, prim)])
-
-        walk(GROUND, [])
+                continue
+            stack.extend((child, path + [(child, prim, tip)])
+                         for child, prim, tip in reversed(kids))
         chains, owner, tips = [], {}, {}
         jowner: dict = {}
         for ci, path in enumerate(paths):
             joints, links, offsets = [], [], []
             prev_child_origin_inv = np.eye(4)
-            for li, (body, prim) in enumerate(path):
-                forward = prim.child == body or body.startswith("cut:")
+            for li, (body, prim, tip) in enumerate(path):
+                forward = prim.child == body or tip
                 if forward:
                     origin, axis, child_origin = prim.origin, prim.axis, prim.child_origin
                 else:   # the tree runs this joint from child to parent
                     origin, axis, child_origin = prim.child_origin, -prim.axis, prim.origin
-                if body.startswith("cut:"):
+                if tip:
                     child_origin = np.eye(4)
                 joints.append(Joint(prim.kind, axis, prev_child_origin_inv @ origin,
                                     name=prim.name))
                 inv_co = np.linalg.inv(child_origin)
                 offsets.append(inv_co)
                 prev_child_origin_inv = inv_co
-                data = self.graph.nodes[body]["link"] if body in self.graph else None
+                data = None if tip else self.graph.nodes[body]["link"]
                 if data is not None and body not in owner:
                     owner[body] = (ci, li)
                     links.append(data)
                 else:
                     links.append(Link(0.0, name=body))
-                if body.startswith("cut:"):
+                if tip:
                     tips[prim.name] = (ci, li)
                 jowner.setdefault(prim.name, (ci, li))
             chain = SerialChain(joints, links, gravity=self.gravity,
                                 frame_offsets=np.stack(offsets), name=f"chain{ci}")
-            chains.append((chain, [p.name for _, p in path]))
+            chains.append((chain, [p.name for _, p, _ in path]))
         return chains, owner, tips, jowner
