@@ -1,0 +1,198 @@
+"""Hostile and random inputs over kic's public API: what comes back?
+
+Every call is classified as
+
+* ``ok``        -- returned finite numbers (or empty, for an empty batch);
+* ``status``    -- returned NaN where a status array says why (failures as data);
+* ``kic error`` -- raised a :class:`kic.KicError` (the message names the part at fault);
+* ``silent``    -- returned non-finite numbers without a status, or accepted an input
+  that has no meaning as joint values (complex, NaN, a wrong length, ...): a silent
+  wrong answer;
+* ``foreign``   -- raised an exception that is not a kic error (numpy's, Python's).
+
+``silent`` and ``foreign`` must be 0.  Run ``python benchmarks/fuzz_api.py`` for the
+table (``--verbose`` lists each silent or foreign call); the tests in
+``tests/test_fuzz.py`` run the same cases and assert the two zeros.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+import kic
+import mechanisms
+
+
+@dataclass
+class Outcome:
+    kind: str
+    detail: str = ""
+
+
+def _arrays(result) -> list[np.ndarray]:
+    """The float arrays in a result (a value, a tuple, an object's public arrays)."""
+    if isinstance(result, np.ndarray):
+        return [result] if result.dtype.kind in "fc" else []
+    if isinstance(result, (float, np.floating)):
+        return [np.asarray(result)]
+    if isinstance(result, (tuple, list)):
+        return [a for r in result for a in _arrays(r)]
+    out = []
+    for name in ("phi", "tau", "qdd", "torque", "I_star", "G", "condition", "x"):
+        v = getattr(result, name, None)
+        if isinstance(v, np.ndarray) and v.dtype.kind in "fc":
+            out.append(v)
+    return out
+
+
+def _has_status(result) -> bool:
+    if isinstance(result, (tuple, list)):
+        return any(_has_status(r) for r in result)
+    if getattr(result, "status", None) is not None:
+        return True
+    return isinstance(result, np.ndarray) and result.dtype.kind in "iu" and result.ndim >= 1
+
+
+#: inputs that must be refused with a kic error, never taken
+MUST_REFUSE = {"dict", "string", "none", "ragged", "complex", "nan", "inf", "wrong length",
+               "object array"}
+
+
+def classify(call: Callable[[], Any], refuse: bool = False, empty: bool = False) -> Outcome:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with np.errstate(all="ignore"):
+                result = call()
+    except kic.KicError as exc:
+        return Outcome("kic error", str(exc)[:160])
+    except RecursionError as exc:       # not a subclass of anything kic raises
+        return Outcome("foreign", f"RecursionError: {exc}"[:160])
+    except Exception as exc:            # noqa: BLE001 - the point is to catch them
+        return Outcome("foreign", f"{type(exc).__name__}: {exc}"[:160])
+    arrays = _arrays(result)
+    if refuse:
+        return Outcome("silent", "accepted an input it must refuse")
+    if empty and any(a.size for a in arrays):
+        return Outcome("silent", "an empty batch gave a non-empty result")
+    if all(np.all(np.isfinite(a)) for a in arrays):
+        return Outcome("ok")
+    if _has_status(result):
+        return Outcome("status")
+    return Outcome("silent", f"non-finite {[a.shape for a in arrays]}")
+
+
+# ------------------------------------------------------------------ inputs
+def bad_values(M: int) -> dict[str, Any]:
+    """Inputs a user (or a buggy script) can pass where (..., M) joint values go."""
+    good = np.linspace(0.1, 0.3, M)
+    ragged = [list(good), list(good[:-1])] if M > 1 else [[0.1], []]
+    return {
+        "dict": {"q": 1.0},
+        "string": "0.1, 0.2",
+        "none": None,
+        "ragged": ragged,
+        "complex": good + 0.5j,
+        "nan": np.where(np.arange(M) == 0, np.nan, good),
+        "inf": np.where(np.arange(M) == 0, np.inf, good),
+        "huge": np.full(M, 1e160),
+        "largest float": np.full(M, np.finfo(float).max),
+        "wrong length": np.zeros(M + 1),
+        "scalar": 0.3,
+        "empty batch": np.zeros((0, M)),
+        "object array": np.array([object()] * M, dtype=object),
+        "bool": np.ones(M, bool),
+    }
+
+
+def serial_cases(model, name: str):
+    M = model.dof
+    q, qd, qdd = np.full(M, 0.2), np.full(M, 0.3), np.full(M, 0.1)
+    calls = {
+        "inverse_dynamics": lambda x: model.inverse_dynamics(x, qd, qdd),
+        "forward_dynamics": lambda x: model.forward_dynamics(x, qd, qdd),
+        "dynamics.I_star": lambda x: model.dynamics(x).I_star,
+        "gravity_load": lambda x: model.gravity_load(x),
+        "kinetic_energy": lambda x: model.kinetic_energy(x, qd),
+        "potential_energy": lambda x: model.potential_energy(x),
+        "rates: inverse_dynamics(q, x)": lambda x: model.inverse_dynamics(q, x, qdd),
+    }
+    for (fname, fn), (bname, bad) in itertools.product(calls.items(), bad_values(M).items()):
+        yield f"{name}.{fname} <- {bname}", bname, (lambda fn=fn, bad=bad: fn(bad))
+
+
+def closed_cases(model, name: str, q0):
+    M = model.dof
+    qd, qdd = np.full(M, 0.1), np.zeros(M)
+    acts = list(getattr(model, "actuators", None) or model.coordinate_names)
+    calls = {
+        "assemble": lambda x: model.assemble(x),
+        "assemble nan": lambda x: model.assemble(x, on_failure="nan"),
+        "inverse_dynamics": lambda x: model.inverse_dynamics(x, qd, qdd),
+        "inverse_dynamics nan": lambda x: model.inverse_dynamics(x, qd, qdd, on_failure="nan"),
+        "forward_dynamics": lambda x: model.forward_dynamics(x, qd, qdd),
+        "actuator_loads": lambda x: model.actuator_loads(x, qd, qdd, acts),
+        "condition": lambda x: model.condition(x),
+        "gravity_load": lambda x: model.gravity_load(x),
+        "potential_energy": lambda x: model.potential_energy(x),
+        "rates: inverse_dynamics(q0, x)": lambda x: model.inverse_dynamics(q0, x, qdd),
+    }
+    for (fname, fn), (bname, bad) in itertools.product(calls.items(), bad_values(M).items()):
+        yield f"{name}.{fname} <- {bname}", bname, (lambda fn=fn, bad=bad: fn(bad))
+
+
+def models():
+    yield "serial", "puma560", mechanisms.puma560(), None
+    yield "serial", "planar_two_link", mechanisms.planar_two_link(), None
+    fb = mechanisms.five_bar()
+    yield "closed", "five_bar", fb, fb.reference
+    sp = mechanisms.stewart_platform()
+    yield "closed", "stewart", sp, sp.reference
+    fo = mechanisms.four_bar()
+    yield "closed", "four_bar", fo, fo.reference
+
+
+def all_cases():
+    for kind, name, model, q0 in models():
+        if kind == "serial":
+            yield from serial_cases(model, name)
+        else:
+            yield from closed_cases(model, name, q0)
+
+
+def run(verbose: bool = False, backends=("numba", "numpy")) -> Counter:
+    counts: Counter = Counter()
+    for backend in backends:
+        kic.set_backend(backend)
+        for label, bname, call in all_cases():
+            out = classify(call, refuse=bname in MUST_REFUSE, empty=bname == "empty batch")
+            counts[out.kind] += 1
+            if verbose and out.kind in ("silent", "foreign"):
+                print(f"[{backend}] {out.kind:8s} {label}: {out.detail}")
+    kic.set_backend("auto")
+    return counts
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--backend", choices=("numba", "numpy", "both"), default="both")
+    a = p.parse_args(argv)
+    backends = ("numba", "numpy") if a.backend == "both" else (a.backend,)
+    counts = run(a.verbose, backends)
+    total = sum(counts.values())
+    print(f"inputs tried: {total}")
+    for kind in ("ok", "status", "kic error", "silent", "foreign"):
+        print(f"  {kind:10s} {counts.get(kind, 0):6d}")
+    return 0 if counts.get("silent", 0) == counts.get("foreign", 0) == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
