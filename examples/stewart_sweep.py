@@ -148,7 +148,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     result = kic.sweep.sweep(partial(evaluate, n_poses=n_poses), designs,
                              scheduler=a.scheduler, n_workers=a.workers,
-                             out=a.out / "stewart_sweep.npz")
+                             out=a.out / "stewart_sweep.npz", overwrite=True)
     took = time.perf_counter() - start
     n, res = len(result), result.results
     singular = np.isnan(res["peak_force"])

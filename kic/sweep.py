@@ -25,9 +25,11 @@ import math
 import os
 import pickle
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -105,6 +107,10 @@ class SweepResult:
     resumed : int
         Designs taken from the ``out`` file (``resume=True``) instead of being
         evaluated again.
+    result_dtypes : dict of str to str
+        The dtype of each result as ``evaluate`` returned it (a result that
+        holds NaN for failed designs is float; a resumed sweep whose designs
+        all end OK gives its results back in these dtypes).
     """
 
     designs: np.ndarray
@@ -117,6 +123,7 @@ class SweepResult:
     scheduler: str = "serial"
     n_workers: int = 1
     resumed: int = 0
+    result_dtypes: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.designs)
@@ -141,12 +148,11 @@ class SweepResult:
     def to_npz(self, path: str | os.PathLike) -> Path:
         """Save to an uncompressed ``.npz`` (no pickles; :meth:`from_npz` reads it back).
 
-        The file is written next to ``path`` and renamed over it, so a sweep
-        interrupted while saving leaves the previous file intact.  Returns the path.
+        The file is written to a temporary file of its own next to ``path`` and
+        renamed over it, so a sweep interrupted while saving leaves the previous
+        file intact, and two writers never write into one file.  Returns the path.
         """
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_name(path.name + ".npz")
+        path = _npz_path(path)
         arrays = {
             "format": np.array(_FORMAT), "designs": self.designs,
             "status": self.status.astype(np.int8), "message": _as_text(self.message),
@@ -156,28 +162,59 @@ class SweepResult:
         }
         for key, value in self.results.items():
             arrays["result." + key] = value
-        partial = path.with_name(path.name + ".partial")
-        with open(partial, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(partial, path)
+        for key, dtype in self.result_dtypes.items():
+            arrays["dtype." + key] = np.array(dtype)
+        _write_atomically(path, lambda fh: np.savez(fh, **arrays))
         return path
 
     @classmethod
     def from_npz(cls, path: str | os.PathLike) -> "SweepResult":
-        """Load a result saved by :meth:`to_npz` (or by ``sweep(..., out=path)``)."""
+        """Load a result saved by :meth:`to_npz` (or by ``sweep(..., out=path)``).
+
+        Raises :class:`kic.ModelError` naming the file when it cannot be read,
+        is damaged (e.g. cut short) or is not a kic sweep result."""
         try:
-            data = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"sweep file {os.fspath(path)!r} cannot be read: {exc}") from exc
-        with data:
-            if "format" not in data.files or str(data["format"]) != _FORMAT:
-                raise ModelError(f"sweep file {os.fspath(path)!r} is not a kic sweep result "
-                                 f"(no format {_FORMAT!r})")
-            results = {k[len("result."):]: data[k] for k in data.files if k.startswith("result.")}
-            return cls(designs=data["designs"], results=results, status=data["status"],
-                       message=data["message"], chunk_size=int(data["chunk_size"]),
-                       chunk_seconds=data["chunk_seconds"], wall_time=float(data["wall_time"]),
-                       scheduler=str(data["scheduler"]), n_workers=int(data["n_workers"]))
+            with np.load(path, allow_pickle=False) as data:
+                if "format" not in data.files or str(data["format"]) != _FORMAT:
+                    raise ModelError(f"sweep file {os.fspath(path)!r} is not a kic sweep "
+                                     f"result (no format {_FORMAT!r})")
+                results = {k[len("result."):]: data[k] for k in data.files
+                           if k.startswith("result.")}
+                dtypes = {k[len("dtype."):]: str(data[k]) for k in data.files
+                          if k.startswith("dtype.")}
+                return cls(designs=data["designs"], results=results, status=data["status"],
+                           message=data["message"], chunk_size=int(data["chunk_size"]),
+                           chunk_seconds=data["chunk_seconds"],
+                           wall_time=float(data["wall_time"]), scheduler=str(data["scheduler"]),
+                           n_workers=int(data["n_workers"]), result_dtypes=dtypes)
+        except ModelError:
+            raise
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise ModelError(f"sweep file {os.fspath(path)!r} cannot be read (damaged or not "
+                             f"a kic sweep result): {type(exc).__name__}: {exc}") from exc
+
+
+def _npz_path(path) -> Path:
+    """``path`` with the ``.npz`` suffix numpy would give it."""
+    path = Path(path)
+    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+
+
+def _write_atomically(path: Path, write: Callable) -> None:
+    """``write(file)`` into a fresh temporary file beside ``path``, then rename it
+    over ``path`` (atomic on one file system): readers see the old file or the new
+    one, never a part, and concurrent writers never share a temporary file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
@@ -185,7 +222,8 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
           scheduler: Any = "serial", n_workers: int | None = None,
           progress: bool | Callable[[SweepProgress], Any] = True,
           out: str | os.PathLike | None = None, resume: bool = False,
-          on_error: str = "raise", checkpoint: float = 10.0) -> SweepResult:
+          overwrite: bool = False, on_error: str = "raise",
+          checkpoint: float = 10.0) -> SweepResult:
     """Evaluate ``evaluate`` over a batch of designs, chunk by chunk, serially,
     on local processes or on Dask.
 
@@ -231,6 +269,10 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
         With ``out``: if the file exists, keep the chunks it holds as evaluated
         (every design OK) and evaluate only the others (failed or not run).
         The file's designs must equal ``designs``.
+    overwrite : bool
+        With ``out`` and without ``resume``: replace an existing file.  By
+        default an existing results file is never replaced (a
+        :class:`kic.ModelError` says so before anything runs).
     on_error : {"raise", "record"}
         ``"raise"``: the first chunk that raises stops the sweep and its
         exception propagates (with a note naming the chunk and its designs).
@@ -251,7 +293,8 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
         a result that is not a dict of arrays with ``len(chunk)`` rows, or
         whose keys or trailing shapes change between chunks; an unknown
         ``scheduler`` or ``on_error``; ``resume`` without ``out`` or with a
-        file of other designs.
+        file of other designs; an existing ``out`` file without ``resume`` or
+        ``overwrite``; a damaged ``out`` file with ``resume``.
     ImportError
         ``scheduler="dask"`` (or a Client/address) without Dask installed.
 
@@ -284,6 +327,9 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
     workers = 1 if kind == "serial" else _worker_count(n_workers)
     if resume and out is None:
         raise ModelError("sweep: resume=True needs out= (the file to resume from)")
+    if out is not None and not (resume or overwrite) and _npz_path(out).exists():
+        raise ModelError(f"sweep: {os.fspath(_npz_path(out))!r} exists: pass resume=True to "
+                         "continue it, overwrite=True to replace it, or another out=")
     previous = _previous(out, table) if resume else None
     if chunk_size is None:
         chunk_size = (previous.chunk_size if previous is not None
@@ -439,10 +485,13 @@ class _Gather:
             if keep.any():
                 self.result.status[keep] = SweepStatus.OK
                 for key, value in previous.results.items():
-                    store = np.full(value.shape, np.nan if value.dtype.kind in "fc" else 0,
-                                    value.dtype)
-                    store[keep] = value[keep]
+                    # the dtype evaluate returned (the file holds float where NaN marks
+                    # designs not yet run): a resumed sweep ends as a fresh one would
+                    dtype = np.dtype(previous.result_dtypes.get(key, value.dtype))
+                    store = np.zeros(value.shape, dtype)
+                    store[keep] = value[keep].astype(dtype)
                     self.result.results[key] = store
+                    self.result.result_dtypes[key] = dtype.str
             self.resumed = int(keep.sum())
             self.chunks_finished = sum(bool(keep[self._span(k)][0]) for k in range(self.n_chunks))
             self.result.resumed = self.resumed
@@ -481,6 +530,7 @@ class _Gather:
                              f"{span.start} to {span.stop - 1}, but {sorted(results)} before: "
                              "every chunk must return the same names")
         for key, value in values.items():
+            self.result.result_dtypes.setdefault(key, value.dtype.str)
             if key not in results:
                 store = np.zeros((self.n,) + value.shape[1:], value.dtype)
                 results[key] = store
@@ -539,9 +589,7 @@ def _as_text(message) -> np.ndarray:
 
 def _previous(out, table: np.ndarray) -> SweepResult | None:
     """The saved result to resume from, if ``out`` exists; it must hold these designs."""
-    path = Path(out)
-    if path.suffix != ".npz":
-        path = path.with_name(path.name + ".npz")
+    path = _npz_path(out)
     if not path.exists():
         return None
     previous = SweepResult.from_npz(path)

@@ -292,8 +292,11 @@ def test_resume_refuses_other_designs_or_chunks(tmp_path):
         sweep(evaluate_run, d, chunk_size=4, progress=False, out=path, resume=True)
     with pytest.raises(kic.ModelError, match="resume=True needs out="):
         sweep(evaluate_run, d, progress=False, resume=True)
-    # without resume the file is overwritten
-    r = sweep(evaluate_run, other, chunk_size=4, progress=False, out=path)
+    # without resume an existing file is kept, unless overwrite=True says otherwise
+    with pytest.raises(kic.ModelError, match="exists: pass resume=True .* overwrite=True"):
+        sweep(evaluate_run, other, chunk_size=4, progress=False, out=path)
+    assert SweepResult.from_npz(path).chunk_size == CHUNK
+    r = sweep(evaluate_run, other, chunk_size=4, progress=False, out=path, overwrite=True)
     assert SweepResult.from_npz(path).chunk_size == 4 and r.resumed == 0
 
 
@@ -430,3 +433,66 @@ def test_dask_client_is_used_and_left_open():
         np.testing.assert_array_equal(by_address.results["s"], serial.results["s"])
         assert client.status == "running"
         assert client.submit(os.getpid).result() != os.getpid()
+
+
+# ----------------------------------------------------------------------------- files kept
+def test_a_resumed_sweep_keeps_integer_and_boolean_results(tmp_path):
+    def typed(chunk):
+        if 12 in chunk["i"]:
+            raise KeyboardInterrupt
+        return {"n": chunk["i"] * 2, "flag": chunk["a"] > 0}
+    path = tmp_path / "typed.npz"
+    with pytest.raises(KeyboardInterrupt):
+        sweep(typed, designs(), chunk_size=CHUNK, progress=False, out=path)
+    # the file holds NaN where designs did not run, so float there ...
+    assert SweepResult.from_npz(path).results["n"].dtype.kind == "f"
+
+    def rest(chunk):
+        return {"n": chunk["i"] * 2, "flag": chunk["a"] > 0}
+    r = sweep(rest, designs(), progress=False, out=path, resume=True)
+    # ... and the finished sweep gives back what evaluate returned, as a fresh one does
+    fresh = sweep(rest, designs(), chunk_size=CHUNK, progress=False)
+    assert r.resumed > 0 and r.ok.all()
+    for key in ("n", "flag"):
+        assert r.results[key].dtype == fresh.results[key].dtype
+        np.testing.assert_array_equal(r.results[key], fresh.results[key])
+    assert SweepResult.from_npz(path).results["n"].dtype == fresh.results["n"].dtype
+
+
+def test_a_damaged_file_is_a_kic_error_naming_it(tmp_path):
+    path = tmp_path / "damaged.npz"
+    sweep(evaluate_run, designs(), chunk_size=CHUNK, progress=False, out=path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])                  # a file cut short
+    with pytest.raises(kic.ModelError, match="damaged.npz"):
+        SweepResult.from_npz(path)
+    with pytest.raises(kic.ModelError, match="damaged.npz"):
+        sweep(evaluate_run, designs(), chunk_size=CHUNK, progress=False, out=path,
+              resume=True)
+    path.write_bytes(b"not a zip file at all")
+    with pytest.raises(kic.ModelError, match="damaged.npz"):
+        SweepResult.from_npz(path)
+
+
+def test_writers_never_share_a_temporary_file(tmp_path):
+    import threading
+    path = tmp_path / "shared.npz"
+    results = [sweep(evaluate_run, designs(), chunk_size=CHUNK, progress=False)
+               for _ in range(2)]
+    errors = []
+
+    def save(r):
+        try:
+            for _ in range(20):
+                r.to_npz(path)
+        except Exception as exc:            # noqa: BLE001 - any failure is the finding
+            errors.append(exc)
+    threads = [threading.Thread(target=save, args=(r,)) for r in results]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    loaded = SweepResult.from_npz(path)                       # one whole file, not a mix
+    np.testing.assert_array_equal(loaded.results["s"], results[0].results["s"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.npz"]   # no temporaries left
