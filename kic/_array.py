@@ -15,13 +15,30 @@ from .errors import ModelError
 __all__ = []
 
 
+def numeric(value, name: str, dtype=float) -> np.ndarray:
+    """``np.asarray(value, dtype)`` for numbers only: the one place where user input
+    becomes an array.  A string, a dict, None, a ragged list, objects and complex
+    numbers (whose imaginary part numpy would drop with only a warning) raise
+    :class:`kic.ModelError` naming the argument; Python and numpy bools and
+    integers are numbers."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return value if value.dtype == dtype else value.astype(dtype)
+    if isinstance(value, (str, bytes, dict)) or value is None:
+        raise ModelError(f"{name} must be numeric, got {type(value).__name__} {value!r:.80}")
+    try:
+        raw = np.asarray(value)
+        if raw.dtype.kind not in "biuf":
+            raise TypeError(f"elements of dtype {raw.dtype}")
+        return raw.astype(dtype, copy=False)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{name} must be a numeric array (..., n), got {value!r:.80} "
+                         f"({exc})") from None
+
+
 def finite_array(value, name: str, shape: tuple | None = None,
                  dtype=float) -> np.ndarray:
     """``np.asarray`` that rejects NaN/inf and (optionally) a wrong shape."""
-    try:
-        arr = np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"{name} must be numeric, got {value!r}") from exc
+    arr = numeric(value, name, dtype)
     if shape is not None and arr.shape != shape:
         raise ModelError(f"{name} must have shape {shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -35,7 +52,7 @@ def as_batch(q, m: int, name: str = "q") -> tuple[np.ndarray, tuple]:
     ``q_T`` has shape ``(m, N)`` (batch last, contiguous) with
     ``N = prod(batch_shape)``.
     """
-    arr = np.asarray(q, dtype=float)
+    arr = numeric(q, name)
     if arr.ndim == 0 or arr.shape[-1] != m:
         raise ModelError(
             f"{name} must have shape (..., {m}) for this {m}-coordinate model, "
@@ -50,7 +67,7 @@ def as_batch(q, m: int, name: str = "q") -> tuple[np.ndarray, tuple]:
 
 def match_batch(x, m: int, batch: tuple, name: str) -> np.ndarray:
     """Like :func:`as_batch` for a second input that must broadcast to ``batch``."""
-    arr = np.asarray(x, dtype=float)
+    arr = numeric(x, name)
     if arr.shape == (m,) and batch == (1,) or (batch == () and arr.shape == (m,)):
         # one configuration: the lean path (a control loop calls this every tick)
         if not np.isfinite(arr).all():

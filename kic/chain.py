@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import dynamics
-from ._array import finite_array, homogeneous, rot_x, rot_z
+from ._array import as_batch, finite_array, homogeneous, rot_x, rot_z
 from .errors import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -408,11 +408,8 @@ class SerialChain:
     def transfer_at(self, q, order: int = 2):
         """Joint values and the (identity) transfer at ``q``: ``(phi (n, M), Transfer)``."""
         from .transfer import Transfer
-        q = np.asarray(q, dtype=float)
-        if q.ndim == 0 or q.shape[-1] != self.dof:
-            raise ModelError(f"q must have shape (..., {self.dof}), got {q.shape}")
-        return q.reshape(-1, self.dof), Transfer.identity(q.reshape(-1, self.dof).shape[0],
-                                                          self.dof, order)
+        qT, _ = as_batch(q, self.dof)
+        return np.ascontiguousarray(qT.T), Transfer.identity(qT.shape[1], self.dof, order)
 
     def split_loads(self, loads) -> list:
         """The loads acting on each open chain: all of them on the chain itself."""

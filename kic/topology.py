@@ -21,6 +21,7 @@ import numpy as np
 from ._array import finite_array
 from .chain import Joint, Link, SerialChain, check_rigid
 from .errors import ModelError
+from .settings import SPD_PIVOT_RTOL
 
 __all__ = ["Mechanism", "GROUND", "PrimitiveJoint"]
 
@@ -152,6 +153,15 @@ class Mechanism:
             if len(given) != n:
                 raise ModelError(f"{label}: a {key} joint takes {n} axes, got {len(given)}")
             ax = [Joint("R", a, name=name).axis for a in given]
+            # independent axes, by kic's SPD rule: squared sine of the angle between
+            # an axis and the span of those before it (the pivot I* would get)
+            spread = (np.linalg.norm(np.cross(ax[0], ax[1])) if n == 2
+                      else abs(np.linalg.det(np.stack(ax))))
+            if not spread ** 2 > SPD_PIVOT_RTOL:
+                raise ModelError(f"{label}: the axes of a {key} joint must be independent "
+                                 f"(got {[a.tolist() for a in ax]}): "
+                                 + ("parallel axes make one rotation twice" if n == 2 else
+                                    "coplanar axes put the joint at its gimbal lock"))
         kinds = {"R": "R", "P": "P", "U": "RR", "C": "RP", "S": "RRR"}[key]
         bodies = [parent] + [self._fresh_body_name(f"{name}:{k + 1}") for k in range(n - 1)] \
             + [child]
@@ -350,8 +360,12 @@ class Mechanism:
         return lam * (n - 1 - len(prims)) + len(prims)
 
     def __repr__(self) -> str:
+        try:
+            loops = f"{self.loop_count} loops"
+        except ModelError:             # while it is being built: not connected yet
+            loops = "not connected to the ground yet"
         return (f"<Mechanism {self.name or ''}: {len(self.bodies) - 1} bodies, "
-                f"{len(self._joints)} joints, {self.loop_count} loops>")
+                f"{len(self._joints)} joints, {loops}>")
 
     # ---------------------------------------------------------- the model
     def model(self, coordinates, reference=None, guess=None, cuts: Sequence[str] = (),

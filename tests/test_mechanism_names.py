@@ -58,3 +58,34 @@ def test_a_chain_of_1200_joints_builds_its_model():
     # the torque that holds the last body against gravity: m g times its lever
     q = np.zeros(n)
     assert model.gravity_load(q)[-1] == pytest.approx(1.0 * 9.81 * 0.05, rel=1e-9)
+
+
+@pytest.mark.parametrize("kind, axes", [("U", [(1, 0, 0), (1, 0, 0)]),
+                                        ("U", [(0, 0, 1), (0, 0, -1)]),
+                                        ("S", [(1, 0, 0), (0, 1, 0), (1, 1, 0)]),
+                                        ("S", [(1, 0, 0), (0, 1, 0), (1, 0, 0)])])
+def test_a_compound_joint_with_dependent_axes_is_refused(kind, axes):
+    m = kic.Mechanism()
+    m.add_body("b", mass=1.0, inertia=np.eye(3))
+    with pytest.raises(kic.ModelError, match=f"joint 'j': the axes of a {kind} joint"):
+        m.add_joint("j", kind, "ground", "b", axes=axes)
+    assert "j" not in m.joints and sorted(m.graph.nodes) == ["b", "ground"]
+    m.add_joint("j", kind, "ground", "b")                     # the default axes are fine
+
+
+def test_repr_while_building():
+    m = kic.Mechanism(name="half")
+    m.add_body("a", mass=1.0)
+    assert "not connected to the ground yet" in repr(m)
+    m.add_joint("j", "R", "ground", "a")
+    assert "0 loops" in repr(m)
+
+
+@pytest.mark.parametrize("bad", [None, [np.nan, 0.0], [0.0, np.inf], "x", [0.1]])
+def test_a_serial_chain_transfer_refuses_bad_values(bad):
+    import mechanisms
+    chain = mechanisms.planar_two_link()
+    with pytest.raises(kic.ModelError):
+        chain.transfer_at(bad)
+    phi, tr = chain.transfer_at(np.array([[0.1, 0.2], [0.3, 0.4]]))
+    assert phi.shape == (2, 2) and tr.G.shape[0] == 2
