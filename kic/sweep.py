@@ -249,10 +249,13 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
         next to a chunk's work; when resuming, the file's chunk size.
     scheduler : {"serial", "processes", "dask"}, dask.distributed.Client or str
         ``"serial"``: in this process.  ``"processes"``: a local process pool
-        of ``n_workers``.  ``"dask"``: a ``LocalCluster`` of ``n_workers``
-        single-threaded worker processes, started and closed here.  A
-        ``Client`` (left open) or a scheduler address such as
-        ``"tcp://10.0.0.5:8786"`` runs the same tasks on that cluster.
+        of ``n_workers``.  ``"dask"``: the Dask client already running in this
+        process if there is one (``dask.distributed.default_client()``, left
+        open), else a ``LocalCluster`` of ``n_workers`` single-threaded worker
+        processes, started and closed here (starting one costs seconds: for
+        several sweeps, start a ``Client`` once).  A ``Client`` (left open) or a
+        scheduler address such as ``"tcp://10.0.0.5:8786"`` runs the same
+        tasks on that cluster.
     n_workers : int, optional
         Worker processes for ``"processes"`` and ``"dask"`` (default: the CPUs
         this process may use).  Ignored otherwise (a given Client's cluster has
@@ -690,8 +693,11 @@ def _run_dask(evaluate, tasks, capture, workers, scheduler, result):
         raise _dask_missing() from exc
     owned = []
     try:
+        running = _running_client() if scheduler == "dask" else None
         if isinstance(scheduler, Client):
             client = scheduler
+        elif running is not None:
+            client = running        # a cluster started by the caller: seconds saved
         elif scheduler == "dask":
             # single-threaded worker processes: numpy/numba work holds the GIL in
             # places, and one chunk per core is the unit of parallel work
@@ -703,7 +709,7 @@ def _run_dask(evaluate, tasks, capture, workers, scheduler, result):
         else:
             client = Client(scheduler)
             owned.append(client)
-        if not isinstance(scheduler, str) or scheduler != "dask":
+        if not owned or scheduler != "dask":
             result.n_workers = len(client.scheduler_info().get("workers", ())) or workers
         # evaluate (and any model it holds) travels once to each worker
         remote = client.scatter(evaluate, broadcast=True, hash=False)
@@ -723,6 +729,15 @@ def _run_dask(evaluate, tasks, capture, workers, scheduler, result):
     finally:
         for thing in reversed(owned):
             thing.close()
+
+
+def _running_client():
+    """The Dask client this process is using already (the default one), if any."""
+    try:
+        from dask.distributed import default_client
+        return default_client()
+    except (ImportError, ValueError):       # no Dask, or no client running
+        return None
 
 
 def _scheduler_kind(scheduler) -> str:

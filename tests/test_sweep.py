@@ -433,6 +433,20 @@ def test_dask_client_is_used_and_left_open():
         np.testing.assert_array_equal(by_address.results["s"], serial.results["s"])
         assert client.status == "running"
         assert client.submit(os.getpid).result() != os.getpid()
+        # scheduler="dask" takes the client that is running, starts no cluster of its own
+        def no_new_cluster(*args, **kwargs):
+            raise AssertionError("sweep started a LocalCluster beside a running client")
+        import dask.distributed
+        real = dask.distributed.LocalCluster
+        dask.distributed.LocalCluster = no_new_cluster
+        try:
+            reused = sweep(evaluate, d, chunk_size=CHUNK, scheduler="dask", n_workers=7,
+                           progress=False)
+        finally:
+            dask.distributed.LocalCluster = real
+        assert (reused.scheduler, reused.n_workers) == ("dask", 2)
+        np.testing.assert_array_equal(reused.results["s"], serial.results["s"])
+        assert client.status == "running"
 
 
 # ----------------------------------------------------------------------------- files kept
