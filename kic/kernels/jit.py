@@ -14,6 +14,7 @@ to the package).
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import warnings
 
@@ -86,4 +87,26 @@ def load() -> bool:
             if compiled is not None:
                 namespace[key] = compiled
     _loaded = True
+    _notice_compilation([_plain[(m, n)] for m, n, inline, _ in _marked if not inline])
     return True
+
+
+def _notice_compilation(functions) -> None:
+    """One line on stderr when kernels are missing from numba's cache: their first
+    calls compile them (seconds each, once per installation), and a user waiting
+    for an answer should know why."""
+    try:
+        from numba.core.caching import FunctionCache
+        missing, where = 0, None
+        for fn in functions:
+            cache = FunctionCache(fn)
+            # numba's own file names (private API: a change only loses this notice)
+            if not os.path.exists(cache._cache_file._index_path):
+                missing += 1
+                where = cache._cache_path
+    except Exception:                    # noqa: BLE001 - a notice must never fail a call
+        return
+    if missing > 2:
+        sys.stderr.write(f"kic: {missing} compiled kernels are not in numba's cache yet; "
+                         "the first calls compile those they need (seconds, once; cached in "
+                         f"{where}; KIC_BACKEND=numpy skips compilation)\n")
