@@ -8,7 +8,7 @@ Two layers:
   leading axis is a batch of poses or designs): :func:`singular_values`,
   :func:`condition_number`, :func:`distance_to_singularity`,
   :func:`manipulability`, :func:`homogeneous_jacobian`,
-  :func:`characteristic_length`, :func:`singularity_measures`;
+  :func:`best_conditioning_length`, :func:`singularity_measures`;
 * model-level helpers that take a :class:`kic.ClosedModel` and poses and use
   only its public API: :func:`task_conditioning` (a model whose coordinates
   are the task, e.g. the Stewart platform in its platform pose, actuators
@@ -60,17 +60,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .errors import ModelError
+from ._array import as_batch
+from .errors import KicError, ModelError, SingularityError, Status
 
 __all__ = ["singular_values", "condition_number", "distance_to_singularity",
-           "manipulability", "homogeneous_jacobian", "characteristic_length",
+           "manipulability", "homogeneous_jacobian", "best_conditioning_length",
            "singularity_measures", "Conditioning", "task_conditioning",
-           "point_conditioning", "SINGULAR_RTOL"]
+           "point_conditioning"]
 
 _TRANSLATIONAL = {"t", "p", "P", "T"}
 _ROTATIONAL = {"r", "R"}
 _SEARCH = 1e4          # L is sought within [L0 / _SEARCH, L0 * _SEARCH]
-SINGULAR_RTOL = 1e-9   # Conditioning.singular: inverse condition at or below this
 _TYPE_TWO_FROM_G = 1e-8  # point_conditioning: type II undetermined below this inverse condition
 _GRID = 33             # coarse grid on log L before the root of the slope is refined
 
@@ -315,9 +315,14 @@ def _one_length(A: np.ndarray, rt: np.ndarray, ct: np.ndarray) -> float:
     return float(L0 * np.exp(v))
 
 
-def characteristic_length(J, row_kinds, col_kinds, axis=None) -> float | np.ndarray:
-    """The characteristic length ``L`` (m) that best conditions ``J`` over a set
-    of poses.
+def best_conditioning_length(J, row_kinds, col_kinds, axis=None) -> float | np.ndarray:
+    """The length ``L`` (m) that best conditions ``J`` over a set of poses.
+
+    Not the model's characteristic length (``ClosedModel.characteristic_length``,
+    a property of the design, with which :func:`task_conditioning` and
+    :func:`point_conditioning` measure every pose): this one is fitted to the
+    poses given, so it changes with them; use it to study how a design's
+    conditioning depends on the choice of ``L``.
 
     ``L`` maximises the global conditioning index (Gosselin and Angeles 1991)
     of the homogeneous Jacobian over the poses, ``mean_p 1 / kappa_2(J_h(p; L))``
@@ -362,7 +367,7 @@ def characteristic_length(J, row_kinds, col_kinds, axis=None) -> float | np.ndar
     --------
     >>> import numpy as np, kic.indices as ki
     >>> J = np.array([[2.0, 0.0], [0.0, 0.5]])      # rows (t, r), columns (r, r)
-    >>> round(ki.characteristic_length(J, "tr", "rr"), 6)   # J_h = diag(2/L, 0.5)
+    >>> round(ki.best_conditioning_length(J, "tr", "rr"), 6)   # J_h = diag(2/L, 0.5)
     4.0
     """
     A = _matrix(J)
@@ -465,7 +470,8 @@ class Conditioning:
     ----------
     length : float or ndarray
         The characteristic length ``L`` (m) used to make the Jacobians
-        dimensionless (:func:`characteristic_length`, or the one given).
+        dimensionless: the model's own (``model.characteristic_length``), or
+        the one given.
     jacobian : ndarray (..., Na, M)
         The homogeneous actuation (inverse-kinematic) Jacobian ``J_h`` with
         ``a'/s_a = J_h x'/s_x``: actuator rates per task rate.  Not finite at a
@@ -487,12 +493,15 @@ class Conditioning:
         Yoshikawa's ``sqrt(det(J J^T))`` of the homogeneous task Jacobian;
         0 at type I, ``inf`` at type II.
     singular : ndarray of bool
-        ``inverse_condition <= rtol``, default :data:`SINGULAR_RTOL` = 1e-9:
-        the Jacobians come from configurations assembled to a closure
-        tolerance of about 1e-12, so an exactly singular design shows an
-        inverse condition anywhere from rounding (1e-17) up to about that;
-        beyond a condition number of 1e9 a pose is of no practical use anyway
-        (``condition`` itself is ``inf`` only below ``max(m, n) * eps``).
+        ``condition >= max_condition``, by default the model's own
+        ``max_condition`` (:data:`kic.settings.MAX_CONDITION`), the threshold
+        at which ``actuator_loads`` and design batches report the actuation
+        singular: one rule for type I and type II alike.
+    status : ndarray of kic.Status
+        OK; SINGULAR_LOAD where ``singular``; with ``on_failure="nan"`` also
+        the model's reason where a pose could not be evaluated (not
+        assembled, another mode, outside the limits, a singular closure),
+        its indices NaN.
     """
 
     length: float | np.ndarray
@@ -504,6 +513,7 @@ class Conditioning:
     type_two: np.ndarray
     manipulability: np.ndarray
     singular: np.ndarray
+    status: np.ndarray
 
 
 def _joint_kinds(model, names: Sequence[str], what: str) -> str:
@@ -559,7 +569,7 @@ def _adjugate_rows(H: np.ndarray):
     return adj.reshape(H.shape), det.reshape(H.shape[:-2])
 
 
-def _finish(length, Jh, Gh, Jx, Jq, rtol) -> Conditioning:
+def _finish(length, Jh, Gh, Jx, Jq, max_condition) -> Conditioning:
     t1, t2 = _row_normalized_measures(Jx, Jq)
     # whichever of the pair is finite at each pose carries the same singular values
     d_j, d_g = distance_to_singularity(Jh), distance_to_singularity(Gh)
@@ -568,12 +578,61 @@ def _finish(length, Jh, Gh, Jx, Jq, rtol) -> Conditioning:
     with np.errstate(divide="ignore"):
         cond = np.where(inv > eps, 1.0 / np.where(inv > eps, inv, 1.0), np.inf)
     cond = np.where(np.isnan(inv), np.nan, cond)
-    tol = SINGULAR_RTOL if rtol is None else float(rtol)
     manip = manipulability(Gh)
     with np.errstate(divide="ignore"):
         manip = np.where(np.isfinite(manip), manip, 1.0 / manipulability(Jh))
-    return Conditioning(length, Jh, Gh, cond, inv, t1, t2, manip,
-                        np.where(np.isnan(inv), False, inv <= tol))
+    singular = ~np.isnan(cond) & ~(cond < max_condition)
+    status = np.where(singular, Status.SINGULAR_LOAD, Status.OK).astype(np.int8)
+    return Conditioning(length, Jh, Gh, cond, inv, t1, t2, manip, singular, status)
+
+
+def _model_length(model, length):
+    """The model's characteristic length, or the one given (checked)."""
+    return float(model.characteristic_length) if length is None else _check_length(length)
+
+
+def _per_pose(model, q, length, on_failure: str, compute) -> Conditioning:
+    """``compute(q, L)`` over the poses; with ``on_failure="nan"`` the poses the
+    model cannot evaluate get NaN and the model's status instead of raising for
+    the whole batch (each pose is measured on its own either way)."""
+    if on_failure not in ("raise", "nan"):
+        raise ModelError(f"on_failure={on_failure!r}: use 'raise' or 'nan'")
+    if on_failure == "raise":
+        model.assemble(q)        # the model's own errors: not assembled, limits, mode
+        return compute(q, length)
+    qf, batch = as_batch(q, model.dof)
+    qf = qf.T
+    n = qf.shape[0]
+    L = np.broadcast_to(np.asarray(length, float), batch).reshape(n) \
+        if np.ndim(length) else length
+    _, status = model.assemble(qf, on_failure="nan")
+    status = np.asarray(status).astype(np.int8).reshape(n)
+    parts: dict = {}
+    good = np.nonzero(status == Status.OK)[0]
+    chunks = [good] if good.size else []
+    while chunks:
+        idx = chunks.pop()
+        try:
+            c = compute(qf[idx], L[idx] if np.ndim(L) else L)
+        except KicError as exc:
+            if idx.size > 1:             # find the poses at fault, one by one
+                chunks.extend(np.array([i]) for i in idx)
+                continue
+            status[idx] = Status.SINGULAR if isinstance(exc, SingularityError) else \
+                Status.UNASSEMBLABLE
+            continue
+        parts[tuple(idx)] = c
+        status[idx] = c.status
+    M = model.dof
+    out = {"jacobian": np.full((n, M, M), np.nan), "task_jacobian": np.full((n, M, M), np.nan),
+           **{k: np.full(n, np.nan) for k in ("condition", "inverse_condition", "type_one",
+                                              "type_two", "manipulability")},
+           "singular": np.zeros(n, bool)}
+    for idx, c in parts.items():
+        for key, arr in out.items():
+            arr[list(idx)] = getattr(c, key)
+    shaped = {k: v.reshape(batch + v.shape[1:]) for k, v in out.items()}
+    return Conditioning(length, status=status.reshape(batch), **shaped)
 
 
 def _check_length(length):
@@ -585,7 +644,8 @@ def _check_length(length):
 
 def task_conditioning(model, x, actuators: Sequence[str] | None = None, *,
                       task_kinds=None, actuator_kinds=None, length=None,
-                      rtol: float | None = None) -> Conditioning:
+                      max_condition: float | None = None,
+                      on_failure: str = "raise") -> Conditioning:
     """Conditioning of a closed model whose coordinates are the task.
 
     E.g. the Stewart platform in its platform pose (``kic.BodyPose``) with the
@@ -608,11 +668,15 @@ def task_conditioning(model, x, actuators: Sequence[str] | None = None, *,
         joint kinds and the coordinate names (``.x``, ``.y``, ``.z``:
         translational; ``.yaw``, ``.pitch``, ``.roll``: rotational).
     length : float or array_like (...), optional
-        Characteristic length (m); default :func:`characteristic_length` of the
-        actuation Jacobian over all the poses given.
-    rtol : float, optional
-        Threshold of ``inverse_condition`` for ``singular`` (default
-        :data:`SINGULAR_RTOL`, 1e-9).
+        Characteristic length (m); default the model's
+        (``model.characteristic_length``), so that the number at a pose never
+        depends on the other poses of the call.
+    max_condition : float, optional
+        Threshold of ``condition`` for ``singular`` (default the model's
+        ``max_condition``, the one ``actuator_loads`` uses).
+    on_failure : {"raise", "nan"}
+        ``"nan"``: poses the model cannot evaluate get NaN indices and their
+        :class:`kic.Status` in ``status`` instead of an exception.
 
     Returns
     -------
@@ -630,17 +694,20 @@ def task_conditioning(model, x, actuators: Sequence[str] | None = None, *,
     xk = _coordinate_kinds(model, task_kinds, "task_kinds")
     ak = (_kind_string(_kinds(actuator_kinds, len(actuators), "actuator_kinds"))
           if actuator_kinds is not None else _joint_kinds(model, actuators, "actuators"))
-    J = np.asarray(model.actuator_jacobian(x, actuators), float)
-    L = characteristic_length(J, ak, xk) if length is None else _check_length(length)
-    Jh = homogeneous_jacobian(J, ak, xk, L)
-    with np.errstate(all="ignore"):
-        try:
-            Gh = np.linalg.inv(Jh)
-        except np.linalg.LinAlgError:      # some pose exactly singular: pose by pose
-            Gh = np.stack([_safe_inv(a) for a in Jh.reshape((-1,) + Jh.shape[-2:])]
-                          ).reshape(Jh.shape)
-    eye = np.broadcast_to(np.eye(model.dof), Jh.shape)
-    return _finish(L, Jh, Gh, -Jh, eye, rtol)
+    limit = float(model.max_condition if max_condition is None else max_condition)
+
+    def compute(xs, L):
+        J = np.asarray(model.actuator_jacobian(xs, actuators), float)
+        Jh = homogeneous_jacobian(J, ak, xk, L)
+        with np.errstate(all="ignore"):
+            try:
+                Gh = np.linalg.inv(Jh)
+            except np.linalg.LinAlgError:      # some pose exactly singular: pose by pose
+                Gh = np.stack([_safe_inv(a) for a in Jh.reshape((-1,) + Jh.shape[-2:])]
+                              ).reshape(Jh.shape)
+        eye = np.broadcast_to(np.eye(model.dof), Jh.shape)
+        return _finish(L, Jh, Gh, -Jh, eye, limit)
+    return _per_pose(model, x, _model_length(model, length), on_failure, compute)
 
 
 def _safe_inv(A: np.ndarray) -> np.ndarray:
@@ -651,8 +718,8 @@ def _safe_inv(A: np.ndarray) -> np.ndarray:
 
 
 def point_conditioning(model, q, body: str, point=(0.0, 0.0, 0.0), axes: str = "xy", *,
-                       actuator_kinds=None, length=None,
-                       rtol: float | None = None) -> Conditioning:
+                       actuator_kinds=None, length=None, max_condition: float | None = None,
+                       on_failure: str = "raise") -> Conditioning:
     """Conditioning of a closed model in actuated coordinates with a task point.
 
     E.g. the five-bar in its crank angles, the task the closing joint ``C``
@@ -682,9 +749,8 @@ def point_conditioning(model, q, body: str, point=(0.0, 0.0, 0.0), axes: str = "
         Which world components of the point are the task, e.g. ``"xy"``.
     actuator_kinds : str, optional
         ``"t"``/``"r"`` per coordinate; default from the joint kinds.
-    length, rtol
-        As in :func:`task_conditioning` (default ``L`` from the task Jacobian
-        over all poses given).
+    length, max_condition, on_failure
+        As in :func:`task_conditioning` (default ``L`` the model's).
 
     Returns
     -------
@@ -697,23 +763,26 @@ def point_conditioning(model, q, body: str, point=(0.0, 0.0, 0.0), axes: str = "
                          f"{model.dof}-coordinate model; the measures need as many")
     ak = _coordinate_kinds(model, actuator_kinds, "actuator_kinds")
     xk = "t" * len(axes)
-    G = np.asarray(model.kinematics(q, order=1).point(body, point).G, float)
-    G = G[..., ["xyz".index(a) for a in axes], :]
-    L = characteristic_length(G, xk, ak) if length is None else _check_length(length)
-    Gh = homogeneous_jacobian(G, xk, ak, L)
-    adj, det = _adjugate_rows(Gh)
-    with np.errstate(all="ignore"):
-        try:
-            Jh = np.linalg.inv(Gh)
-        except np.linalg.LinAlgError:
-            Jh = np.stack([_safe_inv(a) for a in Gh.reshape((-1,) + Gh.shape[-2:])]
-                          ).reshape(Gh.shape)
-    eye = np.eye(model.dof) * det[..., None, None]
-    out = _finish(L, Jh, Gh, -adj, eye, rtol)
-    # Near a type I singularity G carries the equations of the other legs only
-    # through its smallest singular value: their directions are accurate to about
-    # eps / inverse_condition, so type II is not known there from G alone.
-    lost = ~(out.inverse_condition > _TYPE_TWO_FROM_G)
-    if np.any(lost & ~np.isnan(out.inverse_condition)):
-        out = replace(out, type_two=np.where(lost, np.nan, out.type_two))
-    return out
+    limit = float(model.max_condition if max_condition is None else max_condition)
+
+    def compute(qs, L):
+        G = np.asarray(model.kinematics(qs, order=1).point(body, point).G, float)
+        G = G[..., ["xyz".index(a) for a in axes], :]
+        Gh = homogeneous_jacobian(G, xk, ak, L)
+        adj, det = _adjugate_rows(Gh)
+        with np.errstate(all="ignore"):
+            try:
+                Jh = np.linalg.inv(Gh)
+            except np.linalg.LinAlgError:
+                Jh = np.stack([_safe_inv(a) for a in Gh.reshape((-1,) + Gh.shape[-2:])]
+                              ).reshape(Gh.shape)
+        eye = np.eye(model.dof) * det[..., None, None]
+        out = _finish(L, Jh, Gh, -adj, eye, limit)
+        # Near a type I singularity G carries the equations of the other legs only
+        # through its smallest singular value: their directions are accurate to about
+        # eps / inverse_condition, so type II is not known there from G alone.
+        lost = ~(out.inverse_condition > _TYPE_TWO_FROM_G)
+        if np.any(lost & ~np.isnan(out.inverse_condition)):
+            out = replace(out, type_two=np.where(lost, np.nan, out.type_two))
+        return out
+    return _per_pose(model, q, _model_length(model, length), on_failure, compute)

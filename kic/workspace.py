@@ -122,8 +122,8 @@ def point_workspace(model, points, body: str, point=(0.0, 0.0, 0.0), axes: str =
         from ``reference`` (joint values phi (N,) of ``model``, default its
         reference configuration), in the assembly mode found there.
     length : float, optional
-        Characteristic length (m) of the indices; default
-        :func:`kic.indices.characteristic_length` over the reachable points.
+        Characteristic length (m) of the indices; default the model's
+        (``model.characteristic_length``).
 
     Returns
     -------
@@ -149,7 +149,7 @@ def point_workspace(model, points, body: str, point=(0.0, 0.0, 0.0), axes: str =
         q = phi[:, model.joint_indices(model.coordinate_names)]
         status = np.asarray(status, int).copy()
     return _finish(model, pts, batch, q, status, lambda qq, L: indices.point_conditioning(
-        model, qq, body, point, axes, length=L), length)
+        model, qq, body, point, axes, length=L, on_failure="nan"), length)
 
 
 def pose_workspace(model, positions, orientation=(0.0, 0.0, 0.0), *,
@@ -191,7 +191,7 @@ def pose_workspace(model, positions, orientation=(0.0, 0.0, 0.0), *,
     q = np.concatenate([flat, np.broadcast_to(rest, (flat.shape[0], rest.size))], -1)
     return _finish(model, pos, batch, q, np.zeros(flat.shape[0], int),
                    lambda qq, L: indices.task_conditioning(model, qq, actuators,
-                                                           length=L), length)
+                                                           length=L, on_failure="nan"), length)
 
 
 def _finish(model, pts, batch, q, status, conditioning, length) -> Workspace:
@@ -207,10 +207,12 @@ def _finish(model, pts, batch, q, status, conditioning, length) -> Workspace:
     good = np.nonzero(status == Status.OK)[0]
     L = float("nan") if length is None else float(length)
     if good.size:
-        # one characteristic length for the whole map, so that every point is
-        # measured alike (by default chosen over all the reachable points)
+        # every point measured alike, with the model's length (or the one given);
+        # a point whose closure is singular is data, not an exception for the map
         c = conditioning(q[good], length)
         cond[good] = c.condition
+        st = np.asarray(c.status)
+        status[good] = np.where(st == Status.SINGULAR_LOAD, status[good], st)
         L = float(np.asarray(c.length))
     return Workspace(pts, q.reshape(batch + (model.dof,)), status.reshape(batch),
                      cond.reshape(batch), L)

@@ -80,7 +80,7 @@ def test_homogeneous_jacobian_units_and_scale():
 
 def test_characteristic_length_maximises_the_global_conditioning_index(rng):
     J = rng.normal(size=(5, 3, 3)) * [1.0, 1.0, 0.05]       # mixed: rows t t r, cols r r t
-    L = ki.characteristic_length(J, "ttr", "rrt")
+    L = ki.best_conditioning_length(J, "ttr", "rrt")
     gci = lambda L: ki.distance_to_singularity(                      # noqa: E731
         ki.homogeneous_jacobian(J, "ttr", "rrt", L)).mean()
     grid = L * np.exp(np.linspace(-3, 3, 2001))
@@ -89,15 +89,15 @@ def test_characteristic_length_maximises_the_global_conditioning_index(rng):
     # scale covariance: the same linkage at 1/100 size has L / 100, to rounding
     s = 1e-2
     k = np.array([1, 1, 0])[:, None] - np.array([0, 0, 1])[None, :]
-    assert np.isclose(ki.characteristic_length(J * s**k, "ttr", "rrt"), L * s, rtol=1e-13)
+    assert np.isclose(ki.best_conditioning_length(J * s**k, "ttr", "rrt"), L * s, rtol=1e-13)
     # per-design lengths along a kept batch axis
-    both = ki.characteristic_length(np.stack([J, J * s**k]), "ttr", "rrt", axis=1)
+    both = ki.best_conditioning_length(np.stack([J, J * s**k]), "ttr", "rrt", axis=1)
     assert both.shape == (2,) and np.allclose(both, [L, L * s], rtol=1e-13)
     # condition independent of L: the RMS scale of the entries
     P = rng.normal(size=(4, 2, 2))
     rms = np.sqrt(np.mean(P**2, axis=(-2, -1)))
-    assert np.isclose(ki.characteristic_length(P, "tt", "rr"), np.median(rms))
-    assert np.isclose(ki.characteristic_length(1 / P, "rr", "tt"), 1 / np.median(
+    assert np.isclose(ki.best_conditioning_length(P, "tt", "rr"), np.median(rms))
+    assert np.isclose(ki.best_conditioning_length(1 / P, "rr", "tt"), 1 / np.median(
         np.sqrt(np.mean(P**-2, axis=(-2, -1)))))
 
 
@@ -113,7 +113,7 @@ def test_errors_name_the_part_at_fault():
     with pytest.raises(kic.ModelError, match="rows"):
         ki.singularity_measures(np.eye(2), np.eye(3), "tt", "rrr", 1.0)
     with pytest.raises(kic.ModelError, match="axis"):
-        ki.characteristic_length(np.ones((2, 2, 2)), "tt", "rr", axis=3)
+        ki.best_conditioning_length(np.ones((2, 2, 2)), "tt", "rr", axis=3)
     fb = mechanisms.five_bar()
     with pytest.raises(kic.ModelError, match="task components"):
         ki.point_conditioning(fb, [2.0, 1.1], "coupler1", (0.35, 0, 0), axes="xyz")
@@ -164,7 +164,9 @@ def test_five_bar_near_its_workspace_boundary_and_at_a_regular_pose():
     assert np.allclose(C, tips, atol=1e-12)                         # the intended assembly
     c = ki.point_conditioning(fb, q, "coupler1", (FIVE_BAR["coupler1"], 0, 0))
     assert c.condition[0] < 5 and c.condition[1] > 50
-    assert c.type_one[1] < 0.05 < 0.5 < c.type_one[0]               # type I, not type II
+    # type I, not type II (the measures depend on L: with the model's own length the
+    # regular pose scores 0.40, 0.56 with the length fitted to these two poses)
+    assert c.type_one[1] < 0.05 < 0.3 < c.type_one[0]
     assert c.type_two[1] > 0.3 and c.type_two[0] > 0.3
     assert abs(elbows[1, 0]) < 0.05 < abs(elbows[0]).min()
     # the independent Gosselin-Angeles formulation gives the same measures
@@ -289,15 +291,76 @@ def test_stewart_indices_are_scale_invariant_and_batched():
     ref = None
     for s in (1.0, 0.1, 1e-3):
         sp = mechanisms.stewart_platform(rb=0.5 * s, rp=0.3 * s, h0=0.6 * s)
-        c = ki.task_conditioning(sp, x * [s, s, s, 1, 1, 1])
+        # the design's length scaled with it (here the base radius)
+        c = ki.task_conditioning(sp, x * [s, s, s, 1, 1, 1], length=0.5 * s)
         vals = np.stack([c.condition, c.type_one, c.type_two, c.manipulability])
         if ref is None:
-            ref, L = vals, c.length
+            ref = vals
         else:
             assert np.allclose(vals, ref, rtol=1e-9, atol=0)
-            assert np.isclose(c.length, L * s, rtol=1e-9)
     sp = mechanisms.stewart_platform()
-    one = ki.task_conditioning(sp, x[1], length=L)
-    both = ki.task_conditioning(sp, x, length=L)
-    assert np.isclose(both.condition[1], one.condition, rtol=1e-12)
-    assert np.isclose(both.type_two[1], one.type_two, rtol=1e-12)
+    # by default the model's own length: a pose's numbers never depend on its batch-mates
+    one = ki.task_conditioning(sp, x[1])
+    both = ki.task_conditioning(sp, x)
+    assert both.length == one.length == sp.characteristic_length
+    for name in ("condition", "type_one", "type_two", "manipulability"):
+        assert getattr(both, name)[1] == getattr(one, name)
+
+
+# ------------------------------------------------------------- one definition (issue 18)
+def test_one_definition_of_conditioning_and_one_threshold():
+    """indices, design batches and the max_condition test of actuator_loads give one
+    number per pose (dimensionless with the model's characteristic length) and flip
+    to singular at one threshold, the model's max_condition."""
+    from kic.designs import DesignBatch
+    sp = mechanisms.stewart_platform()
+    x = np.array([[0, 0, 0.6, 0, 0, 0], [0.05, -0.03, 0.55, 0.1, -0.05, 0.08],
+                  [0, 0, 0.6, np.pi / 2 - 1e-3, 0, 0]])          # near yaw = pi/2: poor
+    c = ki.task_conditioning(sp, x)
+    zero = np.zeros((3, 6))
+    batch = DesignBatch.from_models([sp]).loads(x, zero, zero, actuators=sp.actuators)
+    np.testing.assert_allclose(batch.actuation_condition[0], c.condition, rtol=1e-10)
+    assert 5e3 < c.condition[2] < 5e4 and not c.singular.any()
+    sp.actuator_loads(x, zero, zero, sp.actuators)             # all below the threshold
+    sp.max_condition = 5e3                                     # the same rule flips together
+    c = ki.task_conditioning(sp, x, on_failure="nan")
+    assert c.singular.tolist() == [False, False, True]
+    assert c.status.tolist() == [kic.Status.OK, kic.Status.OK, kic.Status.SINGULAR_LOAD]
+    with pytest.raises(kic.SingularityError):
+        sp.actuator_loads(x[2], zero[0], zero[0], sp.actuators)
+
+
+def test_a_pose_near_a_singularity_alone_equals_it_among_others():
+    sp = mechanisms.stewart_platform()
+    near = np.array([0, 0, 0.6, np.pi / 2 - 1e-6, 0, 0])
+    centre = np.array([0, 0, 0.6, 0, 0, 0])
+    alone = ki.task_conditioning(sp, near, on_failure="nan")
+    mixed = ki.task_conditioning(sp, np.stack([centre, near, centre]), on_failure="nan")
+    assert alone.condition > 1e6 and alone.status == kic.Status.SINGULAR_LOAD
+    for name in ("condition", "type_one", "type_two", "manipulability", "status"):
+        assert getattr(mixed, name)[1] == getattr(alone, name), name
+    fb = mechanisms.five_bar(**FIVE_BAR)
+    q = np.array([[2.0, 1.1], [2.3, 0.9]])
+    one = ki.point_conditioning(fb, q[1], "coupler1", (0.35, 0, 0))
+    two = ki.point_conditioning(fb, q, "coupler1", (0.35, 0, 0))
+    assert two.condition[1] == one.condition and two.length == one.length
+
+
+def test_indices_return_failures_as_data():
+    sp = mechanisms.stewart_platform(stroke=(0.5, 0.7))
+    x = np.array([[0, 0, 0.6, 0, 0, 0], [0, 0, 0.9, 0, 0, 0]])     # legs of 0.94 m: too long
+    with pytest.raises(kic.KicError):
+        ki.task_conditioning(sp, x)
+    c = ki.task_conditioning(sp, x, on_failure="nan")
+    assert c.status.tolist() == [kic.Status.OK, kic.Status.OUTSIDE_LIMITS]
+    assert np.isfinite(c.condition[0]) and np.isnan(c.condition[1])
+    assert np.isnan(c.jacobian[1]).all() and not c.singular[1]
+    fb = mechanisms.five_bar(**{**FIVE_BAR, "coupler1": 0.2, "coupler2": 0.2})
+    q = np.array([fb.reference, [np.pi, 0.0]])   # then cranks 0.7 m apart, couplers 0.4 m
+    with pytest.raises(kic.KicError):
+        ki.point_conditioning(fb, q, "coupler1", (0.2, 0, 0))
+    c = ki.point_conditioning(fb, q, "coupler1", (0.2, 0, 0), on_failure="nan")
+    assert c.status[0] == kic.Status.OK and c.status[1] != kic.Status.OK
+    assert np.isfinite(c.condition[0]) and np.isnan(c.condition[1])
+    with pytest.raises(kic.ModelError, match="on_failure"):
+        ki.point_conditioning(fb, q, "coupler1", (0.2, 0, 0), on_failure="skip")
