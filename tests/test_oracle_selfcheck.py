@@ -7,8 +7,8 @@ not involve kic's numeric modules.  Only ``kic.chain`` (the description) is used
 import numpy as np
 import pytest
 
-from helpers import (G_FU, assert_close, combine_bodies, random_chain, random_rigid,
-                     two_link_rods)
+from helpers import (G_FU, assert_close, combine_bodies, derivative, directional_derivative,
+                     random_chain, random_rigid, two_link_rods)
 from kic.chain import Joint, Link, SerialChain
 from oracles.rnea import (OracleLoads, kinematic_frames, oracle_bias, oracle_forward_dynamics,
                           oracle_gravity, oracle_kinetic_energy, oracle_load,
@@ -233,9 +233,7 @@ def test_oracle_energy_and_mass_matrix(seed):
     assert np.linalg.eigvalsh(I).min() > 0
     np.testing.assert_allclose(oracle_kinetic_energy(ch, q, qd), 0.5 * qd @ I @ qd, rtol=1e-12)
     # gravity load = dV/dq (central differences)
-    h = 1e-6
-    dV = [(oracle_potential_energy(ch, q + h * e) - oracle_potential_energy(ch, q - h * e)) / (2 * h)
-          for e in np.eye(M)]
+    dV = derivative(lambda x: oracle_potential_energy(ch, x), q)
     assert_close(oracle_gravity(ch, q), dV, 1e-8)
 
 
@@ -246,9 +244,8 @@ def test_oracle_power_balance(seed):
     M = ch.dof
     q, qd, qdd = rng.normal(size=M), rng.normal(size=M), rng.normal(size=M)
     tau = rnea(ch, q, qd, qdd, gravity=np.zeros(3))
-    h = 1e-6
-    dKE = (oracle_kinetic_energy(ch, q + h * qd, qd + h * qdd)
-           - oracle_kinetic_energy(ch, q - h * qd, qd - h * qdd)) / (2 * h)
+    dKE = directional_derivative(lambda t: oracle_kinetic_energy(ch, q + t * qd, qd + t * qdd),
+                                 0.0, 1.0)
     assert abs(dKE - qd @ tau) <= 1e-7 * max(1.0, abs(dKE))
 
 
@@ -268,12 +265,11 @@ def test_oracle_velocities_and_loads_by_virtual_work(seed):
     assert_close(w[link], Jr @ qd, 1e-8)
     # acceleration = time derivative of velocity along q(t) = q + t qd + t^2/2 qdd
     h = 1e-5
-    vp = oracle_point_motion(ch, q + h * qd + h * h / 2 * qdd, qd + h * qdd, qdd, link, p)[1]
-    vm = oracle_point_motion(ch, q - h * qd + h * h / 2 * qdd, qd - h * qdd, qdd, link, p)[1]
-    assert_close(a, (vp - vm) / (2 * h), 1e-7)
-    wp = oracle_link_motion(ch, q + h * qd + h * h / 2 * qdd, qd + h * qdd, qdd)[0][link]
-    wm = oracle_link_motion(ch, q - h * qd + h * h / 2 * qdd, qd - h * qdd, qdd)[0][link]
-    assert_close(wd[link], (wp - wm) / (2 * h), 1e-7)
+    state = lambda t: (q + t * qd + t * t / 2 * qdd, qd + t * qdd, qdd)
+    vd = directional_derivative(lambda t: oracle_point_motion(ch, *state(t), link, p)[1], 0.0, 1.0, h)
+    assert_close(a, vd, 1e-7)
+    wd_fd = directional_derivative(lambda t: oracle_link_motion(ch, *state(t))[0][link], 0.0, 1.0, h)
+    assert_close(wd[link], wd_fd, 1e-7)
     # applied loads by virtual work: T_L = -J^T f - Jr^T mu + k (q - rest) + c qd
     f, mu = rng.normal(size=3), rng.normal(size=3)
     L = OracleLoads().force(link, f, point=p).moment(link, mu).spring(0, 7.0, rest=0.2)

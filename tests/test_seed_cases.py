@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import kic
+from helpers import derivative, directional_derivative, max_rel_err
 from mechanisms import (craig_three_link, fu_two_link, horn_three_dof, planar_three_link,
                         planar_two_link)
 
@@ -48,25 +49,13 @@ def assert_close(actual, expected, tol=1e-12, what=""):
     a = np.asarray(actual, float)
     e = np.asarray(expected, float)
     assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
-    err = np.abs(a - e) / np.maximum(1.0, np.abs(e))
-    assert np.all(err <= tol), (f"{what}: error {err.max():.3e} > {tol:.1e}\n"
-                                f"actual=\n{a!r}\nexpected=\n{e!r}")
+    err = max_rel_err(a, e)
+    assert err <= tol, f"{what}: error {err:.3e} > {tol:.1e}\nactual=\n{a!r}\nexpected=\n{e!r}"
 
 
 def christoffel(P):
     """Symmetric part of each load plane of P* (load index first)."""
     return 0.5 * (P + np.swapaxes(P, -1, -2))
-
-
-def fd_inertia_derivative(chain, q, step=1e-6):
-    """dI*/dq_k by central differences, shape (M, M, M) with k last."""
-    q = np.asarray(q, float)
-    out = np.empty((chain.dof, chain.dof, chain.dof))
-    for k in range(chain.dof):
-        dq = np.zeros_like(q)
-        dq[k] = step
-        out[:, :, k] = (chain.dynamics(q + dq).I_star - chain.dynamics(q - dq).I_star) / (2 * step)
-    return out
 
 
 # =========================================================== seed 003: Craig
@@ -783,7 +772,7 @@ class TestFuTwoLink:
             assert_close(Gam, np.swapaxes(Gam, 1, 2), 1e-15, "h_ikm = h_imk")
             for i in range(2):
                 assert abs(P[i, i, i]) <= 1e-15, "h_iii = 0"
-            dD = fd_inertia_derivative(arm, q)
+            dD = derivative(lambda x: arm.dynamics(x).I_star, q)       # dI*_ab/dq_k, k last
             for i in range(2):
                 assert abs(dD[i, i, i]) <= 1e-8, "dD_ii/dq_i = 0"
             assert np.abs(dD[:, :, 0]).max() <= 1e-8, "D independent of q1"
@@ -869,10 +858,9 @@ class TestCrossCutting:
         for _ in range(4):
             q, qd, qdd = rng.uniform(-PI, PI, 3), rng.normal(size=3), rng.normal(size=3)
             tau = arm.inverse_dynamics(q, qd, qdd)
-            eps = 1e-6
             E = lambda t: float(arm.kinetic_energy(q + qd * t + qdd * t * t / 2, qd + qdd * t)
                                 + arm.potential_energy(q + qd * t + qdd * t * t / 2))
-            dEdt = (E(eps) - E(-eps)) / (2 * eps)
+            dEdt = directional_derivative(E, 0.0, 1.0)
             assert tau @ qd == pytest.approx(dEdt, rel=1e-7, abs=1e-8)
 
     def test_superposition(self):

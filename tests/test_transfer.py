@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import kic
+from helpers import derivative
 
 pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
 
@@ -30,9 +31,7 @@ def test_solve_transfer_with_a_closure_constraint():
     def hq(u, v):
         return (np.array([[2 * u * v, v * v - u * u], [v * v - u * u, -2 * u * v]])
                 / (u * u + v * v) ** 2)
-    h = 1e-6
-    Dq = np.stack([(hq(x + h, y) - hq(x - h, y)) / (2 * h),
-                   (hq(x, y + h) - hq(x, y - h)) / (2 * h)])
+    Dq = derivative(lambda p: hq(*p), [x, y], axis=0)          # Dq[l, m, n] = dHq[m, n]/dp_l
     Dpsi = np.stack([Dq, np.zeros((2, 2, 2))])
     tr = kic.solve_transfer(Gpsi, Hpsi, Dpsi, m=1)
     G, H, D = circle(th, r)
