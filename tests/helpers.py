@@ -197,7 +197,7 @@ G_FU = 9.8062
 
 
 def two_link_rods(m1, m2, l, g=G_FU, gravity_dir=(0.0, -1.0, 0.0)):
-    """Fu-Gonzalez-Lee two-link planar arm of uniform rods (seed-notes-fu §2.1).
+    """Fu-Gonzalez-Lee two-link planar arm of uniform rods (seed 002, docs/theory.md §8).
 
     Built with plain joints (not DH) so that only ``kic.chain`` is involved:
     joint 1 at the base, joint 2 at distance l along link 1's x axis, centroids

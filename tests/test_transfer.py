@@ -18,7 +18,7 @@ def circle(theta, r=2.0):
 
 
 def test_solve_transfer_with_a_closure_constraint():
-    """psi(phi) = [atan2(y, x); x^2 + y^2 - r^2] = [q; 0] (general case, method.md 3c)."""
+    """psi(phi) = [atan2(y, x); x^2 + y^2 - r^2] = [q; 0] (case (c), docs/theory.md §4)."""
     r, th = 2.0, 0.7
     x, y = r * np.cos(th), r * np.sin(th)
     rho2 = x * x + y * y
