@@ -103,9 +103,10 @@ def rel_err(actual, expected, floor=1.0, ord=None):
     ``ord=None``: the Frobenius (2-) norm of the flattened arrays; ``ord=np.inf``:
     the largest entry, ``max|a - e| / max(max|e|, floor)``.
     """
-    a = np.asarray(actual, float).ravel()
-    e = np.asarray(expected, float).ravel()
-    return float(np.linalg.norm(a - e, ord) / max(float(np.linalg.norm(e, ord)), floor))
+    a = np.asarray(actual, float)
+    e = np.asarray(expected, float)
+    return float(np.linalg.norm((a - e).ravel(), ord)
+                 / max(float(np.linalg.norm(e.ravel(), ord)), floor))
 
 
 def max_rel_err(actual, expected, floor=1.0):
