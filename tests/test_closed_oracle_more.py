@@ -562,6 +562,7 @@ def test_kic_redundant_rates_reproduce_task_motion(k, weights):
 
 
 # ----------------------------------------------------- energy of simulate
+@pytest.mark.slow        # ~5 s per case: simulations judged by the oracle
 @pytest.mark.parametrize("name,k", [("four_bar", 0), ("four_bar", 1)],
                          ids=["four_bar-default", "four_bar-alt"])
 def test_kic_simulate_closed_energy_by_oracle(name, k):

@@ -135,6 +135,7 @@ def test_closed_element_equals_forces_by_hand_and_batch_equals_single(five_bar):
     assert np.allclose(five_bar.forward_dynamics(q, qd, T, loads=loads), 1.0, atol=1e-8)
 
 
+@pytest.mark.slow        # ~40 s: simulations of the five-bar with springs and dampers
 def test_simulation_keeps_the_energy_of_springs_and_dampers_take_it(five_bar):
     q0 = five_bar.reference + [0.05, -0.1]
     springs = _five_bar_loads()
