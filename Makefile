@@ -6,13 +6,17 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check
 PIP_Q  ?= -q
 
-.PHONY: demo test bench docs-test examples figures clean
+.PHONY: demo test test-fast bench docs-test examples figures clean
 
 demo: $(VENV)/.installed-core
 	$(BIN)/python -m kic.demo
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
+
+# the development loop: everything but the tests marked slow (pyproject.toml)
+test-fast: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -m "not slow"
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/single_pose.py

@@ -5,7 +5,7 @@ defaults (m, kg, kg m^2, m/s^2) and returns a :class:`kic.SerialChain`;
 invalid dimensions (a negative length or mass, a non-finite value) raise
 :class:`kic.ModelError`.
 
-Seed models (closed-form oracles in ``shared/docs``):
+Seed models (closed-form oracles, docs/theory.md section 8):
 
 - :func:`planar_two_link`, :func:`planar_three_link`: Horn's planar arms of
   uniform rods (seed 001);

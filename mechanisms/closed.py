@@ -836,7 +836,7 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     The platform pose is a virtual P-P-P-R-R-R chain from the ground, so the
     platform hangs on it in the spanning tree and each leg is cut at its S
     joint, which closes as a point constraint: six independent 3x3 closures in
-    the U and P joints of each leg (method.md section 4).  The first
+    the U and P joints of each leg (docs/theory.md, parallel mechanisms).  The first
     guess of the position solver is the legs' closed-form inverse kinematics.
 
     Examples

@@ -51,7 +51,7 @@ class DriveTrain:
     -----
     Reflected to the joint through an ideal gear (``phi = theta_m / G``), the
     rotor inertia is ``G^2 Jm`` and the viscous friction ``G^2 B`` (see
-    ``shared/docs/method.md`` §5): :attr:`reflected_inertia`,
+    docs/theory.md, motors and drive train): :attr:`reflected_inertia`,
     :attr:`reflected_viscous_friction`.
     """
 

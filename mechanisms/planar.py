@@ -71,7 +71,7 @@ def planar_two_link(l1=1.0, l2=1.0, m1=1.0, m2=1.0, g=9.81, I1=None, I2=None,
     -----
     Source: B. K. P. Horn, *Kinematics, Statics, and Dynamics of
     Two-D Manipulators*, MIT AI Lab Working Paper 99 (1975), as re-derived in
-    ``shared/docs/seed-notes-horn.md`` §2.2.  Coordinates: x-y plane with y
+    docs/theory.md section 8 (seed 001).  Coordinates: x-y plane with y
     up, theta1 measured from +x, theta2 relative to link 1, gravity (0, -g, 0).
     For equal links and masses ``M = m l^2 [[5/3 + c2, 1/3 + c2/2],
     [1/3 + c2/2, 1/3]]``.
@@ -125,7 +125,7 @@ def planar_three_link(l1=1.0, l2=1.0, l3=1.0, m1=1.0, m2=1.0, m3=1.0, g=9.81,
     Notes
     -----
     Source: Horn, WP 99 (1975), three-link manipulator, as re-derived in
-    ``shared/docs/seed-notes-horn.md`` §2.3.  Coordinates as in
+    docs/theory.md section 8 (seed 001).  Coordinates as in
     :func:`planar_two_link`.  At q = 0 with equal links and masses
     ``M = m l^2 [[9, 14/3, 4/3], [14/3, 8/3, 5/6], [4/3, 5/6, 1/3]]``.
 
@@ -181,7 +181,7 @@ def craig_three_link(l1=0.5, l2=0.5, m1=4.6, m2=2.3, m3=1.0, I3=(0.05, 0.1, 0.1)
     Notes
     -----
     Source: seed 003 (a worked Newton-Euler derivation of the exercise) with
-    the corrections of ``shared/docs/seed-cases.md``: the printed hand
+    the corrections of docs/theory.md section 8: the printed hand
     derivation is not symmetric in M and uses c123/s23 where the centroid of
     link 3 sits on joint 3.  Coordinates: x-y plane, theta1 from +x, the others
     relative, gravity (0, -g, 0).
@@ -246,7 +246,7 @@ def fu_two_link(m1=1.0, m2=1.0, l=1.0, g=9.8062, name="Fu-Gonzalez-Lee two-link 
     -----
     Source: K. S. Fu, R. C. Gonzalez, C. S. G. Lee, *Robotics: Control,
     Sensing, Vision and Intelligence* (1987), §3.2.6, §3.3.7, §3.4.2, with the
-    errata of ``shared/docs/seed-notes-fu.md`` (E2, E3).  Closed form:
+    errata E2, E3 of docs/theory.md section 8.  Closed form:
     ``D = [[m1 l^2/3 + 4/3 m2 l^2 + m2 l^2 C2, m2 l^2/3 + m2 l^2 C2/2],
     [., m2 l^2/3]]``, ``c = ((m1/2 + m2) g l C1 + m2 g l C12/2, m2 g l C12/2)``.
 

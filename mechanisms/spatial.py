@@ -19,7 +19,7 @@ def horn_three_dof(I1=0.05, m2=2.0, l2=0.5, m3=1.5, l3=0.4, M2=0.0, M3=0.0, delt
     elbow whose axes are parallel and horizontal, thin uniform rods for the
     upper and lower links, optional point masses at their distal ends and the
     MIT-Scheinman lateral offsets.  The defaults are those of case A1 of
-    ``shared/docs/seed-notes-horn.md`` §5.
+    docs/theory.md section 8 (seed 000).
 
     Parameters
     ----------
@@ -59,8 +59,8 @@ def horn_three_dof(I1=0.05, m2=2.0, l2=0.5, m3=1.5, l3=0.4, M2=0.0, M3=0.0, delt
     -----
     Source: B. K. P. Horn, K. Hirokawa, V. V. Vazirani, *Dynamics of a three
     degree of freedom kinematic chain*, MIT AI Memo 478 (1977); geometry and
-    conventions reconstructed in ``shared/docs/seed-notes-horn.md`` §2.1.1
-    and §5 A from the memo's position vectors.  The base origin is at the
+    conventions reconstructed in docs/theory.md section 8 (seed 000)
+    from the memo's position vectors.  The base origin is at the
     shoulder; theta1 is measured from +x about +z, theta2 from the upward
     vertical (positive tips the arm towards the azimuth direction), theta3
     relative to link 2 (0 = straight arm).

@@ -1,7 +1,12 @@
-"""Shared test helpers: random-model factories and reference models.
+"""Shared test helpers: random-model factories, comparisons, finite differences
+and reference models.
 
 Importable from every test module (``tests/`` is on ``sys.path`` via
-``conftest.py``).  Uses only ``kic.chain`` (the description classes).
+``conftest.py``).  Uses only ``kic.chain`` (the description classes), and
+``mechanisms`` in :func:`mechanism_builder`.  The one home of the tests' relative
+errors (:func:`rel_err`, :func:`max_rel_err`) and central differences
+(:func:`derivative`, :func:`directional_derivative`): a test module calls these
+instead of writing its own.
 """
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ import numpy as np
 from kic.chain import Joint, Link, SerialChain
 
 __all__ = ["random_rotation", "random_rigid", "random_inertia", "random_link",
-           "random_chain", "random_loads", "rel_err", "assert_close", "two_link_rods",
-           "G_FU", "dh_standard", "dh_modified", "combine_bodies"]
+           "random_chain", "random_loads", "rel_err", "max_rel_err", "assert_close",
+           "assert_rel_recorded", "derivative", "directional_derivative", "FD_STEP",
+           "mechanism_builder", "two_link_rods", "G_FU", "dh_standard", "dh_modified",
+           "combine_bodies"]
 
 
 # ------------------------------------------------------------ random pieces
@@ -90,11 +97,25 @@ def random_loads(rng, chain, oracle_loads_cls, springs=True, dampers=True):
 
 
 # ----------------------------------------------------------- comparisons
-def rel_err(actual, expected, floor=1.0):
-    """Norm-wise relative error ``|a - e| / max(|e|, floor)``."""
+def rel_err(actual, expected, floor=1.0, ord=None):
+    """Norm-wise relative error ``|a - e| / max(|e|, floor)``.
+
+    ``ord=None``: the Frobenius (2-) norm of the flattened arrays; ``ord=np.inf``:
+    the largest entry, ``max|a - e| / max(max|e|, floor)``.
+    """
     a = np.asarray(actual, float)
     e = np.asarray(expected, float)
-    return float(np.linalg.norm(a - e) / max(float(np.linalg.norm(e)), floor))
+    return float(np.linalg.norm((a - e).ravel(), ord)
+                 / max(float(np.linalg.norm(e.ravel(), ord)), floor))
+
+
+def max_rel_err(actual, expected, floor=1.0):
+    """Entry-wise relative error, the largest: ``max |a - e| / max(|e|, floor)``
+    (each entry against its own size: stricter than :func:`rel_err` for small
+    entries of a large array)."""
+    a = np.asarray(actual, float)
+    e = np.asarray(expected, float)
+    return float(np.max(np.abs(a - e) / np.maximum(floor, np.abs(e)), initial=0.0))
 
 
 def assert_rel_recorded(measured, actual, expected, what, rtol, floor, key_until=","):
@@ -121,6 +142,38 @@ def assert_close(actual, expected, rtol, floor=1.0, what=""):
                          f"actual={a!r}\nexpected={e!r}")
 
 
+# ------------------------------------------------------ finite differences
+FD_STEP = 1e-6     # central differences: truncation ~h^2, round-off ~eps/h, both ~1e-10 here
+
+
+def derivative(f, x, h=FD_STEP, axis=-1):
+    """Central differences of ``f`` at ``x`` along every coordinate of ``x``.
+
+    ``result`` stacks ``(f(x + h e_k) - f(x - h e_k)) / 2h`` for k = 0..x.size-1 on
+    ``axis`` of the result (``axis=-1``: a Jacobian ``[..., k]``; ``axis=1``: the
+    influence-coefficient order ``H[p, m, n] = dG[p, n]/dq_m``).
+    """
+    x = np.asarray(x, float)
+    cols = [directional_derivative(f, x, e.reshape(x.shape), h) for e in np.eye(x.size)]
+    return np.stack(cols, axis=axis)
+
+
+def directional_derivative(f, x, dx, h=FD_STEP):
+    """``(f(x + h dx) - f(x - h dx)) / 2h``: the derivative of ``f`` along ``dx``
+    (``x`` may be a time, ``dx = 1``: ``directional_derivative(E, 0.0, 1.0)``)."""
+    return (np.asarray(f(x + h * dx), float) - np.asarray(f(x - h * dx), float)) / (2 * h)
+
+
+# -------------------------------------------------------------- builders
+def mechanism_builder(name):
+    """``mechanisms.<name>``; a missing builder FAILS the test (never a skip: a
+    rename must not silently switch off the tests that use it)."""
+    import mechanisms
+    fn = getattr(mechanisms, name, None)
+    assert fn is not None, f"mechanisms.{name} does not exist (renamed or removed?)"
+    return fn
+
+
 # ---------------------------------------------------------- DH (independent)
 def dh_standard(theta, d, a, alpha):
     """Rz(theta) Tz(d) Tx(a) Rx(alpha), written out (Fu-Gonzalez-Lee eq. 3.2-5)."""
@@ -145,7 +198,7 @@ G_FU = 9.8062
 
 
 def two_link_rods(m1, m2, l, g=G_FU, gravity_dir=(0.0, -1.0, 0.0)):
-    """Fu-Gonzalez-Lee two-link planar arm of uniform rods (seed-notes-fu §2.1).
+    """Fu-Gonzalez-Lee two-link planar arm of uniform rods (seed 002, docs/theory.md §8).
 
     Built with plain joints (not DH) so that only ``kic.chain`` is involved:
     joint 1 at the base, joint 2 at distance l along link 1's x axis, centroids

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 import kic
-import mechanisms
-from helpers import assert_rel_recorded, rel_err
+from helpers import (assert_rel_recorded, derivative, directional_derivative,
+                     mechanism_builder as builder, rel_err)
 from oracles import lagrange as L
 from oracles import lagrange_more as LM
 
@@ -57,13 +57,6 @@ def _report():
 
 def assert_rel(actual, expected, what, rtol=RTOL, floor=FLOOR):
     return assert_rel_recorded(MEASURED, actual, expected, what, rtol, floor, ", state")
-
-
-def builder(name):
-    fn = getattr(mechanisms, name, None)
-    if fn is None:
-        pytest.skip(f"mechanisms.{name} does not exist yet (kic closed layer, issue 3)")
-    return fn
 
 
 # ------------------------------------------------------------------ states
@@ -142,8 +135,7 @@ def test_oracle_closure_and_derivatives(name, k):
     phi = m.phi(q)
     assert np.max(np.abs(m.constraints(phi))) < 1e-13
     h = 1e-6
-    Afd = np.column_stack([(m.constraints(phi + h * e) - m.constraints(phi - h * e)) / (2 * h)
-                           for e in np.eye(m.N)])
+    Afd = derivative(m.constraints, phi, h)
     A = m.jacobian(phi)
     assert np.max(np.abs(A - Afd)) < 1e-8 * max(1.0, np.max(np.abs(A)))
     phid = np.random.default_rng(5).normal(size=m.N)
@@ -184,14 +176,13 @@ def test_oracle_static_loads_and_power_balance(name, k):
     q, qd, qdd = kkt_state(name, k, seed=2)
     Z = np.zeros(m.dof)
     h = 1e-6
-    dV = np.array([(m.potential_energy(q + h * e) - m.potential_energy(q - h * e)) / (2 * h)
-                   for e in np.eye(m.dof)])
+    dV = derivative(m.potential_energy, q, h)
     assert rel_err(m.inverse_dynamics(q, Z, Z), dV, 1.0) < 1e-7
     tau = m.inverse_dynamics(q, qd, qdd)
     E = lambda t: (m.kinetic_energy(q + t * qd + 0.5 * t * t * qdd, qd + t * qdd)   # noqa
                    + m.potential_energy(q + t * qd + 0.5 * t * t * qdd))
     h = 1e-5
-    dE = (E(h) - E(-h)) / (2 * h)
+    dE = directional_derivative(E, 0.0, 1.0, h)
     assert abs(tau @ qd - dE) < 1e-7 * max(1.0, abs(dE))
     assert abs(m.kinetic(*m.state(q, qd)) - 0.5 * m.state(q, qd)[1] @ m.mass(m.phi(q))
                @ m.state(q, qd)[1]) < 1e-12
@@ -288,10 +279,9 @@ def test_oracle_redundant_arm(k):
     assert rel_err(m.fk(th), X, 1.0) < 1e-14
     assert (th[1] < 0) == (elbow == "down")
     h = 1e-6
-    Jfd = np.column_stack([(m.fk(th + h * e) - m.fk(th - h * e)) / (2 * h) for e in np.eye(3)])
+    Jfd = derivative(m.fk, th, h)
     assert rel_err(m.jacobian(th), Jfd, 1.0) < 1e-9
-    Hfd = np.stack([(m.jacobian(th + h * e) - m.jacobian(th - h * e)) / (2 * h)
-                    for e in np.eye(3)], axis=1)                 # [p, m, n] = dJ[p, n]/dth_m
+    Hfd = derivative(m.jacobian, th, h, axis=1)                  # [p, m, n] = dJ[p, n]/dth_m
     assert rel_err(m.hessian(th), Hfd, 1.0) < 1e-9
     thd = np.random.default_rng(1).normal(size=3)
     assert rel_err(m.jdot_thd(th, thd), np.einsum("pmn,m,n->p", m.hessian(th), thd, thd),
@@ -305,7 +295,7 @@ def test_oracle_redundant_arm(k):
         th_, thd_, _ = m.joint_motion(Xt, Xdt, 0 * Xdt)
         return sum(m.energy(th_, thd_))
     h = 1e-5
-    dE = (energy(h) - energy(-h)) / (2 * h)
+    dE = directional_derivative(energy, 0.0, 1.0, h)
     assert abs(T @ Xd - dE) < 1e-7 * max(1.0, abs(dE))
 
 
@@ -572,6 +562,7 @@ def test_kic_redundant_rates_reproduce_task_motion(k, weights):
 
 
 # ----------------------------------------------------- energy of simulate
+@pytest.mark.slow        # ~5 s per case: simulations judged by the oracle
 @pytest.mark.parametrize("name,k", [("four_bar", 0), ("four_bar", 1)],
                          ids=["four_bar-default", "four_bar-alt"])
 def test_kic_simulate_closed_energy_by_oracle(name, k):

@@ -39,7 +39,13 @@ def test_block_parser():
     assert python_blocks(text) == [(3, "a = 1\n"), (9, "b = a + 1\n")]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+# pages whose examples simulate or sweep (tens of seconds each): skipped by make test-fast
+SLOW_PAGES = {"docs/loads.md", "docs/closed.md", "docs/linearization.md"}
+
+
+@pytest.mark.parametrize("page", [
+    pytest.param(p, marks=pytest.mark.slow) if p.relative_to(ROOT).as_posix() in SLOW_PAGES
+    else p for p in PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_markdown_examples(page: Path, tmp_path, monkeypatch):
     pytest.importorskip("numpy")
     monkeypatch.chdir(tmp_path)            # examples that write files stay out of the repo

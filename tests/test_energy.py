@@ -49,6 +49,7 @@ def test_free_motion_conserves_energy(seed, kinds):
     assert KE.max() > 0.1      # it really moved
 
 
+@pytest.mark.slow        # ~5 s per backend: long integrations
 def test_free_motion_follows_oracle_dynamics():
     """Energy conservation alone would not see a wrong (but conservative) model:
     compare the trajectory with an integration of the oracle's forward dynamics."""
@@ -66,6 +67,7 @@ def test_free_motion_follows_oracle_dynamics():
     np.testing.assert_allclose(sim.qd[-1], ref.y[4:, -1], atol=1e-7)
 
 
+@pytest.mark.slow
 def test_damped_motion_loses_energy_monotonically():
     rng, ch = chain4(5)
     q0, qd0 = rng.normal(size=4), 2 * rng.normal(size=4)
@@ -87,6 +89,7 @@ def test_damped_motion_loses_energy_monotonically():
     assert abs((E[0] - E[-1]) - lost) <= 1e-6 * scale
 
 
+@pytest.mark.slow
 def test_springs_without_gravity_conserve_ke_plus_spring_energy():
     rng, ch = chain4(6, gravity=np.zeros(3))
     L = OracleLoads()

@@ -6,7 +6,7 @@ to 1e-7 relative.  Chains are random, mixed revolute/prismatic.
 import numpy as np
 import pytest
 
-from helpers import assert_close, random_chain
+from helpers import assert_close, derivative, directional_derivative, random_chain, rel_err
 from oracles.rnea import (oracle_link_motion, oracle_point_jacobian, oracle_point_motion,
                           oracle_potential_energy, oracle_rotation_jacobian, point_position)
 
@@ -29,15 +29,6 @@ def case(request):
     rng = np.random.default_rng(3000 + seed)
     ch = random_chain(rng, M, kinds=kinds)
     return rng, ch, rng.uniform(-np.pi, np.pi, M)
-
-
-def fd(fun, q, step=STEP):
-    """Stack of central differences d fun / d q_m along a new axis right after
-    the first ``fun`` axis (the 'p' axis): result[p, m, ...] = d fun[p, ...]/dq_m."""
-    cols = []
-    for e in np.eye(len(q)):
-        cols.append((fun(q + step * e) - fun(q - step * e)) / (2 * step))
-    return np.stack(cols, axis=1)
 
 
 def influences(ch, q, rng):
@@ -64,9 +55,9 @@ def test_H_from_G_and_D_from_H(case):
     rng, ch, q = case
     for label, get, p, j in influences(ch, q, rng):
         inf = get(ch.kinematics(q, order=3))
-        H_fd = fd(lambda x: get(ch.kinematics(x, order=1)).G, q)       # [p, m, n]
+        H_fd = derivative(lambda x: get(ch.kinematics(x, order=1)).G, q, STEP, 1)  # [p, m, n]
         assert_close(inf.H, H_fd, TOL, what=f"H of {label}")
-        D_fd = fd(lambda x: get(ch.kinematics(x, order=2)).H, q)       # [p, l, m, n]
+        D_fd = derivative(lambda x: get(ch.kinematics(x, order=2)).H, q, STEP, 1)  # [p, l, m, n]
         assert_close(inf.D, D_fd, TOL, what=f"D of {label}")
         if p is not None:   # point coefficients are symmetric in their coordinate indices
             np.testing.assert_allclose(inf.H, inf.H.transpose(0, 2, 1), atol=1e-12)
@@ -82,7 +73,7 @@ def test_rotational_H_is_not_symmetric():
     q = rng.normal(size=3)
     H = ch.kinematics(q, order=2).rotation(2).H
     assert np.abs(H - H.transpose(0, 2, 1)).max() > 0.1
-    H_fd = fd(lambda x: ch.kinematics(x, order=1).rotation(2).G, q)
+    H_fd = derivative(lambda x: ch.kinematics(x, order=1).rotation(2).G, q, STEP, axis=1)
     assert_close(H, H_fd, TOL)
     assert np.linalg.norm(H.transpose(0, 2, 1) - H_fd) > 0.1
 
@@ -92,7 +83,7 @@ def test_point_G_is_derivative_of_world_position(case):
     for j in range(ch.dof):
         p = rng.uniform(-0.5, 0.5, 3)
         G = ch.kinematics(q, order=1).point(j, p).G
-        J = fd(lambda x: point_position(ch, x, j, p)[:, None], q)[:, :, 0]
+        J = derivative(lambda x: point_position(ch, x, j, p), q, STEP)
         assert_close(G, J, TOL, what=f"point G link {j}")
     # a batch of points, shape (..., 3), one per configuration
     qs = q + rng.normal(scale=0.3, size=(4, ch.dof))
@@ -107,8 +98,7 @@ def test_christoffel_identity(case):
     """sym(P*)[n,m,l] = (dI*_nm/dq_l + dI*_nl/dq_m - dI*_ml/dq_n) / 2."""
     rng, ch, q = case
     P = ch.dynamics(q).P_star
-    dI = fd(lambda x: ch.dynamics(x).I_star, q)           # dI[a, l, b] = dI*_ab / dq_l
-    dI = dI.transpose(0, 2, 1)                             # dI[a, b, l]
+    dI = derivative(lambda x: ch.dynamics(x).I_star, q, STEP)   # dI[a, b, l] = dI*_ab / dq_l
     M = ch.dof
     gamma = np.zeros((M, M, M))
     for n in range(M):
@@ -124,16 +114,16 @@ def test_power_identity(case):
     rng, ch, q = case
     qd = rng.normal(size=ch.dof)
     lhs = qd @ ch.dynamics(q).velocity_term(qd)
-    dIdt = (ch.dynamics(q + STEP * qd).I_star - ch.dynamics(q - STEP * qd).I_star) / (2 * STEP)
+    dIdt = directional_derivative(lambda x: ch.dynamics(x).I_star, q, qd, STEP)
     rhs = 0.5 * qd @ dIdt @ qd
     assert abs(lhs - rhs) <= TOL * max(1.0, abs(rhs))
 
 
 def test_gravity_load_is_gradient_of_potential(case):
     rng, ch, q = case
-    dV = fd(lambda x: np.atleast_1d(ch.potential_energy(x)), q)[0]
+    dV = derivative(ch.potential_energy, q, STEP)
     assert_close(ch.gravity_load(q), dV, TOL, what="gravity = dV/dq (kic V)")
-    dVo = fd(lambda x: np.atleast_1d(oracle_potential_energy(ch, x)), q)[0]
+    dVo = derivative(lambda x: oracle_potential_energy(ch, x), q, STEP)
     assert_close(ch.gravity_load(q), dVo, TOL, what="gravity = dV/dq (oracle V)")
 
 
@@ -180,29 +170,25 @@ def test_velocity_acceleration_jerk_along_trajectory(case, t):
         # point: exact velocity/acceleration from the oracle recursion, jerk by
         # differencing the oracle acceleration in time; also x by differences
         x, v, a = oracle_point_motion(ch, q, qd, qdd, j, p)
-        xp = oracle_point_motion(ch, *traj(t + h)[:3], j, p)
-        xm = oracle_point_motion(ch, *traj(t - h)[:3], j, p)
-        assert_close(v, (xp[0] - xm[0]) / (2 * h), 1e-7, what="oracle v")
-        jerk = (xp[2] - xm[2]) / (2 * h)
+        rates = directional_derivative(
+            lambda s: np.stack(oracle_point_motion(ch, *traj(s)[:3], j, p)), t, 1.0, h)
+        assert_close(v, rates[0], 1e-7, what="oracle v")
+        jerk = rates[2]
         pt = kin.point(j, p)
         assert_close(pt.velocity(qd), v, 1e-10, what=f"point velocity link {j}")
         assert_close(pt.acceleration(qd, qdd), a, 1e-10, what=f"point acceleration link {j}")
         assert_close(pt.jerk(qd, qdd, qddd), jerk, TOL, what=f"point jerk link {j}")
         # rotation: angular velocity, acceleration, and d/dt of the acceleration
         w, wd = oracle_link_motion(ch, q, qd, qdd)
-        wdp = oracle_link_motion(ch, *traj(t + h)[:3])[1][j]
-        wdm = oracle_link_motion(ch, *traj(t - h)[:3])[1][j]
-        wdd = (wdp - wdm) / (2 * h)
+        wdd = directional_derivative(lambda s: oracle_link_motion(ch, *traj(s)[:3])[1][j],
+                                     t, 1.0, h)
         rot = kin.rotation(j)
         assert_close(rot.velocity(qd), w[j], 1e-10, what=f"angular velocity link {j}")
         assert_close(rot.acceleration(qd, qdd), wd[j], 1e-10, what=f"angular acc link {j}")
         assert_close(rot.jerk(qd, qdd, qddd), wdd, TOL, what=f"angular jerk link {j}")
-        if rel_gap(wrong_jerk(rot, qd, qdd, qddd), wdd) > 100 * TOL:
+        if rel_err(wrong_jerk(rot, qd, qdd, qddd), wdd) > 100 * TOL:
             discriminated = True
     n_rev = sum(jt.kind == "R" for jt in ch.joints)
     if n_rev >= 2:   # the test can tell the two index orders apart
         assert discriminated
 
-
-def rel_gap(a, b):
-    return np.linalg.norm(a - b) / max(1.0, np.linalg.norm(b))

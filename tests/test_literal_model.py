@@ -1,7 +1,7 @@
 """The fast kernels against Freeman's formulas written out literally.
 
 I* and P* are assembled link by link from the influence coefficients exactly as
-seed eq. 2-196/2-197 (method.md section 2) write them, with the generalized
+seed eq. 2-196/2-197 (docs/theory.md, section 3) write them, with the generalized
 scalar and cross products; the library's composite-sum kernels must return the
 same tensors element by element (not only the same symmetric part), for
 random chains of revolute and prismatic joints, single and batched.

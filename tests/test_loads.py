@@ -13,12 +13,9 @@ import pytest
 
 import kic
 import mechanisms
+from helpers import derivative
 
 H = 1e-6
-
-
-def _gradient(energy, q):
-    return np.array([(energy(q + H * e) - energy(q - H * e)) / (2 * H) for e in np.eye(q.size)])
 
 
 def _line_forces(Pa, Pb, tension):
@@ -37,7 +34,7 @@ def test_serial_springs_and_joint_torque_derive_from_their_potential():
     for q in ([0.4, 0.9], [-1.2, 2.0]):
         q = np.array(q)
         TL = arm.dynamics(q).load(loads)
-        dV = _gradient(lambda x: arm.dynamics(x).loads_energy(loads), q)
+        dV = derivative(lambda x: arm.dynamics(x).loads_energy(loads), q, H)
         assert np.allclose(TL, dV, rtol=1e-7, atol=1e-7), (TL, dV)
 
 
@@ -98,7 +95,7 @@ def test_closed_springs_across_chains_derive_from_their_potential(five_bar):
     for dq in ([0.05, -0.1], [-0.2, 0.15]):
         q = five_bar.reference + dq
         TL = five_bar.dynamics(q).load(loads)
-        dV = _gradient(lambda x: five_bar.dynamics(x).loads_energy(loads), q)
+        dV = derivative(lambda x: five_bar.dynamics(x).loads_energy(loads), q, H)
         assert np.allclose(TL, dV, rtol=1e-7, atol=1e-7), (TL, dV)
 
 
@@ -138,6 +135,7 @@ def test_closed_element_equals_forces_by_hand_and_batch_equals_single(five_bar):
     assert np.allclose(five_bar.forward_dynamics(q, qd, T, loads=loads), 1.0, atol=1e-8)
 
 
+@pytest.mark.slow        # ~40 s: simulations of the five-bar with springs and dampers
 def test_simulation_keeps_the_energy_of_springs_and_dampers_take_it(five_bar):
     q0 = five_bar.reference + [0.05, -0.1]
     springs = _five_bar_loads()

@@ -248,7 +248,7 @@ def test_planar_tips():
 
 
 def test_horn_geometry():
-    """Link 2 along Rz(t1) Ry(t2) z, offsets along u2 = Rz(t1) y (seed-notes-horn §2.1.1)."""
+    """Link 2 along Rz(t1) Ry(t2) z, offsets along u2 = Rz(t1) y (docs/theory.md, seed 000)."""
     l2, l3, d2, d3 = 0.5, 0.4, 0.12, 0.2
     arm = horn_three_dof(l2=l2, l3=l3, delta2=d2, delta3=d3)
     rng = np.random.default_rng(5)

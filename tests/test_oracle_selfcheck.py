@@ -1,14 +1,14 @@
 """Validation of the test oracle (tests/oracles/rnea.py) on its own.
 
-The oracle is checked against published closed forms (seed-notes-fu.md §2.4/§5,
-seed-notes-horn.md §5, seed-cases.md) and against internal identities that do
+The oracle is checked against published closed forms (docs/theory.md, section 8:
+seeds 000-003) and against internal identities that do
 not involve kic's numeric modules.  Only ``kic.chain`` (the description) is used.
 """
 import numpy as np
 import pytest
 
-from helpers import (G_FU, assert_close, combine_bodies, random_chain, random_rigid,
-                     two_link_rods)
+from helpers import (G_FU, assert_close, combine_bodies, derivative, directional_derivative,
+                     random_chain, random_rigid, two_link_rods)
 from kic.chain import Joint, Link, SerialChain
 from oracles.rnea import (OracleLoads, kinematic_frames, oracle_bias, oracle_forward_dynamics,
                           oracle_gravity, oracle_kinetic_energy, oracle_load,
@@ -18,7 +18,8 @@ from oracles.rnea import (OracleLoads, kinematic_frames, oracle_bias, oracle_for
 
 SQ3_4 = np.sqrt(3) / 4
 
-# Fu, Gonzalez & Lee two-link arm (seed-notes-fu.md §2.4): m1, m2, l, q, qd, qdd, D, h, c, tau
+# Fu, Gonzalez & Lee two-link arm (docs/theory.md, seed 002, cases A-F):
+# m1, m2, l, q, qd, qdd, D, h, c, tau
 FU_CASES = {
     "A": (1, 1, 1, (0, 0), (0, 0), (0, 0), [[8 / 3, 5 / 6], [5 / 6, 1 / 3]], (0, 0),
           (2 * G_FU, G_FU / 2), (19.6124, 4.9031)),
@@ -122,7 +123,7 @@ def _planar(masses, lengths, g, point_masses=False, inertia3=None):
 
 
 def test_craig_three_link_seed_003():
-    """seed-cases.md, seed 003 (Craig's exercise), correct values."""
+    """Seed 003 (Craig's exercise), the corrected values of docs/theory.md section 8."""
     T = np.eye(4)
     T[0, 3] = 0.5
     arm = SerialChain(
@@ -163,7 +164,7 @@ def test_horn_three_link_planar_C1_C3():
 
 def horn_spatial(I1=0.05, m2=2.0, l2=0.5, m3=1.5, l3=0.4, M2=0.0, M3=0.0, d2=0.0, d3=0.0,
                  g=(0, 0, -9.81)):
-    """Seed 000 spatial chain (seed-notes-horn.md §2.1): z, then two joints about u2."""
+    """Seed 000 spatial chain (docs/theory.md section 8): z, then two joints about u2."""
     rod = lambda m, l, y: (m, (0, y, l / 2), np.diag([m * l * l / 12, m * l * l / 12, 0]))
     point = lambda m, p: (m, p, np.zeros((3, 3)))
     parts2 = [rod(m2, l2, d2)] + ([point(M2, (0, d2, l2))] if M2 else [])
@@ -233,9 +234,7 @@ def test_oracle_energy_and_mass_matrix(seed):
     assert np.linalg.eigvalsh(I).min() > 0
     np.testing.assert_allclose(oracle_kinetic_energy(ch, q, qd), 0.5 * qd @ I @ qd, rtol=1e-12)
     # gravity load = dV/dq (central differences)
-    h = 1e-6
-    dV = [(oracle_potential_energy(ch, q + h * e) - oracle_potential_energy(ch, q - h * e)) / (2 * h)
-          for e in np.eye(M)]
+    dV = derivative(lambda x: oracle_potential_energy(ch, x), q)
     assert_close(oracle_gravity(ch, q), dV, 1e-8)
 
 
@@ -246,9 +245,8 @@ def test_oracle_power_balance(seed):
     M = ch.dof
     q, qd, qdd = rng.normal(size=M), rng.normal(size=M), rng.normal(size=M)
     tau = rnea(ch, q, qd, qdd, gravity=np.zeros(3))
-    h = 1e-6
-    dKE = (oracle_kinetic_energy(ch, q + h * qd, qd + h * qdd)
-           - oracle_kinetic_energy(ch, q - h * qd, qd - h * qdd)) / (2 * h)
+    dKE = directional_derivative(lambda t: oracle_kinetic_energy(ch, q + t * qd, qd + t * qdd),
+                                 0.0, 1.0)
     assert abs(dKE - qd @ tau) <= 1e-7 * max(1.0, abs(dKE))
 
 
@@ -268,12 +266,13 @@ def test_oracle_velocities_and_loads_by_virtual_work(seed):
     assert_close(w[link], Jr @ qd, 1e-8)
     # acceleration = time derivative of velocity along q(t) = q + t qd + t^2/2 qdd
     h = 1e-5
-    vp = oracle_point_motion(ch, q + h * qd + h * h / 2 * qdd, qd + h * qdd, qdd, link, p)[1]
-    vm = oracle_point_motion(ch, q - h * qd + h * h / 2 * qdd, qd - h * qdd, qdd, link, p)[1]
-    assert_close(a, (vp - vm) / (2 * h), 1e-7)
-    wp = oracle_link_motion(ch, q + h * qd + h * h / 2 * qdd, qd + h * qdd, qdd)[0][link]
-    wm = oracle_link_motion(ch, q - h * qd + h * h / 2 * qdd, qd - h * qdd, qdd)[0][link]
-    assert_close(wd[link], (wp - wm) / (2 * h), 1e-7)
+    state = lambda t: (q + t * qd + t * t / 2 * qdd, qd + t * qdd, qdd)
+    vd = directional_derivative(lambda t: oracle_point_motion(ch, *state(t), link, p)[1],
+                                0.0, 1.0, h)
+    assert_close(a, vd, 1e-7)
+    wd_fd = directional_derivative(lambda t: oracle_link_motion(ch, *state(t))[0][link],
+                                   0.0, 1.0, h)
+    assert_close(wd[link], wd_fd, 1e-7)
     # applied loads by virtual work: T_L = -J^T f - Jr^T mu + k (q - rest) + c qd
     f, mu = rng.normal(size=3), rng.normal(size=3)
     L = OracleLoads().force(link, f, point=p).moment(link, mu).spring(0, 7.0, rest=0.2)

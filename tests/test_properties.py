@@ -29,6 +29,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import kic  # noqa: E402
 import mechanisms  # noqa: E402
+from helpers import derivative, directional_derivative  # noqa: E402
 
 SETTINGS = settings(derandomize=True, max_examples=12, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -115,7 +116,7 @@ def closed_models(draw):
 def _power_identity(model, q, qd):
     dyn = model.dynamics(q)
     lhs = qd @ dyn.velocity_term(qd)
-    dI = (model.dynamics(q + H * qd).I_star - model.dynamics(q - H * qd).I_star) / (2 * H)
+    dI = directional_derivative(lambda x: model.dynamics(x).I_star, q, qd, H)
     rhs = 0.5 * qd @ dI @ qd
     scale = abs(qd @ dyn.I_star @ qd) * (1 + np.linalg.norm(qd)) + 1e-12
     assert abs(lhs - rhs) < 1e-6 * scale, (lhs, rhs)
@@ -123,9 +124,7 @@ def _power_identity(model, q, qd):
 
 def _gravity_is_dV_dq(model, q):
     G = model.dynamics(q).gravity_load
-    E = np.eye(q.size)
-    dV = np.array([(model.dynamics(q + H * e).potential_energy
-                    - model.dynamics(q - H * e).potential_energy) / (2 * H) for e in E])
+    dV = derivative(lambda x: model.dynamics(x).potential_energy, q, H)
     assert np.allclose(G, dV, rtol=1e-6, atol=1e-6 * (np.abs(G).max() + 1e-9)), (G, dV)
 
 

@@ -1,12 +1,12 @@
 """Numeric cases of the seed documents, with their errata applied.
 
-Sources (all in ``shared/docs``):
+Sources (the seeds, their closed forms, errata and case labels are stated in
+``docs/theory.md``, section 8):
 
-* ``seed-cases.md``: seed 003, Craig's three-link arm;
-* ``seed-notes-horn.md`` §5: A1-A7 (seed 000, Horn-Hirokawa-Vazirani spatial
-  chain), B1-B8 (seed 001, two-link planar arm), C1-C4 (three-link planar);
-* ``seed-notes-fu.md`` §2.4 and §5: T5-T9, T12, T13, T16, T17 (seed 002, Fu,
-  Gonzalez & Lee).
+* seed 003, Craig's three-link arm;
+* seed 000: A1-A7 (Horn-Hirokawa-Vazirani spatial chain); seed 001: B1-B8
+  (two-link planar arm), C1-C4 (three-link planar);
+* seed 002: cases A-F, T5-T9, T12, T13, T16, T17 (Fu, Gonzalez & Lee).
 
 Torque convention everywhere: ``tau = M q'' + h + G`` with ``G = +dV/dq``
 (kic: ``dyn.I_star``, ``dyn.velocity_term(qd)``, ``dyn.gravity_load``;
@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import kic
+from helpers import derivative, directional_derivative, max_rel_err
 from mechanisms import (craig_three_link, fu_two_link, horn_three_dof, planar_three_link,
                         planar_two_link)
 
@@ -48,9 +49,8 @@ def assert_close(actual, expected, tol=1e-12, what=""):
     a = np.asarray(actual, float)
     e = np.asarray(expected, float)
     assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
-    err = np.abs(a - e) / np.maximum(1.0, np.abs(e))
-    assert np.all(err <= tol), (f"{what}: error {err.max():.3e} > {tol:.1e}\n"
-                                f"actual=\n{a!r}\nexpected=\n{e!r}")
+    err = max_rel_err(a, e)
+    assert err <= tol, f"{what}: error {err:.3e} > {tol:.1e}\nactual=\n{a!r}\nexpected=\n{e!r}"
 
 
 def christoffel(P):
@@ -58,20 +58,9 @@ def christoffel(P):
     return 0.5 * (P + np.swapaxes(P, -1, -2))
 
 
-def fd_inertia_derivative(chain, q, step=1e-6):
-    """dI*/dq_k by central differences, shape (M, M, M) with k last."""
-    q = np.asarray(q, float)
-    out = np.empty((chain.dof, chain.dof, chain.dof))
-    for k in range(chain.dof):
-        dq = np.zeros_like(q)
-        dq[k] = step
-        out[:, :, k] = (chain.dynamics(q + dq).I_star - chain.dynamics(q - dq).I_star) / (2 * step)
-    return out
-
-
 # =========================================================== seed 003: Craig
 class TestCraigThreeLink:
-    """seed-cases.md, seed 003 (corrected): q = (0.3, -0.5, 0.7), ..."""
+    """Seed 003 (corrected, docs/theory.md §8): q = (0.3, -0.5, 0.7), ..."""
 
     q = np.array([0.3, -0.5, 0.7])
     qd = np.array([0.4, 0.2, -0.1])
@@ -120,7 +109,7 @@ class TestCraigThreeLink:
 
 # ====================================================== seed 000: Horn (A)
 def horn_closed_form(q, qd, I1, m2, l2, m3, l3, M2=0.0, M3=0.0, g=(0.0, 0.0, -9.81)):
-    """M, h, G, Gamma of seed-notes-horn §2.1.4 (no offsets)."""
+    """M, h, G, Gamma of seed 000 (docs/theory.md §8, no offsets)."""
     t1, t2, t3 = q
     s1, c1, s2, c2, s3, c3 = np.sin(t1), np.cos(t1), np.sin(t2), np.cos(t2), np.sin(t3), np.cos(t3)
     s23, c23 = np.sin(t2 + t3), np.cos(t2 + t3)
@@ -237,7 +226,7 @@ QDD_A = np.array([0.1, 0.2, -0.3])
 
 
 class TestHornSpatial:
-    """seed-notes-horn §5 A: the three-DOF chain of MIT AI Memo 478."""
+    """Seed 000, cases A: the three-DOF chain of MIT AI Memo 478."""
 
     def _check(self, arm, M, h, G, tau, K, dec):
         dyn = arm.dynamics(Q_A)
@@ -440,7 +429,7 @@ class TestHornSpatial:
 
 # ================================================= seed 001: two-link (B)
 class TestHornTwoLink:
-    """seed-notes-horn §5 B: planar two-link arm of uniform rods."""
+    """Seed 001, cases B: planar two-link arm of uniform rods."""
 
     q = np.array([0.4, 1.1])
     qd = np.array([0.7, -0.5])
@@ -598,7 +587,7 @@ class TestHornTwoLink:
 
 # =============================================== seed 001: three-link (C)
 class TestHornThreeLink:
-    """seed-notes-horn §5 C: planar three-link arm of uniform rods."""
+    """Seed 001, cases C: planar three-link arm of uniform rods."""
 
     q = np.array([0.3, 0.9, -0.6])
 
@@ -703,7 +692,7 @@ FU_CASES = {
 
 
 class TestFuTwoLink:
-    """seed-notes-fu §2.4 cases A-F and §5 T5-T9, T12, T13 (errata E2/E3 applied)."""
+    """Seed 002, cases A-F and T5-T9, T12, T13 (errata E2/E3 applied)."""
 
     @pytest.mark.parametrize("case", sorted(FU_CASES))
     def test_T5_to_T8_cases(self, case):
@@ -783,7 +772,7 @@ class TestFuTwoLink:
             assert_close(Gam, np.swapaxes(Gam, 1, 2), 1e-15, "h_ikm = h_imk")
             for i in range(2):
                 assert abs(P[i, i, i]) <= 1e-15, "h_iii = 0"
-            dD = fd_inertia_derivative(arm, q)
+            dD = derivative(lambda x: arm.dynamics(x).I_star, q)       # dI*_ab/dq_k, k last
             for i in range(2):
                 assert abs(dD[i, i, i]) <= 1e-8, "dD_ii/dq_i = 0"
             assert np.abs(dD[:, :, 0]).max() <= 1e-8, "D independent of q1"
@@ -837,7 +826,7 @@ class TestFuTwoLink:
 
 # ======================================================= cross-cutting (D)
 class TestCrossCutting:
-    """seed-notes-horn §5 D and seed-notes-fu T14: energy and superposition."""
+    """Checks common to the seeds (docs/theory.md §8; seed 002 T14): energy, superposition."""
 
     def test_T14_energy_two_link(self):
         """Free motion from theta = (0.3, -0.4) at rest, m = l = 1: E0 = 3.857402150682579."""
@@ -869,10 +858,9 @@ class TestCrossCutting:
         for _ in range(4):
             q, qd, qdd = rng.uniform(-PI, PI, 3), rng.normal(size=3), rng.normal(size=3)
             tau = arm.inverse_dynamics(q, qd, qdd)
-            eps = 1e-6
             E = lambda t: float(arm.kinetic_energy(q + qd * t + qdd * t * t / 2, qd + qdd * t)
                                 + arm.potential_energy(q + qd * t + qdd * t * t / 2))
-            dEdt = (E(eps) - E(-eps)) / (2 * eps)
+            dEdt = directional_derivative(E, 0.0, 1.0)
             assert tau @ qd == pytest.approx(dEdt, rel=1e-7, abs=1e-8)
 
     def test_superposition(self):

@@ -6,7 +6,7 @@ import pytest
 
 import kic
 import mechanisms
-from helpers import random_chain as make_chain
+from helpers import random_chain as make_chain, rel_err
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -42,10 +42,8 @@ def added_inertia(link, S, h):
 
 def close(a, b, rtol=1e-7, floor=1e-12):
     """|a - b| <= rtol * max|b| (or rtol * floor where the derivative vanishes)."""
-    a, b = np.asarray(a), np.asarray(b)
-    scale = max(float(np.abs(b).max()), floor)
-    err = float(np.abs(a - b).max()) / scale
-    assert err < rtol, f"relative error {err:.2e} (scale {scale:.3g})"
+    err = rel_err(a, b, floor, ord=np.inf)
+    assert err < rtol, f"relative error {err:.2e} (scale {max(np.abs(b).max(), floor):.3g})"
     return err
 
 

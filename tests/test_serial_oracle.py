@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import kic
-from helpers import (assert_close, dh_modified, dh_standard, random_chain, random_link,
-                     random_loads, random_rigid, rel_err)
+from helpers import (assert_close, derivative, directional_derivative, dh_modified, dh_standard,
+                     random_chain, random_link, random_loads, random_rigid, rel_err)
 from oracles.rnea import (OracleLoads, oracle_bias, oracle_forward_dynamics, oracle_frames,
                           oracle_gravity, oracle_kinetic_energy, oracle_load,
                           oracle_mass_matrix, oracle_potential_energy, oracle_tool_frame,
@@ -58,8 +58,7 @@ def test_tool_frame(case):
     tool = ch.kinematics(q, order=1).tool()
     T = ch.tool_frame(q)
     h = 1e-6
-    J = np.array([(oracle_tool_frame(ch, q + h * e)[:3, 3] - oracle_tool_frame(ch, q - h * e)[:3, 3])
-                  / (2 * h) for e in np.eye(ch.dof)]).T
+    J = derivative(lambda x: oracle_tool_frame(ch, x)[:3, 3], q, h)
     assert_close(tool.G, J, 1e-8, what="tool G")
     assert T.shape == (4, 4)
 
@@ -302,17 +301,16 @@ def test_from_dh_mass_properties_live_in_dh_frames(convention, seed, M):
         return -sum(l.mass * g @ (A[i][:3, :3] @ l.com + A[i][:3, 3]) for i, l in enumerate(links))
 
     h = 1e-6
-    dV = np.array([(V(q + h * e) - V(q - h * e)) / (2 * h) for e in np.eye(M)])
+    dV = derivative(V, q, h)
     assert_close(ch.gravity_load(q), dV, 1e-8, what="gravity load vs dV/dq of DH frames")
     assert abs(ch.potential_energy(q) - V(q)) <= 1e-12 * max(1, abs(V(q)))
     # kinetic energy from time differences of the DH frames along q + t qd
-    Ap, Am = dh_frames(rows, q + h * qd, convention, base), dh_frames(rows, q - h * qd, convention, base)
+    dA = directional_derivative(lambda x: np.stack(dh_frames(rows, x, convention, base)), q, qd, h)
     A0 = dh_frames(rows, q, convention, base)
     KE = 0.0
     for i, l in enumerate(links):
-        c = lambda A: A[i][:3, :3] @ l.com + A[i][:3, 3]
-        v = (c(Ap) - c(Am)) / (2 * h)
-        W = (Ap[i][:3, :3] - Am[i][:3, :3]) / (2 * h) @ A0[i][:3, :3].T
+        v = dA[i][:3, :3] @ l.com + dA[i][:3, 3]                  # the centroid's velocity
+        W = dA[i][:3, :3] @ A0[i][:3, :3].T                       # skew(omega)
         w = np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]]) / 2
         Iw = A0[i][:3, :3] @ l.inertia @ A0[i][:3, :3].T
         KE += 0.5 * l.mass * v @ v + 0.5 * w @ Iw @ w

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import kic
+from helpers import derivative
 
 pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
 
@@ -17,7 +18,7 @@ def circle(theta, r=2.0):
 
 
 def test_solve_transfer_with_a_closure_constraint():
-    """psi(phi) = [atan2(y, x); x^2 + y^2 - r^2] = [q; 0] (general case, method.md 3c)."""
+    """psi(phi) = [atan2(y, x); x^2 + y^2 - r^2] = [q; 0] (case (c), docs/theory.md §4)."""
     r, th = 2.0, 0.7
     x, y = r * np.cos(th), r * np.sin(th)
     rho2 = x * x + y * y
@@ -30,9 +31,7 @@ def test_solve_transfer_with_a_closure_constraint():
     def hq(u, v):
         return (np.array([[2 * u * v, v * v - u * u], [v * v - u * u, -2 * u * v]])
                 / (u * u + v * v) ** 2)
-    h = 1e-6
-    Dq = np.stack([(hq(x + h, y) - hq(x - h, y)) / (2 * h),
-                   (hq(x, y + h) - hq(x, y - h)) / (2 * h)])
+    Dq = derivative(lambda p: hq(*p), [x, y], axis=0)          # Dq[l, m, n] = dHq[m, n]/dp_l
     Dpsi = np.stack([Dq, np.zeros((2, 2, 2))])
     tr = kic.solve_transfer(Gpsi, Hpsi, Dpsi, m=1)
     G, H, D = circle(th, r)

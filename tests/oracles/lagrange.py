@@ -1,8 +1,8 @@
 """Independent Lagrange-multiplier (KKT / DAE) oracle for closed mechanisms.
 
-Written for the test-suite from the mechanisms' *parameters* (the builder
-conventions of ``api-spec-closed.md`` / issue 3), never from kic's closed-
-mechanism objects (``kic.Mechanism``, ``ClosedModel``, ``mechanisms.closed``).
+Written for the test-suite from the mechanisms' *parameters* (the conventions
+stated in the builders' docstrings in ``mechanisms/closed.py``), never from kic's
+closed-mechanism objects (``kic.Mechanism``, ``ClosedModel``, ``mechanisms.closed``).
 Per-configuration numpy code, clarity over speed.
 
 Formulation
@@ -411,7 +411,7 @@ def _check_positive(**kw):
 
 
 class FiveBar(PlanarSystem):
-    """Five-bar of api-spec-closed.md in absolute coordinates.
+    """Five-bar of ``mechanisms.five_bar`` in absolute coordinates.
 
     phi = [crank1 (x, y, th), crank2 (..), coupler1 (..), coupler2 (..), tip mass (x, y)];
     q = (theta1, theta2) absolute crank angles; actuators "crank1", "crank2"
@@ -477,7 +477,7 @@ class FiveBar(PlanarSystem):
 
 
 class FourBar(PlanarSystem):
-    """Four-bar of api-spec-closed.md; q = crank angle; actuator "crank"."""
+    """Four-bar of ``mechanisms.four_bar``; q = crank angle; actuator "crank"."""
 
     defaults = dict(ground=0.3, crank=0.1, coupler=0.35, rocker=0.25, m_crank=0.5,
                     m_coupler=1.0, m_rocker=0.8, g=9.81)
@@ -528,7 +528,7 @@ class FourBar(PlanarSystem):
 
 
 class SliderCrank(PlanarSystem):
-    """Slider-crank of api-spec-closed.md; q = crank angle; actuators "crank"
+    """Slider-crank of ``mechanisms.slider_crank``; q = crank angle; actuators "crank"
     (torque) and "slide" (force on the slider along +x)."""
 
     defaults = dict(crank=0.1, rod=0.3, offset=0.0, m_crank=0.5, m_rod=1.0, m_slider=2.0,
