@@ -13,7 +13,7 @@ import pytest
 
 import kic
 import mechanisms
-from kic.mjcf import spanning_tree, to_mjcf
+from kic.io.mjcf import spanning_tree, to_mjcf
 
 mujoco = pytest.importorskip("mujoco")
 
