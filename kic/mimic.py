@@ -83,6 +83,19 @@ class MimicModel:
     def __repr__(self) -> str:
         return f"<MimicModel {self.dof} of {self.G.shape[0]} joints: {self.coordinate_names}>"
 
+    # ------------------------------------------------------------- files
+    def to_urdf(self, name: str | None = None, limits: Mapping | None = None) -> str:
+        """URDF text of the model in all joints with its ``<mimic>`` elements
+        (:func:`kic.io.urdf.to_urdf`)."""
+        from .io.urdf import to_urdf
+        return to_urdf(self, name=name, limits=limits)
+
+    def to_mjcf(self, name: str | None = None, **options) -> str:
+        """MJCF text of the model in all joints, the couplings as joint equalities
+        (:func:`kic.io.mjcf.to_mjcf`)."""
+        from .io.mjcf import to_mjcf
+        return to_mjcf(self, name=name, **options)
+
     # ------------------------------------------------------------- maps
     def _q(self, q, what="q") -> np.ndarray:
         q = np.asarray(q, float)

@@ -523,3 +523,143 @@ def test_a_joint_locked_by_equal_limits_loads_without_a_range():
            '<limit lower="-1" upper="2" effort="1" velocity="1"/></joint></robot>')
     m = mechanism_from_urdf(xml)
     assert "j" not in m.limits and "k" in m.limits
+
+
+# --------------------------------------------------------------------------
+# what the importer repairs, and strict=True
+# --------------------------------------------------------------------------
+def inertial_xml(m, xyz, ixx, ixy, ixz, iyy, iyz, izz):
+    return (f'<inertial><origin xyz="{xyz}"/><mass value="{m}"/><inertia ixx="{ixx}" '
+            f'ixy="{ixy}" ixz="{ixz}" iyy="{iyy}" iyz="{iyz}" izz="{izz}"/></inertial>')
+
+
+DEFECTIVE = robot(
+    # the root and a link fixed to it never move: their placeholders are not checked
+    f'<link name="world">{inertial_xml(1, "0 0 0", 0, 0, 0, 0, 0, 1)}</link>'
+    f'<link name="plate">{inertial_xml(1, "0 0 0", 1, 2, 0, 1, 0, 1)}</link>'
+    # not positive semi-definite (TIAGo's antennas), against the triangle inequality,
+    # and zero up to 2.4e-35 round-off beside a centroid 0.11 m out (iCub's head)
+    f'<link name="arm">{inertial_xml(1, "0.1 0 0", 0.01, 0.02, 0, 0.01, 0, 0.01)}</link>'
+    f'<link name="fore">{inertial_xml(1, "0.1 0 0", 0.001, 0, 0, 0.001, 0, 0.01)}</link>'
+    f'<link name="head">{inertial_xml(1.33687, "0.0185 -0.1108 0", 0, 0, 2.40741e-35, 0, 0, 0)}'
+    '</link>'
+    + joint("plate_joint", "fixed", "world", "plate")
+    + joint("j1", "revolute", "world", "arm", '<axis xyz="0 0 1"/>')
+    + joint("j2", "revolute", "arm", "fore", '<origin xyz="0.3 0 0"/><axis xyz="0 1 0"/>')
+    + joint("j3", "revolute", "fore", "head",
+            '<origin xyz="0.3 0 0"/><axis xyz="1 0 0"/><mimic joint="nope"/>'))
+
+
+@pytest.mark.parametrize("load", [mechanism_from_urdf, chain_from_urdf])
+def test_unphysical_inertias_and_broken_mimic_load_with_one_warning(load):
+    model, said = loaded(load, DEFECTIVE)
+    assert len(said) == 1
+    lines = said[0].splitlines()
+    assert len(lines) == 4 and "strict=True" in lines[0]
+    assert "link 'arm': inertia is not positive semi-definite" in lines[1]
+    assert "link 'fore': principal moments" in lines[2] and "triangle" in lines[2]
+    assert "joint 'j3': <mimic> names unknown joint 'nope'; dropped" in lines[3]
+    assert not any(n in said[0] for n in ("'world'", "'plate'", "'head'"))
+    assert not isinstance(model, MimicModel) and model.mimic == {}
+    # loaded as the file states it (as Pinocchio does)
+    arm = body_link_of(model, "arm")
+    close(arm.inertia, [[0.01, 0.02, 0], [0.02, 0.01, 0], [0, 0, 0.01]], 0)
+    assert arm.defects and not body_link_of(model, "head").defects
+    with pytest.raises(kic.ModelError) as err:
+        load(DEFECTIVE, strict=True)
+    for name in ("link 'arm'", "link 'fore'", "joint 'j3'"):
+        assert name in str(err.value)
+    assert "'head'" not in str(err.value)
+
+
+def body_link_of(model, name):
+    if isinstance(model, kic.Mechanism):
+        return model.graph.nodes[name]["link"]
+    return model.links[model.link_index(name)]
+
+
+def test_link_by_hand_is_strict_with_a_relative_tolerance():
+    with pytest.raises(kic.ModelError, match="link 'x': inertia is not positive semi-definite"):
+        kic.Link(1.0, inertia=[[1, 2, 0], [2, 1, 0], [0, 0, 1]], name="x")
+    with pytest.raises(kic.ModelError, match="triangle inequality.*check_triangle=False"):
+        kic.Link(1.0, inertia=np.diag([0.1, 0.1, 1.0]))
+    # round-off zeros against the link's own scale (here mass |com|^2) pass
+    head = kic.Link(1.33687, com=(0.0185, -0.1108, 0), inertia=[[0, 0, 2.4e-35], [0, 0, 0],
+                                                               [2.4e-35, 0, 0]])
+    assert head.defects == ()
+    # strict=False keeps what is given and says what is wrong with it
+    odd = kic.Link(1.0, inertia=[[1, 2, 0], [2, 1, 0], [0, 0, 1]], strict=False)
+    assert len(odd.defects) == 1 and "positive semi-definite" in odd.defects[0]
+
+
+# --------------------------------------------------------------------------
+# one chain found by itself; fixed links kept
+# --------------------------------------------------------------------------
+def ur_like() -> str:
+    """A UR-like arm: the root world, fixed base_link and base, three revolute joints,
+    two fixed leaves ee_link and tool0 on the last link."""
+    mass = inertial_xml(2.0, "0.1 0 0.02", 0.01, 0, 0, 0.02, 0, 0.02)
+    links = "".join(f'<link name="{n}">{mass}</link>' for n in ("l1", "l2", "l3"))
+    links += ('<link name="world"/><link name="base_link"/><link name="base"/>'
+              '<link name="ee_link"/><link name="tool0"/>')
+    lim = '<limit lower="-3.1" upper="3.1" effort="1" velocity="1"/>'
+    return robot(
+        links + joint("world_joint", "fixed", "world", "base_link", '<origin xyz="0 0 0.1"/>')
+        + joint("base_fixed", "fixed", "base_link", "base", '<origin rpy="0 0 3.14159"/>')
+        + joint("j1", "revolute", "base_link", "l1", f'<axis xyz="0 0 1"/>{lim}')
+        + joint("j2", "revolute", "l1", "l2", f'<origin xyz="0 0 0.1" rpy="0 1.5707963 0"/>'
+                f'<axis xyz="0 1 0"/>{lim}')
+        + joint("j3", "continuous", "l2", "l3", '<origin xyz="0.4 0 0"/><axis xyz="0 1 0"/>')
+        + joint("ee_fixed_joint", "fixed", "l3", "ee_link",
+                '<origin xyz="0 0.08 0" rpy="0 0 1.5707963"/>')
+        + joint("tool0_joint", "fixed", "l3", "tool0", '<origin xyz="0 0.1 0" rpy="-1.57 0 0"/>'))
+
+
+def test_single_chain_is_found_and_fixed_leaves_stay_frames():
+    rng = np.random.default_rng(12)
+    text = ur_like()
+    chain = kic.SerialChain.from_urdf(text)
+    assert chain.joint_names == ("j1", "j2", "j3") and chain.dof == 3
+    close(chain.tool, np.eye(4), 0)                       # two leaves: no tool chosen
+    assert set(chain.fixed_frames) == {"world", "base_link", "base", "l1", "l2", "l3",
+                                       "ee_link", "tool0"}
+    body, X = chain.fixed_frames["tool0"]
+    assert body == "l3"
+    close(X, T((0, 0.1, 0), (-1.57, 0, 0)), 1e-15)
+    # tool0 through the named frame equals the chain to tool0 given as tip_link
+    tipped = kic.SerialChain.from_urdf(text, tip_link="tool0")
+    q = rng.uniform(-2, 2, (4, 3))
+    close(chain.frames(q)[..., -1, :, :] @ X, tipped.tool_frame(q), 1e-14)
+    compare(chain, tipped, 3, rng)
+    assert chain.limits == {"j1": (-3.1, 3.1), "j2": (-3.1, 3.1)}
+
+
+def test_urdf_export_keeps_fixed_links():
+    rng = np.random.default_rng(13)
+    text = ur_like()
+    for model in (kic.SerialChain.from_urdf(text), kic.Mechanism.from_urdf(text)):
+        out = model.to_urdf()
+        parsed = parse_urdf(out)
+        for n in ("world", "base_link", "base", "ee_link", "tool0"):
+            assert n in parsed.links
+        assert parsed.joints["ee_fixed_joint"].kind == "fixed"
+        assert parsed.joints["tool0_joint"].kind == "fixed"
+        assert parsed.root == ("world" if isinstance(model, kic.SerialChain) else "ground")
+        if isinstance(model, kic.SerialChain):
+            back = kic.SerialChain.from_urdf(out)
+            compare(back, model, 3, rng)
+            q = rng.uniform(-2, 2, (3, 3))
+            for n in ("tool0", "ee_link", "base"):
+                (b1, X1), (b2, X2) = back.fixed_frames[n], model.fixed_frames[n]
+                assert b1 == b2
+                close(X1, X2, 1e-14)
+            close(back.frames(q), model.frames(q), 1e-14)
+        else:
+            back = kic.Mechanism.from_urdf(out)
+            names = model.primitive_joints
+            compare(back.model(names), model.model(names), 3, rng)
+            assert back.fixed_frames["tool0"][0] == "l3"
+            close(back.fixed_frames["tool0"][1], model.fixed_frames["tool0"][1], 1e-14)
+        # export of the export is the same document (up to the order of elements)
+        again = type(model).from_urdf(out).to_urdf()
+        assert sorted(again.splitlines()) == sorted(out.splitlines())
