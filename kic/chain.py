@@ -106,7 +106,7 @@ def inertia_scale(inertia, mass, com) -> np.ndarray:
     inertia, mass, com = np.asarray(inertia, float), np.asarray(mass, float), \
         np.asarray(com, float)
     return np.maximum(np.maximum(np.abs(inertia).max(axis=(-2, -1)),
-                                 mass * np.einsum("...i,...i->...", com, com)), TINY)
+                                 mass * (com * com).sum(axis=-1)), TINY)
 
 
 def inertia_defects(inertia, scale, check_triangle: bool = True) -> list[str]:
@@ -118,12 +118,14 @@ def inertia_defects(inertia, scale, check_triangle: bool = True) -> list[str]:
     semi-definite) and, with ``check_triangle``, ``I1 + I2 < I3 - INERTIA_RTOL *
     scale`` (the triangle inequality of every real body).
     """
-    ev = np.linalg.eigvalsh(np.asarray(inertia, float)).reshape(-1, 3)
+    ev = np.linalg.eigvalsh(inertia).reshape(-1, 3)
     tol = INERTIA_RTOL * np.asarray(scale, float).reshape(-1)
     not_psd = ev[:, 0] < -tol
-    triangle = (ev[:, 0] + ev[:, 1] < ev[:, 2] - tol) & check_triangle
+    bad = not_psd | (ev[:, 0] + ev[:, 1] < ev[:, 2] - tol) if check_triangle else not_psd
     out = [""] * len(ev)
-    for k in np.flatnonzero(not_psd | triangle):
+    if not bad.any():
+        return out
+    for k in np.flatnonzero(bad):
         out[k] = (f"inertia is not positive semi-definite (principal moments "
                   f"{ev[k].tolist()})" if not_psd[k] else
                   f"principal moments {ev[k].tolist()} violate the triangle inequality "

@@ -73,6 +73,7 @@ from ..errors import ModelError
 from ..mimic import MimicModel
 from ..topology import GROUND, Mechanism
 from ._xml import RepairWarning, format_number as _num, format_vector as _vec, read_xml
+from ._xml import without_gc
 from ._xml import rigid_inverse as _inv, xml_escape as _esc
 
 __all__ = ["UrdfRobot", "parse_urdf", "chain_from_urdf", "mechanism_from_urdf", "to_urdf",
@@ -201,13 +202,16 @@ class UrdfRobot:
                 j.mimic = None
         # group links that are rigidly joined: body[link] = (top link, T link in top)
         self.body: dict[str, tuple[str, np.ndarray]] = {}
+        self.members: dict[str, list[str]] = {}      # top link -> the links of its group
         for n in order:
             j = self.parent_joint.get(n)
             if j is None or j.kind != "fixed":
                 self.body[n] = (n, np.eye(4))
+                self.members[n] = [n]
             else:
                 top, T = self.body[j.parent]
                 self.body[n] = (top, T @ j.origin)
+                self.members[top].append(n)
 
     def _order(self) -> list[str]:
         """Links, parents before children (depth first, document order)."""
@@ -227,9 +231,12 @@ class UrdfRobot:
         """The mass properties of the rigid group with top link ``top`` (fixed joints
         merged), as the file states them (defects are reported by the importers)."""
         parts = []
-        for n, (t, T) in self.body.items():
-            if t == top:
-                L = self.links[n]
+        for n in self.members[top]:
+            L = self.links[n]
+            if n == top:
+                parts.append((L.mass, L.com, L.inertia))
+            elif L.mass != 0 or L.inertia.any():         # massless frames add nothing
+                T = self.body[n][1]
                 R = T[:3, :3]
                 parts.append((L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
         m, c, I = _composite(parts)
@@ -238,7 +245,7 @@ class UrdfRobot:
     def defects(self, tops) -> list[str]:
         """What is unphysical in the links of the rigid groups ``tops`` (the ones that
         move), one line each, and the dropped mimics."""
-        names = [n for n, (t, _) in self.body.items() if t in set(tops)]
+        names = [n for t in tops for n in self.members[t]]
         notes = []
         if names:
             L = [self.links[n] for n in names]
@@ -430,6 +437,7 @@ def parse_urdf(source) -> UrdfRobot:
 # --------------------------------------------------------------------------
 # URDF -> kic
 # --------------------------------------------------------------------------
+@without_gc
 def chain_from_urdf(source, base_link: str | None = None, tip_link: str | None = None,
                     gravity=(0.0, 0.0, -9.81), strict: bool = False):
     """A :class:`kic.SerialChain` of the moving joints of a URDF.
@@ -570,6 +578,7 @@ def _subtree(robot: UrdfRobot, top: str) -> list[str]:
     return out
 
 
+@without_gc
 def mechanism_from_urdf(source, gravity=(0.0, 0.0, -9.81), strict: bool = False,
                         name: str | None = None) -> Mechanism:
     """A :class:`kic.Mechanism` of the whole URDF tree (fixed base: the root link).
