@@ -11,10 +11,10 @@ For every URDF of example-robot-data that Pinocchio loads with a fixed base and
 moving joints, the same file is loaded from its path by
 ``kic.Mechanism.from_urdf(path)`` (the whole tree, default options; its
 RepairWarnings are silenced here) and by ``pinocchio.buildModelFromUrdf(path)``,
-interleaved in one process; the median of the repeats is reported per robot, with
-the ratio kic / Pinocchio, and over the collection the ratio of the total times
-and the median and largest per-robot ratios.  Each time is the best of the repeats
-(the least disturbed by other processes; the median is printed beside it).
+interleaved in one process, in CPU time of the process; the best of the repeats is
+reported per robot (the median beside it), with the ratio kic / Pinocchio, and over
+the collection the ratio of the total times and the median and largest per-robot
+ratios.
 """
 from __future__ import annotations
 
@@ -43,11 +43,12 @@ def robots_dir() -> Path:
 
 
 def timed(load, path: str) -> float:
-    """Seconds of one ``load(path)``."""
+    """CPU seconds of this process for one ``load(path)`` (not the wall clock: on a
+    shared machine the wall clock counts the time other processes hold the CPU)."""
     gc.collect()
-    t = time.perf_counter()
+    t = time.process_time()
     load(path)
-    return time.perf_counter() - t
+    return time.process_time() - t
 
 
 def table(root: Path) -> None:

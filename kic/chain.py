@@ -210,6 +210,38 @@ class Link:
         self.inertia: np.ndarray = I
         self.name = name
 
+    @classmethod
+    def many(cls, masses, coms, inertias, names: Sequence[str | None],
+             check_triangle: bool = True, strict: bool = True) -> list["Link"]:
+        """Links from arrays, with the constructor's checks made for all at once.
+
+        ``masses`` (n,) kg, ``coms`` (n, 3) m, ``inertias`` (n, 3, 3) kg m^2 about
+        the centroids; ``names``, ``check_triangle`` and ``strict`` as in the
+        constructor (a file importer builds its bodies this way).
+        """
+        names = list(names)
+        n = len(names)
+        m = finite_array(masses, "link masses", (n,))
+        c = finite_array(coms, "link centroids", (n, 3))
+        I = finite_array(inertias, "link inertias", (n, 3, 3))
+        for k in np.flatnonzero(m < 0)[:1]:
+            raise ModelError(f"link {names[k]!r}: mass must be a scalar >= 0 kg, got {m[k]!r}")
+        scale = inertia_scale(I, m, c)
+        for k in np.flatnonzero(np.abs(I - I.swapaxes(1, 2)).max(axis=(1, 2))
+                                > INERTIA_RTOL * scale)[:1]:
+            raise ModelError(f"link {names[k]!r}: inertia is not symmetric: {I[k].tolist()}")
+        I = 0.5 * (I + I.swapaxes(1, 2))
+        defects = inertia_defects(I, scale, check_triangle)
+        out = []
+        for k, name in enumerate(names):
+            if strict and defects[k]:
+                raise ModelError(f"link {name!r}: {defects[k]}")
+            link = cls.__new__(cls)
+            link.mass, link.com, link.inertia, link.name = float(m[k]), c[k], I[k], name
+            link.defects = (defects[k],) if defects[k] else ()
+            out.append(link)
+        return out
+
     def __repr__(self) -> str:
         return f"Link(mass={self.mass}, com={self.com.tolist()}, name={self.name!r})"
 

@@ -67,7 +67,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._array import homogeneous
 from ..chain import Joint, Link, SerialChain, inertia_defects, inertia_scale
 from ..errors import ModelError
 from ..mimic import MimicModel
@@ -88,13 +87,23 @@ _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 # rotations
 # --------------------------------------------------------------------------
 def rpy_matrix(rpy) -> np.ndarray:
-    """URDF rotation ``Rz(yaw) Ry(pitch) Rx(roll)`` of ``rpy = (roll, pitch, yaw)`` (rad)."""
-    r, p, y = (float(a) for a in rpy)
-    cr, sr, cp, sp, cy, sy = (math.cos(r), math.sin(r), math.cos(p), math.sin(p),
-                              math.cos(y), math.sin(y))
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
+    """URDF rotation ``Rz(yaw) Ry(pitch) Rx(roll)`` of ``rpy = (roll, pitch, yaw)`` (rad);
+    batched: ``rpy`` (..., 3) gives (..., 3, 3)."""
+    rpy = np.asarray(rpy, float)
+    cr, cp, cy = np.moveaxis(np.cos(rpy), -1, 0)
+    sr, sp, sy = np.moveaxis(np.sin(rpy), -1, 0)
+    return np.stack([cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr,
+                     sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr,
+                     -sp, cp * sr, cp * cr], axis=-1).reshape(rpy.shape[:-1] + (3, 3))
+
+
+def _frames(xyz, rpy) -> np.ndarray:
+    """4x4 transforms (n, 4, 4) of URDF origins: translations (n, 3), rpy (n, 3)."""
+    T = np.zeros((len(xyz), 4, 4))
+    T[:, :3, :3] = rpy_matrix(rpy)
+    T[:, :3, 3] = xyz
+    T[:, 3, 3] = 1.0
+    return T
 
 
 def matrix_rpy(R) -> tuple[float, float, float]:
@@ -227,20 +236,25 @@ class UrdfRobot:
         return [self.parent_joint[n] for n in self._order()
                 if n in self.parent_joint and self.parent_joint[n].kind != "fixed"]
 
-    def body_link(self, top: str) -> Link:
-        """The mass properties of the rigid group with top link ``top`` (fixed joints
+    def body_links(self, tops) -> list[Link]:
+        """The mass properties of the rigid groups with top links ``tops`` (fixed joints
         merged), as the file states them (defects are reported by the importers)."""
-        parts = []
-        for n in self.members[top]:
-            L = self.links[n]
-            if n == top:
-                parts.append((L.mass, L.com, L.inertia))
-            elif L.mass != 0 or L.inertia.any():         # massless frames add nothing
-                T = self.body[n][1]
-                R = T[:3, :3]
-                parts.append((L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
-        m, c, I = _composite(parts)
-        return Link(m, c, I, name=top, strict=False)
+        masses, coms, inertias = [], [], []
+        for top in tops:
+            parts = []
+            for n in self.members[top]:
+                L = self.links[n]
+                if n == top:
+                    parts.append((L.mass, L.com, L.inertia))
+                elif L.mass != 0 or L.inertia.any():     # massless frames add nothing
+                    T = self.body[n][1]
+                    R = T[:3, :3]
+                    parts.append((L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
+            m, c, I = _composite(parts)
+            masses.append(m)
+            coms.append(c)
+            inertias.append(I)
+        return Link.many(masses, coms, inertias, tops, strict=False)
 
     def defects(self, tops) -> list[str]:
         """What is unphysical in the links of the rigid groups ``tops`` (the ones that
@@ -325,39 +339,40 @@ def _scalar(elem, key: str, what: str, default: float | None = None) -> float:
     return v
 
 
-def _origin(elem, what: str) -> np.ndarray:
+_ZERO3 = (0.0, 0.0, 0.0)
+
+
+def _origin(elem, what: str) -> tuple:
+    """``(xyz, rpy)`` of an element's ``<origin>`` (zeros where missing)."""
     o = elem.find("origin")
     if o is None:
-        return np.eye(4)
-    xyz = _floats(o.get("xyz"), f"{what} <origin xyz>", (0.0, 0.0, 0.0))
-    rpy = o.get("rpy")
-    if rpy is None:
-        return homogeneous(None, xyz)
-    return homogeneous(rpy_matrix(_floats(rpy, f"{what} <origin rpy>", (0.0, 0.0, 0.0))), xyz)
+        return _ZERO3, _ZERO3
+    return (_floats(o.get("xyz"), f"{what} <origin xyz>", _ZERO3),
+            _floats(o.get("rpy"), f"{what} <origin rpy>", _ZERO3))
 
 
-def _link(e, k: int) -> UrdfLink:
+def _link(e, k: int) -> tuple:
+    """A <link> as numbers: ``(name, mass, xyz, rpy, inertia entries)`` of its inertial
+    (the arithmetic is done for all links at once, in :func:`parse_urdf`)."""
     name = e.get("name")
     if not name:
         raise ModelError(f"URDF <link> number {k + 1} has no name")
     inertial = e.find("inertial")
     if inertial is None:
-        return UrdfLink(name)
+        return name, 0.0, _ZERO3, _ZERO3, (0.0,) * 6
     what = f"URDF link {name!r}"
     me = inertial.find("mass")
     mass = 0.0 if me is None else _scalar(me, "value", f"{what} <mass>")
     if mass < 0:
         raise ModelError(f"{what} <mass value={mass!r}>: a mass is >= 0 kg")
     ie = inertial.find("inertia")
-    xx, xy, xz, yy, yz, zz = (0.0,) * 6 if ie is None else \
-        (_scalar(ie, key, f"{what} <inertia>", 0.0) for key in _INERTIA_KEYS)
-    Ic = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-    T = _origin(inertial, f"{what} <inertial>")
-    R = T[:3, :3]
-    return UrdfLink(name, mass, T[:3, 3].copy(), R @ Ic @ R.T)
+    six = (0.0,) * 6 if ie is None else \
+        tuple(_scalar(ie, key, f"{what} <inertia>", 0.0) for key in _INERTIA_KEYS)
+    return (name, mass, *_origin(inertial, f"{what} <inertial>"), six)
 
 
-def _joint(e, k: int) -> UrdfJoint:
+def _joint(e, k: int) -> tuple:
+    """A <joint> as ``(UrdfJoint fields but origin and axis, xyz, rpy, axis)``."""
     name = e.get("name")
     if not name:
         raise ModelError(f"URDF <joint> number {k + 1} has no name")
@@ -379,16 +394,14 @@ def _joint(e, k: int) -> UrdfJoint:
         ends.append(s.get("link"))
     if ends[0] == ends[1]:
         raise ModelError(f"{what} joins link {ends[0]!r} to itself")
-    axis = np.array([1.0, 0.0, 0.0])            # the URDF default
+    axis = (1.0, 0.0, 0.0)                  # the URDF default
     limit = mimic = None
     if jtype != "fixed":
         a = e.find("axis")
         if a is not None:
-            axis = np.array(_floats(a.get("xyz"), f"{what} <axis xyz>", (1.0, 0.0, 0.0)))
-        n = math.sqrt(float(axis @ axis))
-        if n == 0:
+            axis = _floats(a.get("xyz"), f"{what} <axis xyz>", axis)
+        if not any(axis):
             raise ModelError(f"{what}: <axis xyz> is zero")
-        axis = axis / n
         le = e.find("limit")
         if le is not None and jtype != "continuous" and \
                 (le.get("lower") is not None or le.get("upper") is not None):
@@ -403,8 +416,8 @@ def _joint(e, k: int) -> UrdfJoint:
                 raise ModelError(f"{what} <mimic>: attribute 'joint' is missing")
             mimic = (mi.get("joint"), _scalar(mi, "multiplier", f"{what} <mimic>", 1.0),
                      _scalar(mi, "offset", f"{what} <mimic>", 0.0))
-    return UrdfJoint(name, jtype, _MOVING.get(jtype, "fixed"), ends[0], ends[1],
-                     _origin(e, what), axis, limit, mimic)
+    return (name, jtype, _MOVING.get(jtype, "fixed"), ends[0], ends[1], limit, mimic,
+            *_origin(e, what), axis)
 
 
 def parse_urdf(source) -> UrdfRobot:
@@ -417,20 +430,29 @@ def parse_urdf(source) -> UrdfRobot:
     and mimics are checked by the importers (only where they matter).
     """
     root = read_xml(source, "URDF", "robot")
-    links: dict[str, UrdfLink] = {}
-    for k, e in enumerate(root.iterfind("link")):
-        L = _link(e, k)
-        if L.name in links:
-            raise ModelError(f"URDF link {L.name!r} is defined twice")
-        links[L.name] = L
-    if not links:
+    raw = [_link(e, k) for k, e in enumerate(root.iterfind("link"))]
+    if not raw:
         raise ModelError("URDF has no <link>")
+    # the arithmetic of all links at once: inertia about the centroid in link axes
+    R = rpy_matrix([r[3] for r in raw])
+    six = np.array([r[4] for r in raw])
+    I = R @ six[:, [0, 1, 2, 1, 3, 4, 2, 4, 5]].reshape(-1, 3, 3) @ R.transpose(0, 2, 1)
+    com = np.array([r[2] for r in raw])
+    links: dict[str, UrdfLink] = {}
+    for k, r in enumerate(raw):
+        if r[0] in links:
+            raise ModelError(f"URDF link {r[0]!r} is defined twice")
+        links[r[0]] = UrdfLink(r[0], r[1], com[k], I[k])
+    raw = [_joint(e, k) for k, e in enumerate(root.iterfind("joint"))]
     joints: dict[str, UrdfJoint] = {}
-    for k, e in enumerate(root.iterfind("joint")):
-        j = _joint(e, k)
-        if j.name in joints:
-            raise ModelError(f"URDF joint {j.name!r} is defined twice")
-        joints[j.name] = j
+    if raw:
+        origins = _frames([r[7] for r in raw], [r[8] for r in raw])
+        axes = np.array([r[9] for r in raw])
+        axes /= np.sqrt((axes * axes).sum(axis=1))[:, None]
+        for k, r in enumerate(raw):
+            if r[0] in joints:
+                raise ModelError(f"URDF joint {r[0]!r} is defined twice")
+            joints[r[0]] = UrdfJoint(*r[:5], origins[k], axes[k], *r[5:7])
     return UrdfRobot(root.get("name") or "robot", links, joints)
 
 
@@ -491,13 +513,13 @@ def chain_from_urdf(source, base_link: str | None = None, tip_link: str | None =
     tops = [j.child for j in moving]
     _report(robot, tops, strict)
     base_top, T_base = robot.body[base]
-    joints, links, prev = [], [], (base_top, T_base)
+    joints, prev = [], (base_top, T_base)
     for j in moving:
         top, T = robot.body[j.parent]
         origin = _inv(prev[1]) @ T @ j.origin
         joints.append(Joint(j.kind, j.axis, origin, name=j.name))
-        links.append(robot.body_link(j.child))
         prev = (j.child, np.eye(4))
+    links = robot.body_links(tops)
     tool = robot.body[tip_link][1]
     chain = SerialChain(joints, links, gravity=gravity, tool=tool, name=robot.name)
     names = [j.name for j in moving]
@@ -601,8 +623,8 @@ def mechanism_from_urdf(source, gravity=(0.0, 0.0, -9.81), strict: bool = False,
                          "for the fixed base")
     _report(robot, tops, strict)
     mech = Mechanism(gravity=gravity, name=name or robot.name)
-    for t in tops:
-        mech.add_body(t, link=robot.body_link(t))
+    for t, link in zip(tops, robot.body_links(tops)):
+        mech.add_body(t, link=link)
     rename = {root: GROUND}
     for j in moving:
         top, T = robot.body[j.parent]
