@@ -288,25 +288,8 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
     if resume and out is None:
         raise ModelError("sweep: resume=True needs out= (the file to resume from)")
     previous = _previous(out, table) if resume else None
-    if chunk_size is None:
-        chunk_size = (previous.chunk_size if previous is not None
-                      else max(1, math.ceil(n / (10 if kind == "serial" else 4 * workers))))
-    elif not (isinstance(chunk_size, (int, np.integer)) and not isinstance(chunk_size, bool)
-              and chunk_size >= 1):
-        raise ModelError(f"sweep: chunk_size must be a positive integer, got {chunk_size!r}")
-    chunk_size = int(chunk_size)
-    if previous is not None and previous.chunk_size != chunk_size:
-        raise ModelError(f"sweep: resuming {os.fspath(out)!r}, written with chunk_size="
-                         f"{previous.chunk_size}, with chunk_size={chunk_size}: use the same "
-                         "chunk size (or leave it out)")
-    if kind == "processes":
-        _check_pickles(evaluate, pickle.dumps, "a local process pool (standard pickle)")
-    elif kind == "dask":
-        try:
-            import cloudpickle
-        except ImportError as exc:
-            raise _dask_missing() from exc
-        _check_pickles(evaluate, cloudpickle.dumps, "Dask workers (cloudpickle)")
+    chunk_size = _chunk_size(chunk_size, previous, n, kind, workers, out)
+    _check_transport(evaluate, kind)
 
     state = _Gather(table, chunk_size, previous)
     state.result.scheduler = "dask" if kind == "dask" else kind
@@ -345,6 +328,35 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
 
 
 # ----------------------------------------------------------------------------- designs
+
+def _chunk_size(chunk_size, previous, n: int, kind: str, workers: int, out) -> int:
+    """The chunk size given, or the default (the resumed file's, or a few chunks per
+    worker); checked against the file resumed."""
+    if chunk_size is None:
+        chunk_size = (previous.chunk_size if previous is not None
+                      else max(1, math.ceil(n / (10 if kind == "serial" else 4 * workers))))
+    elif not (isinstance(chunk_size, (int, np.integer)) and not isinstance(chunk_size, bool)
+              and chunk_size >= 1):
+        raise ModelError(f"sweep: chunk_size must be a positive integer, got {chunk_size!r}")
+    chunk_size = int(chunk_size)
+    if previous is not None and previous.chunk_size != chunk_size:
+        raise ModelError(f"sweep: resuming {os.fspath(out)!r}, written with chunk_size="
+                         f"{previous.chunk_size}, with chunk_size={chunk_size}: use the same "
+                         "chunk size (or leave it out)")
+    return chunk_size
+
+
+def _check_transport(evaluate, kind: str) -> None:
+    """``evaluate`` must travel to the workers: by pickle (processes) or cloudpickle (Dask)."""
+    if kind == "processes":
+        _check_pickles(evaluate, pickle.dumps, "a local process pool (standard pickle)")
+    elif kind == "dask":
+        try:
+            import cloudpickle
+        except ImportError as exc:
+            raise _dask_missing() from exc
+        _check_pickles(evaluate, cloudpickle.dumps, "Dask workers (cloudpickle)")
+
 
 def as_designs(designs, names: Sequence[str] | None = None) -> np.ndarray:
     """The designs as a 1-D structured array (one field per parameter).

@@ -34,6 +34,7 @@ from ..chain import Link, SerialChain
 from ..errors import ModelError
 from ..limits import ConeLimit
 from ..mimic import MimicModel
+from ..settings import CLOSURE_TOLERANCE, DIRECTION_RTOL, EXACT_START, NEWTON_MAX_ITERATIONS
 from ..topology import GROUND, Mechanism
 from ._xml import format_number as _num, format_vector as _vec, rigid_inverse as _inv
 from ._xml import xml_escape as _esc
@@ -231,11 +232,11 @@ def _planar(mech: Mechanism, records, frames) -> bool:
             w = frames[r.parent][:3, :3] @ r.origin[:3, :3] @ a
             if normal is None:
                 normal = w
-            elif np.linalg.norm(np.cross(normal, w)) > 1e-9:
+            elif np.linalg.norm(np.cross(normal, w)) > DIRECTION_RTOL:
                 return False
     if normal is None:
         return False
-    return all(abs(normal @ (frames[r.parent][:3, :3] @ r.origin[:3, :3] @ a)) < 1e-9
+    return all(abs(normal @ (frames[r.parent][:3, :3] @ r.origin[:3, :3] @ a)) < DIRECTION_RTOL
                for r in records for _, kind, a in r.primitives if kind == "P")
 
 
@@ -376,6 +377,28 @@ def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequen
             world[other] = T
     # frames of each body at the reference, kept as world[b]; loop closures
     planar = _planar(mech, records, world)
+    equality = _closures(cut, by_name, bodies, planar, solimp, axis_length)
+    for n, (b, X) in (getattr(mech, "fixed_frames", None) or {}).items():
+        if n not in bodies and b in bodies:      # an imported file's fixed links
+            bodies[b].sites.append((n, X))
+    mimic = mimic if mimic is not None else getattr(mech, "mimic", None)
+    equality += _mimic_equalities(mimic, set(prim_names))
+    qpos: list[float] = []
+    lines = _header(name or mech.name, mech.gravity, timestep, min_mass)
+    _write_body(bodies[GROUND], lines, "    ", qpos, phi, _ranges(mech.limits), root=True)
+    lines.append("  </worldbody>")
+    if equality:
+        lines += ["  <equality>"] + equality + ["  </equality>"]
+    if reference is not None:
+        lines += ["  <keyframe>", f'    <key name="reference" qpos="{_vec(qpos)}"/>',
+                  "  </keyframe>"]
+    lines.append("</mujoco>")
+    return "\n".join(lines) + "\n"
+
+
+def _closures(cut, by_name, bodies, planar: bool, solimp, axis_length: float) -> list[str]:
+    """The equality constraints that close the cut joints (module docs), their sites
+    added to the bodies."""
     equality = []
     imp = "" if solimp is None else f' solimp="{_vec(solimp)}"'
     for cname in cut:
@@ -402,22 +425,7 @@ def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequen
             bodies[welded_side(r)].sites.append((f"{cname}:body", np.eye(4)))
             equality.append(f'    <weld name="{_esc(cname)}"{imp} site1="{_esc(gname)}:frame" '
                             f'site2="{_esc(cname)}:body"/>')
-    for n, (b, X) in (getattr(mech, "fixed_frames", None) or {}).items():
-        if n not in bodies and b in bodies:      # an imported file's fixed links
-            bodies[b].sites.append((n, X))
-    mimic = mimic if mimic is not None else getattr(mech, "mimic", None)
-    equality += _mimic_equalities(mimic, set(prim_names))
-    qpos: list[float] = []
-    lines = _header(name or mech.name, mech.gravity, timestep, min_mass)
-    _write_body(bodies[GROUND], lines, "    ", qpos, phi, _ranges(mech.limits), root=True)
-    lines.append("  </worldbody>")
-    if equality:
-        lines += ["  <equality>"] + equality + ["  </equality>"]
-    if reference is not None:
-        lines += ["  <keyframe>", f'    <key name="reference" qpos="{_vec(qpos)}"/>',
-                  "  </keyframe>"]
-    lines.append("</mujoco>")
-    return "\n".join(lines) + "\n"
+    return equality
 
 
 def _header(name, gravity, timestep, min_mass) -> list[str]:
@@ -469,14 +477,15 @@ def _solve_joint(pose, joints, target, what: str) -> dict:
         return np.concatenate([T[:3, 3] - target[:3, 3], w])
 
     x = np.zeros(len(joints))
-    for _ in range(100):
+    for _ in range(NEWTON_MAX_ITERATIONS):
         e = error(x)
-        if np.abs(e).max() < 1e-14:
+        if np.abs(e).max() < EXACT_START:
             break
-        J = np.column_stack([(error(x + h) - error(x - h)) / 2e-7
-                             for h in 1e-7 * np.eye(len(x))])
+        step = 1e-7                         # central differences: error ~ step^2
+        J = np.column_stack([(error(x + h) - error(x - h)) / (2 * step)
+                             for h in step * np.eye(len(x))])
         x = x - np.linalg.lstsq(J, e, rcond=None)[0]
-    if np.abs(error(x)).max() > 1e-10:
+    if np.abs(error(x)).max() > CLOSURE_TOLERANCE:
         raise ModelError(f"joint {what!r}: no joint values place its child body at the "
                          "model's configuration; give them in reference")
     return {n: float(v) for (n, *_), v in zip(joints, x)}
