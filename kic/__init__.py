@@ -51,9 +51,10 @@ from .trajectory import Trajectory
 from .topology import Mechanism
 from .transfer import Transfer, solve_transfer, transfer_influence
 from .mimic import MimicModel
-# kic.io (URDF, MJCF) is imported when used: SerialChain.from_urdf and the other
-# file methods import it; kic.sweep is imported on its own, `from kic.sweep import sweep`
-from . import indices, limits, plot, workspace  # noqa: E402
+# kic.io holds the file formats (URDF, MJCF); the description's file methods
+# (SerialChain.from_urdf, ...) import it when called.  kic.sweep is imported on its
+# own, `from kic.sweep import sweep`
+from . import indices, io, limits, plot, workspace  # noqa: E402
 from .sensitivity import (Centroid, DesignSensitivity, Inertia, Length, Mass, Sensitivities,
                           sensitivities)
 
@@ -68,7 +69,7 @@ __all__ = [
     "scalar_product", "cross_product",
     "Transfer", "solve_transfer", "transfer_influence",
     "KicError", "ModelError", "SingularityError", "ClosureError", "Status",
-    "set_backend", "get_backend", "MimicModel", "indices", "plot",
+    "set_backend", "get_backend", "MimicModel", "indices", "io", "plot",
     "limits", "workspace",
     "Length", "Mass", "Centroid", "Inertia", "Sensitivities", "DesignSensitivity",
     "sensitivities",
