@@ -50,10 +50,11 @@ from .statespace import StateSpaceSequence
 from .trajectory import Trajectory
 from .topology import Mechanism
 from .transfer import Transfer, solve_transfer, transfer_influence
-# (kic.sweep is imported on its own, `from kic.sweep import sweep`: its example
-# evaluation uses the ready-made models of `mechanisms`, which import kic)
-from . import indices, limits, mjcf, plot, urdf, workspace  # noqa: E402  (formats attach methods)
-from .urdf import MimicModel
+from .mimic import MimicModel
+# kic.io holds the file formats (URDF, MJCF); the description's file methods
+# (SerialChain.from_urdf, ...) import it when called.  kic.sweep is imported on its
+# own, `from kic.sweep import sweep`
+from . import indices, io, limits, plot, workspace  # noqa: E402
 from .sensitivity import (Centroid, DesignSensitivity, Inertia, Length, Mass, Sensitivities,
                           sensitivities)
 
@@ -68,7 +69,7 @@ __all__ = [
     "scalar_product", "cross_product",
     "Transfer", "solve_transfer", "transfer_influence",
     "KicError", "ModelError", "SingularityError", "ClosureError", "Status",
-    "set_backend", "get_backend", "MimicModel", "indices", "plot", "urdf", "mjcf",
+    "set_backend", "get_backend", "MimicModel", "indices", "io", "plot",
     "limits", "workspace",
     "Length", "Mass", "Centroid", "Inertia", "Sensitivities", "DesignSensitivity",
     "sensitivities",

@@ -15,13 +15,14 @@ import numpy as np
 from . import dynamics
 from ._array import as_batch, finite_array, homogeneous, rot_x, rot_z
 from .errors import ModelError
+from .settings import INERTIA_RTOL, TINY
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dynamics import DynamicModel
     from .kinematics import ChainKinematics
     from .loads import Loads
 
-__all__ = ["Joint", "Link", "SerialChain"]
+__all__ = ["Joint", "Link", "SerialChain", "inertia_defects", "inertia_scale"]
 
 _KINDS = {"R": "R", "REVOLUTE": "R", "P": "P", "PRISMATIC": "P"}
 
@@ -99,6 +100,39 @@ class Joint:
         return f"Joint({self.kind!r}, axis={self.axis.tolist()}, name={self.name!r})"
 
 
+def inertia_scale(inertia, mass, com) -> np.ndarray:
+    """A link's own inertia scale (kg m^2), the largest of its inertia's entries and
+    ``mass |com|^2`` (its inertia about the link frame); batched over leading axes."""
+    inertia, mass, com = np.asarray(inertia, float), np.asarray(mass, float), \
+        np.asarray(com, float)
+    return np.maximum(np.maximum(np.abs(inertia).max(axis=(-2, -1)),
+                                 mass * (com * com).sum(axis=-1)), TINY)
+
+
+def inertia_defects(inertia, scale, check_triangle: bool = True) -> list[str]:
+    """What is unphysical about symmetric inertia tensors (kg m^2), one message each
+    (``""`` for a physical one); ``inertia`` (..., 3, 3), ``scale`` (...) from
+    :func:`inertia_scale`.
+
+    A principal moment below ``-INERTIA_RTOL * scale`` (not positive
+    semi-definite) and, with ``check_triangle``, ``I1 + I2 < I3 - INERTIA_RTOL *
+    scale`` (the triangle inequality of every real body).
+    """
+    ev = np.linalg.eigvalsh(inertia).reshape(-1, 3)
+    tol = INERTIA_RTOL * np.asarray(scale, float).reshape(-1)
+    not_psd = ev[:, 0] < -tol
+    bad = not_psd | (ev[:, 0] + ev[:, 1] < ev[:, 2] - tol) if check_triangle else not_psd
+    out = [""] * len(ev)
+    if not bad.any():
+        return out
+    for k in np.flatnonzero(bad):
+        out[k] = (f"inertia is not positive semi-definite (principal moments "
+                  f"{ev[k].tolist()})" if not_psd[k] else
+                  f"principal moments {ev[k].tolist()} violate the triangle inequality "
+                  "I1 + I2 >= I3 of a physical body")
+    return out
+
+
 class Link:
     """Mass properties of a rigid link.
 
@@ -117,6 +151,24 @@ class Link:
         Require the principal moments to satisfy the triangle inequality
         ``I1 + I2 >= I3`` that every real body does.  Some published tables
         (PUMA 560 among them) violate it; pass ``False`` to accept them.
+    strict : bool
+        Raise :class:`kic.ModelError` for an inertia that is not physical (not
+        positive semi-definite, or the triangle inequality when checked).  With
+        ``False`` the inertia is kept as given and its defects are listed in
+        :attr:`defects` (file importers use this to load what a file states and
+        say what is wrong with it).
+
+    Attributes
+    ----------
+    defects : tuple of str
+        What is unphysical about the inertia (empty for a physical link).
+
+    Notes
+    -----
+    The checks allow :data:`kic.settings.INERTIA_RTOL` of the link's own scale,
+    the largest of the inertia's entries and ``mass |com|^2`` (its inertia
+    about the link frame): round-off zeros in a file, ``1e-35`` beside a
+    centroid 0.1 m from the frame, pass.
 
     Examples
     --------
@@ -128,7 +180,8 @@ class Link:
     """
 
     def __init__(self, mass: float, com=(0.0, 0.0, 0.0), inertia=None,
-                 name: str | None = None, check_triangle: bool = True) -> None:
+                 name: str | None = None, check_triangle: bool = True,
+                 strict: bool = True) -> None:
         label = f"link {name!r}" if name is not None else "link"
         m = finite_array(mass, f"{label} mass")
         if m.shape != () or m < 0:
@@ -144,21 +197,50 @@ class Link:
         if I.shape != (3, 3):
             raise ModelError(f"{label}: inertia must be 3x3 (or 3 principal moments), "
                              f"got shape {I.shape}")
-        scale = max(float(np.abs(I).max()), 1e-300)
-        if np.abs(I - I.T).max() > 1e-9 * scale:
+        scale = float(inertia_scale(I, self.mass, c))
+        if np.abs(I - I.T).max() > INERTIA_RTOL * scale:
             raise ModelError(f"{label}: inertia is not symmetric: {I.tolist()}")
         I = 0.5 * (I + I.T)
-        ev = np.linalg.eigvalsh(I)
-        if ev[0] < -1e-9 * scale:
-            raise ModelError(f"{label}: inertia is not positive semi-definite "
-                             f"(principal moments {ev.tolist()})")
-        if check_triangle and ev[0] + ev[1] < ev[2] - 1e-9 * scale:
-            raise ModelError(
-                f"{label}: principal moments {ev.tolist()} violate the triangle inequality "
-                "I1 + I2 >= I3 of a physical body; pass check_triangle=False to accept "
-                "a published table that does")
+        self.defects: tuple[str, ...] = tuple(
+            d for d in inertia_defects(I, scale, check_triangle) if d)
+        if strict and self.defects:
+            hint = ("; pass check_triangle=False to accept a published table that does"
+                    if "triangle" in self.defects[0] else "")
+            raise ModelError(f"{label}: {self.defects[0]}{hint}")
         self.inertia: np.ndarray = I
         self.name = name
+
+    @classmethod
+    def many(cls, masses, coms, inertias, names: Sequence[str | None],
+             check_triangle: bool = True, strict: bool = True) -> list["Link"]:
+        """Links from arrays, with the constructor's checks made for all at once.
+
+        ``masses`` (n,) kg, ``coms`` (n, 3) m, ``inertias`` (n, 3, 3) kg m^2 about
+        the centroids; ``names``, ``check_triangle`` and ``strict`` as in the
+        constructor (a file importer builds its bodies this way).
+        """
+        names = list(names)
+        n = len(names)
+        m = finite_array(masses, "link masses", (n,))
+        c = finite_array(coms, "link centroids", (n, 3))
+        I = finite_array(inertias, "link inertias", (n, 3, 3))
+        for k in np.flatnonzero(m < 0)[:1]:
+            raise ModelError(f"link {names[k]!r}: mass must be a scalar >= 0 kg, got {m[k]!r}")
+        scale = inertia_scale(I, m, c)
+        for k in np.flatnonzero(np.abs(I - I.swapaxes(1, 2)).max(axis=(1, 2))
+                                > INERTIA_RTOL * scale)[:1]:
+            raise ModelError(f"link {names[k]!r}: inertia is not symmetric: {I[k].tolist()}")
+        I = 0.5 * (I + I.swapaxes(1, 2))
+        defects = inertia_defects(I, scale, check_triangle)
+        out = []
+        for k, name in enumerate(names):
+            if strict and defects[k]:
+                raise ModelError(f"link {name!r}: {defects[k]}")
+            link = cls.__new__(cls)
+            link.mass, link.com, link.inertia, link.name = float(m[k]), c[k], I[k], name
+            link.defects = (defects[k],) if defects[k] else ()
+            out.append(link)
+        return out
 
     def __repr__(self) -> str:
         return f"Link(mass={self.mass}, com={self.com.tolist()}, name={self.name!r})"
@@ -520,3 +602,27 @@ class SerialChain:
             joints.append(Joint(kind, (0.0, 0.0, 1.0), origin, row.get("name")))
         return cls(joints, links, gravity=gravity, base=base, tool=tool,
                    frame_offsets=np.stack(offsets), name=name)
+
+    # ------------------------------------------------------------ files
+    @classmethod
+    def from_urdf(cls, source, base_link: str | None = None, tip_link: str | None = None,
+                  gravity=(0.0, 0.0, -9.81), strict: bool = False):
+        """The serial chain of a URDF (XML text or a file path).
+
+        The chain of moving joints is found by itself when the file holds one;
+        ``tip_link`` is needed only where moving branches split.  Returns a
+        :class:`kic.MimicModel` when joints on the chain mimic others.  See
+        :func:`kic.io.urdf.chain_from_urdf` (what is repaired, ``strict``).
+        """
+        from .io.urdf import chain_from_urdf
+        return chain_from_urdf(source, base_link, tip_link, gravity=gravity, strict=strict)
+
+    def to_urdf(self, name: str | None = None, limits: Mapping | None = None) -> str:
+        """URDF text of this chain (:func:`kic.io.urdf.to_urdf`)."""
+        from .io.urdf import to_urdf
+        return to_urdf(self, name=name, limits=limits)
+
+    def to_mjcf(self, name: str | None = None, **options) -> str:
+        """MJCF (MuJoCo) text of this chain (:func:`kic.io.mjcf.to_mjcf`)."""
+        from .io.mjcf import to_mjcf
+        return to_mjcf(self, name=name, **options)

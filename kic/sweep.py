@@ -38,8 +38,7 @@ import numpy as np
 
 from .errors import ModelError
 
-__all__ = ["sweep", "SweepResult", "SweepStatus", "SweepProgress", "as_designs",
-           "example_evaluate"]
+__all__ = ["sweep", "SweepResult", "SweepStatus", "SweepProgress", "as_designs"]
 
 _FORMAT = "kic.sweep/1"
 _CHUNK_OF: dict[int, int] = {}  # id of an exception in flight -> the chunk that raised it
@@ -312,11 +311,15 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
     Examples
     --------
     >>> import numpy as np
-    >>> from kic.sweep import sweep, example_evaluate
-    >>> designs = {"l1": np.linspace(0.5, 1.0, 6), "m1": np.full(6, 2.0)}
-    >>> r = sweep(example_evaluate, designs, chunk_size=2, progress=False)
-    >>> r.results["peak_torque"].shape, bool(r.ok.all())
-    ((6, 3), True)
+    >>> from kic.sweep import sweep
+    >>> def stretched_torque(chunk):          # a rod of mass m, length l, held level
+    ...     return {"torque": 9.81 * chunk["m"] * chunk["l"] / 2}
+    >>> designs = {"l": np.linspace(0.5, 1.0, 6), "m": np.full(6, 2.0)}
+    >>> r = sweep(stretched_torque, designs, chunk_size=2, progress=False)
+    >>> r.results["torque"].shape, bool(r.ok.all())
+    ((6,), True)
+
+    ``examples/sweep_example.py`` holds an importable evaluation of robot arms.
     """
     start_time = time.perf_counter()
     if not callable(evaluate):
@@ -334,25 +337,8 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
         raise ModelError(f"sweep: {os.fspath(_npz_path(out))!r} exists: pass resume=True to "
                          "continue it, overwrite=True to replace it, or another out=")
     previous = _previous(out, table) if resume else None
-    if chunk_size is None:
-        chunk_size = (previous.chunk_size if previous is not None
-                      else max(1, math.ceil(n / (10 if kind == "serial" else 4 * workers))))
-    elif not (isinstance(chunk_size, (int, np.integer)) and not isinstance(chunk_size, bool)
-              and chunk_size >= 1):
-        raise ModelError(f"sweep: chunk_size must be a positive integer, got {chunk_size!r}")
-    chunk_size = int(chunk_size)
-    if previous is not None and previous.chunk_size != chunk_size:
-        raise ModelError(f"sweep: resuming {os.fspath(out)!r}, written with chunk_size="
-                         f"{previous.chunk_size}, with chunk_size={chunk_size}: use the same "
-                         "chunk size (or leave it out)")
-    if kind == "processes":
-        _check_pickles(evaluate, pickle.dumps, "a local process pool (standard pickle)")
-    elif kind == "dask":
-        try:
-            import cloudpickle
-        except ImportError as exc:
-            raise _dask_missing() from exc
-        _check_pickles(evaluate, cloudpickle.dumps, "Dask workers (cloudpickle)")
+    chunk_size = _chunk_size(chunk_size, previous, n, kind, workers, out)
+    _check_transport(evaluate, kind)
 
     state = _Gather(table, chunk_size, previous)
     state.result.scheduler = "dask" if kind == "dask" else kind
@@ -391,6 +377,35 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
 
 
 # ----------------------------------------------------------------------------- designs
+
+def _chunk_size(chunk_size, previous, n: int, kind: str, workers: int, out) -> int:
+    """The chunk size given, or the default (the resumed file's, or a few chunks per
+    worker); checked against the file resumed."""
+    if chunk_size is None:
+        chunk_size = (previous.chunk_size if previous is not None
+                      else max(1, math.ceil(n / (10 if kind == "serial" else 4 * workers))))
+    elif not (isinstance(chunk_size, (int, np.integer)) and not isinstance(chunk_size, bool)
+              and chunk_size >= 1):
+        raise ModelError(f"sweep: chunk_size must be a positive integer, got {chunk_size!r}")
+    chunk_size = int(chunk_size)
+    if previous is not None and previous.chunk_size != chunk_size:
+        raise ModelError(f"sweep: resuming {os.fspath(out)!r}, written with chunk_size="
+                         f"{previous.chunk_size}, with chunk_size={chunk_size}: use the same "
+                         "chunk size (or leave it out)")
+    return chunk_size
+
+
+def _check_transport(evaluate, kind: str) -> None:
+    """``evaluate`` must travel to the workers: by pickle (processes) or cloudpickle (Dask)."""
+    if kind == "processes":
+        _check_pickles(evaluate, pickle.dumps, "a local process pool (standard pickle)")
+    elif kind == "dask":
+        try:
+            import cloudpickle
+        except ImportError as exc:
+            raise _dask_missing() from exc
+        _check_pickles(evaluate, cloudpickle.dumps, "Dask workers (cloudpickle)")
+
 
 def as_designs(designs, names: Sequence[str] | None = None) -> np.ndarray:
     """The designs as a 1-D structured array (one field per parameter).
@@ -866,49 +881,3 @@ class _Saver:
             self.last = now
             # while running, a snapshot (NaN where not yet run); the live arrays stay as they are
             _blanked(self.state.result, copy=not final).to_npz(self.out)
-
-
-# ----------------------------------------------------------------------------- example
-
-def example_evaluate(chunk: np.ndarray, n_poses: int = 2000, duration: float = 2.0
-                     ) -> dict[str, np.ndarray]:
-    """Peak and RMS joint torques of planar three-link arms along one trajectory.
-
-    An importable example of a sweep's evaluation function (worker processes
-    can load it).  For each design (fields among ``l1, l2, l3`` (m) and
-    ``m1, m2, m3`` (kg); the others keep the defaults of
-    :func:`mechanisms.planar_three_link`) the arm is built and its inverse
-    dynamics evaluated at ``n_poses`` instants of
-    ``q_j(t) = a_j sin(2 pi t / T + phi_j)``, ``a = (1.0, 0.8, 0.6)`` rad,
-    ``phi = (0, 0.5, 1.0)``, ``T = duration`` (s), one period, under gravity.
-
-    Returns
-    -------
-    dict
-        ``"peak_torque"``: ``(len(chunk), 3)`` max over the trajectory of
-        ``|tau_j|`` (N m); ``"rms_torque"``: ``(len(chunk), 3)`` its RMS (N m).
-
-    Raises
-    ------
-    kic.ModelError
-        An unknown parameter name, or a design the builder rejects (a length <= 0).
-    """
-    from mechanisms import planar_three_link
-
-    allowed = ("l1", "l2", "l3", "m1", "m2", "m3")
-    unknown = [k for k in chunk.dtype.names if k not in allowed]
-    if unknown:
-        raise ModelError(f"example_evaluate: unknown design parameters {unknown}; "
-                         f"use some of {list(allowed)}")
-    t = np.linspace(0.0, duration, n_poses, endpoint=False)
-    a, phi, w = np.array([1.0, 0.8, 0.6]), np.array([0.0, 0.5, 1.0]), 2 * np.pi / duration
-    angle = w * t[:, None] + phi
-    q, qd, qdd = a * np.sin(angle), a * w * np.cos(angle), -a * w * w * np.sin(angle)
-    peak = np.empty((len(chunk), 3))
-    rms = np.empty((len(chunk), 3))
-    for i, design in enumerate(chunk):
-        arm = planar_three_link(**{k: float(design[k]) for k in chunk.dtype.names})
-        tau = arm.inverse_dynamics(q, qd, qdd)
-        peak[i] = np.abs(tau).max(axis=0)
-        rms[i] = np.sqrt(np.mean(tau * tau, axis=0))
-    return {"peak_torque": peak, "rms_torque": rms}

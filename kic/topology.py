@@ -315,6 +315,26 @@ class Mechanism:
         for key in [name] + [p.name for p in prims]:
             self._limits.pop(key, None)
 
+    # -------------------------------------------------------------- files
+    @classmethod
+    def from_urdf(cls, source, gravity=(0.0, 0.0, -9.81), strict: bool = False,
+                  name: str | None = None) -> "Mechanism":
+        """The whole tree of a URDF (XML text or a file path); close its loops with
+        :meth:`add_joint`.  See :func:`kic.io.urdf.mechanism_from_urdf`."""
+        from .io.urdf import mechanism_from_urdf
+        return mechanism_from_urdf(source, gravity=gravity, strict=strict, name=name)
+
+    def to_urdf(self, name: str | None = None, limits=None) -> str:
+        """URDF text of this loop-free mechanism (:func:`kic.io.urdf.to_urdf`)."""
+        from .io.urdf import to_urdf
+        return to_urdf(self, name=name, limits=limits)
+
+    def to_mjcf(self, name: str | None = None, **options) -> str:
+        """MJCF (MuJoCo) text of this mechanism, loops as equality constraints
+        (:func:`kic.io.mjcf.to_mjcf`)."""
+        from .io.mjcf import to_mjcf
+        return to_mjcf(self, name=name, **options)
+
     # --------------------------------------------------------- inspection
     @property
     def bodies(self) -> list[str]:

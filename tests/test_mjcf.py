@@ -13,7 +13,7 @@ import pytest
 
 import kic
 import mechanisms
-from kic.mjcf import spanning_tree, to_mjcf
+from kic.io.mjcf import spanning_tree, to_mjcf
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -180,3 +180,58 @@ def test_constrained_accelerations_equal_kic_forward_dynamics(case, tol):
     for _ in range(300):                    # stiff closures also step stably
         mujoco.mj_step(m, d)
     assert np.all(np.isfinite(d.qpos)) and residual(m, d) < 1e-3
+
+
+# --------------------------------------------------------------------------
+# an imported robot: joint ranges, mimic couplings, fixed links as sites
+# --------------------------------------------------------------------------
+DATA = __import__("pathlib").Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize("fname", ["chain_mimic.urdf", "tree_mimic.urdf"])
+def test_imported_robot_keeps_ranges_mimics_and_frames(fname):
+    """chain_mimic: j4 = 0.5 j2 - 0.2 (a chain, exported through its MimicModel);
+    tree_mimic: finger_b = -0.7 finger_a + 0.1 (a tree).  MuJoCo's mass matrix is
+    kic's in all joints, each URDF range is a MuJoCo range, each mimic a joint
+    equality that holds exactly where the coupling does, each fixed link a site."""
+    import xml.etree.ElementTree as ET
+    path = DATA / fname
+    if fname == "chain_mimic.urdf":
+        model = kic.SerialChain.from_urdf(path)
+        full, names = model.model, list(model.model.joint_names)
+        couplings = {"j4": ("j2", 0.5, -0.2)}
+    else:
+        model = kic.Mechanism.from_urdf(path)
+        names = model.primitive_joints
+        full = model.model(names)
+        couplings = {"finger_b": ("finger_a", -0.7, 0.1)}
+    m, d = load(model.to_mjcf())
+    root = ET.parse(path).getroot()
+    for e in root.iterfind("joint"):                  # ranges, read from the file itself
+        lim = e.find("limit")
+        if e.get("name") in names and lim is not None and lim.get("lower") is not None:
+            k = m.joint(e.get("name")).id
+            assert m.jnt_limited[k]
+            np.testing.assert_array_equal(m.jnt_range[k], [float(lim.get("lower")),
+                                                           float(lim.get("upper"))])
+        elif e.get("name") in names:
+            assert not m.jnt_limited[m.joint(e.get("name")).id]
+    for e in root.iterfind("link"):                   # every fixed link is a body or site
+        n = e.get("name")
+        assert n in {m.body(i).name for i in range(m.nbody)} | \
+            {m.site(i).name for i in range(m.nsite)} | {"base_link"}, n
+    (slave, (master, mult, off)), = couplings.items()
+    assert m.neq == 1 and m.eq_type[0] == mujoco.mjtEq.mjEQ_JOINT
+    qadr = np.array([m.joint(n).qposadr[0] for n in names])
+    vadr = np.array([m.joint(n).dofadr[0] for n in names])
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        phi = rng.uniform(-0.8, 0.8, len(names))
+        phi[names.index(slave)] = off + mult * phi[names.index(master)]
+        d.qpos[qadr] = phi
+        assert residual(m, d) < 1e-15                   # the coupling holds: no violation
+        M = full_inertia(m, d, d.qpos.copy())
+        np.testing.assert_allclose(M[np.ix_(vadr, vadr)], full.dynamics(phi).I_star,
+                                   rtol=0, atol=1e-12)
+        d.qpos[qadr[names.index(slave)]] += 0.01        # and its violation is seen
+        assert abs(residual(m, d) - 0.01) < 1e-12

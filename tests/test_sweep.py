@@ -16,7 +16,11 @@ import numpy as np
 import pytest
 
 import kic
-from kic.sweep import SweepProgress, SweepResult, SweepStatus, example_evaluate, sweep
+from kic.sweep import SweepProgress, SweepResult, SweepStatus, sweep
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "examples"))
+from sweep_example import arm_torques  # noqa: E402  (examples/sweep_example.py)
 
 N = 23                  # not a multiple of the chunk sizes used: a short last chunk
 CHUNK = 5
@@ -364,12 +368,12 @@ def test_missing_dask_names_the_extra(monkeypatch):
 
 # ----------------------------------------------------------------------------- example
 
-def test_example_evaluate_is_the_arm_inverse_dynamics():
+def test_example_arm_torques_is_the_arm_inverse_dynamics():
     from mechanisms import planar_three_link
 
     chunk = np.zeros(2, dtype=[("l1", float), ("m3", float)])
     chunk["l1"], chunk["m3"] = [0.6, 1.2], [2.0, 0.5]
-    got = example_evaluate(chunk, n_poses=50, duration=1.0)
+    got = arm_torques(chunk, n_poses=50, duration=1.0)
     t = np.arange(50) / 50.0
     a, phi, w = np.array([1.0, 0.8, 0.6]), np.array([0.0, 0.5, 1.0]), 2 * np.pi
     q = a * np.sin(w * t[:, None] + phi)
@@ -383,8 +387,8 @@ def test_example_evaluate_is_the_arm_inverse_dynamics():
         np.testing.assert_allclose(got["rms_torque"][k], np.sqrt((tau**2).mean(axis=0)),
                                    rtol=1e-6)
     with pytest.raises(kic.ModelError, match=r"unknown design parameters \['l4'\]"):
-        example_evaluate(np.zeros(1, dtype=[("l4", float)]))
-    r = sweep(example_evaluate, {"l1": np.array([1.0, -1.0])}, chunk_size=1, progress=False,
+        arm_torques(np.zeros(1, dtype=[("l4", float)]))
+    r = sweep(arm_torques, {"l1": np.array([1.0, -1.0])}, chunk_size=1, progress=False,
               on_error="record")
     np.testing.assert_array_equal(r.status, [SweepStatus.OK, SweepStatus.FAILED])
     assert r.message[1].startswith("ModelError") and "l1" in r.message[1]

@@ -30,12 +30,15 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from .chain import Link, SerialChain
-from .errors import ModelError
-from .topology import GROUND, Mechanism
+from ..chain import Link, SerialChain
+from ..errors import ModelError
+from ..limits import ConeLimit
+from ..mimic import MimicModel
+from ..settings import CLOSURE_TOLERANCE, DIRECTION_RTOL, EXACT_START, NEWTON_MAX_ITERATIONS
+from ..topology import GROUND, Mechanism
+from ._xml import format_number as _num, format_vector as _vec, rigid_inverse as _inv
+from ._xml import xml_escape as _esc
 from .urdf import body_link, chain_parts, mechanism_joints
-from .urdf import format_number as _num, format_vector as _vec, rigid_inverse as _inv
-from .urdf import xml_escape as _esc
 
 __all__ = ["to_mjcf", "spanning_tree", "welded_side", "JointRecord", "joint_records"]
 
@@ -229,11 +232,11 @@ def _planar(mech: Mechanism, records, frames) -> bool:
             w = frames[r.parent][:3, :3] @ r.origin[:3, :3] @ a
             if normal is None:
                 normal = w
-            elif np.linalg.norm(np.cross(normal, w)) > 1e-9:
+            elif np.linalg.norm(np.cross(normal, w)) > DIRECTION_RTOL:
                 return False
     if normal is None:
         return False
-    return all(abs(normal @ (frames[r.parent][:3, :3] @ r.origin[:3, :3] @ a)) < 1e-9
+    return all(abs(normal @ (frames[r.parent][:3, :3] @ r.origin[:3, :3] @ a)) < DIRECTION_RTOL
                for r in records for _, kind, a in r.primitives if kind == "P")
 
 
@@ -255,8 +258,12 @@ def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequen
 
     Parameters
     ----------
-    model : Mechanism, ClosedModel or SerialChain
-        A ClosedModel is exported through its ``mechanism``.
+    model : Mechanism, ClosedModel, SerialChain or MimicModel
+        A ClosedModel is exported through its ``mechanism``; a MimicModel as
+        its model with the mimic couplings as ``<joint>`` equalities
+        (``polycoef = offset multiplier``), as are the ``mimic`` of an
+        imported model.  Joint ranges (R, P) are written ``limited`` with
+        their ``range``; an imported model's fixed links become sites.
     name : str, optional
         The model name (default the mechanism's).
     reference : mapping or array_like, optional
@@ -302,8 +309,11 @@ def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequen
     satisfy the triangle inequality (a published table such as PUMA 560's
     does not; add ``balanceinertia="true"`` to ``<compiler>`` to load it).
     """
+    mimic = None
+    if isinstance(model, MimicModel):
+        mimic, model = model.mimic, model.model
     if isinstance(model, SerialChain):
-        return _chain_mjcf(model, name, timestep, min_mass)
+        return _chain_mjcf(model, name, timestep, min_mass, mimic)
     mech = getattr(model, "mechanism", model)
     if not isinstance(mech, Mechanism):
         raise ModelError(f"to_mjcf takes a Mechanism, a ClosedModel or a SerialChain, got "
@@ -367,6 +377,28 @@ def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequen
             world[other] = T
     # frames of each body at the reference, kept as world[b]; loop closures
     planar = _planar(mech, records, world)
+    equality = _closures(cut, by_name, bodies, planar, solimp, axis_length)
+    for n, (b, X) in (getattr(mech, "fixed_frames", None) or {}).items():
+        if n not in bodies and b in bodies:      # an imported file's fixed links
+            bodies[b].sites.append((n, X))
+    mimic = mimic if mimic is not None else getattr(mech, "mimic", None)
+    equality += _mimic_equalities(mimic, set(prim_names))
+    qpos: list[float] = []
+    lines = _header(name or mech.name, mech.gravity, timestep, min_mass)
+    _write_body(bodies[GROUND], lines, "    ", qpos, phi, _ranges(mech.limits), root=True)
+    lines.append("  </worldbody>")
+    if equality:
+        lines += ["  <equality>"] + equality + ["  </equality>"]
+    if reference is not None:
+        lines += ["  <keyframe>", f'    <key name="reference" qpos="{_vec(qpos)}"/>',
+                  "  </keyframe>"]
+    lines.append("</mujoco>")
+    return "\n".join(lines) + "\n"
+
+
+def _closures(cut, by_name, bodies, planar: bool, solimp, axis_length: float) -> list[str]:
+    """The equality constraints that close the cut joints (module docs), their sites
+    added to the bodies."""
     equality = []
     imp = "" if solimp is None else f' solimp="{_vec(solimp)}"'
     for cname in cut:
@@ -393,21 +425,39 @@ def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequen
             bodies[welded_side(r)].sites.append((f"{cname}:body", np.eye(4)))
             equality.append(f'    <weld name="{_esc(cname)}"{imp} site1="{_esc(gname)}:frame" '
                             f'site2="{_esc(cname)}:body"/>')
-    qpos: list[float] = []
-    lines = [f'<mujoco model="{_esc(name or mech.name or "kic")}">',
-             f'  <compiler angle="radian" boundmass="{_num(min_mass)}" '
-             f'boundinertia="{_num(min_mass)}"/>',
-             f'  <option gravity="{_vec(mech.gravity)}" timestep="{_num(timestep)}"/>',
-             "  <worldbody>"]
-    _write_body(bodies[GROUND], lines, "    ", qpos, phi, root=True)
-    lines.append("  </worldbody>")
-    if equality:
-        lines += ["  <equality>"] + equality + ["  </equality>"]
-    if reference is not None:
-        lines += ["  <keyframe>", f'    <key name="reference" qpos="{_vec(qpos)}"/>',
-                  "  </keyframe>"]
-    lines.append("</mujoco>")
-    return "\n".join(lines) + "\n"
+    return equality
+
+
+def _header(name, gravity, timestep, min_mass) -> list[str]:
+    return [f'<mujoco model="{_esc(name or "kic")}">',
+            f'  <compiler angle="radian" boundmass="{_num(min_mass)}" '
+            f'boundinertia="{_num(min_mass)}"/>',
+            f'  <option gravity="{_vec(gravity)}" timestep="{_num(timestep)}"/>',
+            "  <worldbody>"]
+
+
+def _ranges(limits) -> dict:
+    """Joint name -> (lower, upper) of the R and P joint ranges among ``limits``
+    (a mechanism's :class:`kic.limits.JointRange` or an imported chain's pairs)."""
+    out = {}
+    for n, v in (limits or {}).items():
+        if isinstance(v, ConeLimit):
+            continue                        # a cone of a U or S joint: no MuJoCo range
+        lo, hi = float(v[0]), float(v[1])
+        if lo < hi:                         # equal bounds lock a joint: no range
+            out[n] = (lo, hi)
+    return out
+
+
+def _mimic_equalities(mimic, joints: set) -> list[str]:
+    """MuJoCo ``<joint>`` equalities ``q_j = offset + multiplier q_master`` (at MuJoCo's
+    reference, all joints zero as in kic's descriptions) of the mimic joints."""
+    out = []
+    for j, (master, mult, off) in (mimic or {}).items():
+        if j in joints and master in joints:
+            out.append(f'    <joint name="{_esc(j)}:mimic" joint1="{_esc(j)}" '
+                       f'joint2="{_esc(master)}" polycoef="{_num(off)} {_num(mult)} 0 0 0"/>')
+    return out
 
 
 def _joint_motion(pose, joints, values) -> np.ndarray:
@@ -427,14 +477,15 @@ def _solve_joint(pose, joints, target, what: str) -> dict:
         return np.concatenate([T[:3, 3] - target[:3, 3], w])
 
     x = np.zeros(len(joints))
-    for _ in range(100):
+    for _ in range(NEWTON_MAX_ITERATIONS):
         e = error(x)
-        if np.abs(e).max() < 1e-14:
+        if np.abs(e).max() < EXACT_START:
             break
-        J = np.column_stack([(error(x + h) - error(x - h)) / 2e-7
-                             for h in 1e-7 * np.eye(len(x))])
+        step = 1e-7                         # central differences: error ~ step^2
+        J = np.column_stack([(error(x + h) - error(x - h)) / (2 * step)
+                             for h in step * np.eye(len(x))])
         x = x - np.linalg.lstsq(J, e, rcond=None)[0]
-    if np.abs(error(x)).max() > 1e-10:
+    if np.abs(error(x)).max() > CLOSURE_TOLERANCE:
         raise ModelError(f"joint {what!r}: no joint values place its child body at the "
                          "model's configuration; give them in reference")
     return {n: float(v) for (n, *_), v in zip(joints, x)}
@@ -446,14 +497,16 @@ def _translate(p) -> np.ndarray:
     return T
 
 
-def _write_body(body: _Body, lines: list, ind: str, qpos: list, phi: dict, root=False):
+def _write_body(body: _Body, lines: list, ind: str, qpos: list, phi: dict, ranges: dict,
+                root=False):
     inner = ind if root else ind + "  "
     if not root:
         lines.append(f'{ind}<body name="{_esc(body.name)}" {_pose_attr(body.pose)}>')
         for n, k, anchor, axis in body.joints:
             jtype = "hinge" if k == "R" else "slide"
+            rng = (f' limited="true" range="{_vec(ranges[n])}"' if n in ranges else "")
             lines.append(f'{inner}<joint name="{_esc(n)}" type="{jtype}" pos="{_vec(anchor)}" '
-                         f'axis="{_vec(axis)}"/>')
+                         f'axis="{_vec(axis)}"{rng}/>')
             qpos.append(phi.get(n, 0.0))
         inert = _inertial(body.link, inner)
         if inert:
@@ -461,14 +514,14 @@ def _write_body(body: _Body, lines: list, ind: str, qpos: list, phi: dict, root=
     for sname, T in body.sites:
         lines.append(f'{inner}<site name="{_esc(sname)}" {_pose_attr(T)}/>')
     for child in body.children:
-        _write_body(child, lines, inner, qpos, phi)
+        _write_body(child, lines, inner, qpos, phi, ranges)
     if not root:
         lines.append(f"{ind}</body>")
 
 
-def _chain_mjcf(chain: SerialChain, name, timestep, min_mass) -> str:
-    links, joints = chain_parts(chain, "base")
-    data = {n: Link(m, c, I, check_triangle=False) for n, m, c, I in links}
+def _chain_mjcf(chain: SerialChain, name, timestep, min_mass, mimic) -> str:
+    links, joints = chain_parts(chain)
+    data = {n: Link(m, c, I, check_triangle=False, strict=False) for n, m, c, I in links}
     root = _Body(GROUND, np.eye(4), [], None)
     bodies = {links[0][0]: root}
     for jname, kind, parent, child, T, axis in joints:
@@ -478,22 +531,13 @@ def _chain_mjcf(chain: SerialChain, name, timestep, min_mass) -> str:
         b = _Body(child, T, [(jname, kind, np.zeros(3), axis)], data[child])
         bodies[parent].children.append(b)
         bodies[child] = b
-    lines = [f'<mujoco model="{_esc(name or chain.name or "kic")}">',
-             f'  <compiler angle="radian" boundmass="{_num(min_mass)}" '
-             f'boundinertia="{_num(min_mass)}"/>',
-             f'  <option gravity="{_vec(chain.gravity)}" timestep="{_num(timestep)}"/>',
-             "  <worldbody>"]
-    _write_body(root, lines, "    ", [], {}, root=True)
-    lines += ["  </worldbody>", "</mujoco>"]
+    lines = _header(name or chain.name, chain.gravity, timestep, min_mass)
+    _write_body(root, lines, "    ", [], {}, _ranges(getattr(chain, "limits", None)),
+                root=True)
+    lines.append("  </worldbody>")
+    mimic = mimic if mimic is not None else getattr(chain, "mimic", None)
+    equality = _mimic_equalities(mimic, set(chain.joint_names))
+    if equality:
+        lines += ["  <equality>"] + equality + ["  </equality>"]
+    lines.append("</mujoco>")
     return "\n".join(lines) + "\n"
-
-
-def _to_mjcf(self, name: str | None = None, **options) -> str:
-    """MJCF (MuJoCo) text of this model, loops as equality constraints
-    (:func:`kic.mjcf.to_mjcf`)."""
-    return to_mjcf(self, name=name, **options)
-
-
-# attached here, where the format lives (see the end of kic/urdf.py)
-SerialChain.to_mjcf = _to_mjcf
-Mechanism.to_mjcf = _to_mjcf

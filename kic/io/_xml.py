@@ -1,0 +1,105 @@
+"""What the file formats share: safe reading, numbers and names in XML, rigid frames.
+
+Reading refuses documents that declare entities: URDF and MJCF need none, and
+entity declarations are how hostile XML attacks a parser (exponential expansion,
+"billion laughs"; external entities reading local files).
+"""
+from __future__ import annotations
+
+import functools
+import gc
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from .._array import homogeneous
+from ..errors import ModelError
+
+__all__ = ["RepairWarning", "without_gc", "read_xml", "format_number", "format_vector", "xml_escape",
+           "rigid_inverse"]
+
+
+class RepairWarning(UserWarning):
+    """A file was loaded as it states, with defects kic lists (unphysical inertias,
+    dropped couplings); ``strict=True`` refuses such files instead."""
+
+
+def without_gc(load):
+    """Run a loader with Python's cyclic garbage collector paused.
+
+    A load allocates thousands of small objects (elements, floats, arrays) that
+    form no reference cycles, and every few hundred allocations the collector
+    would walk the young objects and, now and then, every object of the process
+    (numpy, scipy, networkx...): more time than the load itself in a large
+    process.  Reference counting still frees everything as usual; the
+    collector's previous state is restored afterwards, also on error.
+    """
+    @functools.wraps(load)
+    def run(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return load(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+    return run
+
+
+def read_xml(source, fmt: str, root_tag: str) -> ET.Element:
+    """The root element of XML given as text, bytes or a file path.
+
+    Raises :class:`kic.ModelError` for an unreadable file, XML that is not
+    well-formed, a document that declares entities, or a root element other
+    than ``root_tag``; ``fmt`` ("URDF", "MJCF") names the format in messages.
+    """
+    if isinstance(source, bytes):
+        text = source.decode()
+    elif isinstance(source, (str, os.PathLike)):
+        s = os.fspath(source)
+        if s.lstrip().startswith("<"):
+            text = s
+        else:
+            try:
+                with open(s, encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as exc:
+                raise ModelError(f"cannot read {fmt} file {s!r}: {exc.strerror}") from None
+    else:
+        raise ModelError(f"a {fmt} is given as XML text or a file path, got "
+                         f"{type(source).__name__}")
+    if "<!ENTITY" in text:
+        raise ModelError(f"{fmt} declares XML entities (<!ENTITY>): refused, a robot "
+                         "description needs none and they are the means of hostile XML "
+                         "(entity expansion, external files)")
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise ModelError(f"{fmt} is not well-formed XML: {exc}") from None
+    if root.tag != root_tag:
+        raise ModelError(f"{fmt} root element must be <{root_tag}>, got <{root.tag}>")
+    return root
+
+
+def format_number(x: float) -> str:
+    """A float in full precision for XML (``repr``: reads back exactly)."""
+    x = float(x)
+    return "0" if x == 0 else repr(x)
+
+
+def format_vector(v) -> str:
+    """Numbers separated by spaces, each as :func:`format_number`."""
+    return " ".join(format_number(x) for x in v)
+
+
+def xml_escape(s: str) -> str:
+    """A name escaped for an XML attribute value."""
+    return (str(s).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+            .replace(">", "&gt;"))
+
+
+def rigid_inverse(T: np.ndarray) -> np.ndarray:
+    """Inverse of a 4x4 rigid transform, ``[R^T, -R^T p]``."""
+    R, p = T[:3, :3], T[:3, 3]
+    return homogeneous(R.T, -R.T @ p)
