@@ -170,3 +170,62 @@ def test_inverse_singular():
     Si = linalg.small_inverse(S)
     assert np.isnan(Si[0]).all() and np.allclose(Si[1], np.eye(5))
     assert not np.isfinite(linalg.small_inverse(np.zeros((3, 3)))).all()
+
+
+# --------------------------------------------------------------------------
+# frames
+# --------------------------------------------------------------------------
+def _unit(rng, n):
+    a = rng.standard_normal((n, 3))
+    return a / np.linalg.norm(a, axis=1, keepdims=True)
+
+
+def test_rodrigues_compiled_equals_numpy():
+    from kic.kernels import frames
+    rng = np.random.default_rng(31)
+    a, x = _unit(rng, 20), rng.uniform(-7, 7, 20)
+    R = frames.rotation_matrices(a, x)
+    plain = jit.plain("kic.kernels.frames", "rodrigues")
+    for k in range(20):
+        fast = np.array(frames.rodrigues(a[k, 0], a[k, 1], a[k, 2], x[k])).reshape(3, 3)
+        slow = np.array(plain(a[k, 0], a[k, 1], a[k, 2], x[k])).reshape(3, 3)
+        np.testing.assert_allclose(fast, R[k], atol=1e-15)
+        np.testing.assert_allclose(slow, fast, atol=1e-15)
+        # a rotation, about a, by x: R a = a, trace = 1 + 2 cos x
+        np.testing.assert_allclose(R[k] @ R[k].T, np.eye(3), atol=1e-15)
+        np.testing.assert_allclose(R[k] @ a[k], a[k], atol=1e-15)
+        assert np.trace(R[k]) == pytest.approx(1 + 2 * np.cos(x[k]), abs=1e-14)
+    # against scipy's rotation vectors
+    from scipy.spatial.transform import Rotation
+    np.testing.assert_allclose(R, Rotation.from_rotvec(a * x[:, None]).as_matrix(), atol=1e-14)
+    T = frames.joint_motions(True, a, x)
+    np.testing.assert_array_equal(T[:, :3, :3], R)
+    S = frames.joint_motions(False, a[0], x)
+    np.testing.assert_allclose(S[:, :3, 3], x[:, None] * a[0])
+    np.testing.assert_array_equal(S[:, :3, :3], np.broadcast_to(np.eye(3), (20, 3, 3)))
+
+
+@pytest.mark.parametrize("revolute", [True, False])
+def test_frame_step_compiled_equals_plain_and_matrices(revolute):
+    from kic.kernels import frames
+    rng = np.random.default_rng(32 + revolute)
+    plain = jit.plain("kic.kernels.frames", "frame_step")
+    for _ in range(10):
+        R = frames.rotation_matrices(_unit(rng, 1)[0], rng.uniform(-3, 3))
+        T = tuple(R.ravel()) + tuple(rng.standard_normal(3))
+        Ro = frames.rotation_matrices(_unit(rng, 1)[0], rng.uniform(-3, 3))
+        O = np.hstack([Ro, rng.standard_normal((3, 1))])
+        q = rng.uniform(-3, 3)
+        fast = frames.frame_step(T, tuple(O.ravel()), revolute, q)
+        slow = plain(T, tuple(O.ravel()), revolute, q)
+        np.testing.assert_allclose(np.hstack(fast), np.hstack(slow), atol=1e-15)
+        # the matrix form: T_j = T O motion_z(q), screw (s, r x s) or (0, s)
+        H = np.eye(4)
+        H[:3, :3], H[:3, 3] = np.reshape(T[:9], (3, 3)), T[9:]
+        J = H @ np.vstack([O, [0, 0, 0, 1]])
+        Tj = J @ frames.joint_motions(revolute, (0.0, 0.0, 1.0), q)
+        np.testing.assert_allclose(fast[0], np.hstack([Tj[:3, :3].ravel(), Tj[:3, 3]]),
+                                   atol=1e-14)
+        s, r = J[:3, 2], J[:3, 3]
+        np.testing.assert_allclose(fast[1], s if revolute else 0 * s, atol=1e-15)
+        np.testing.assert_allclose(fast[2], np.cross(r, s) if revolute else s, atol=1e-14)
