@@ -39,6 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import ClosureError, ModelError, Status
+from .kernels.frames import rotation_matrices
 
 __all__ = ["JointRange", "ConeLimit", "JointLimits", "LimitCheck", "make_limit",
            "outside_limits_error"]
@@ -226,7 +227,7 @@ class JointLimits(Mapping):
         for _, idx, axes, n, angle in self._cones:
             R = np.broadcast_to(np.eye(3), batch + (3, 3))
             for k in range(idx.size):
-                R = R @ _rotation(axes[k], phi[..., idx[k]])
+                R = R @ rotation_matrices(axes[k], phi[..., idx[k]])
             cos = np.einsum("i,...ij,j->...", n, R, n)
             margins.append((angle - np.arccos(np.clip(cos, -1.0, 1.0)))[..., None])
         margin = np.concatenate(margins, -1) if margins else np.zeros(batch + (0,))
@@ -241,14 +242,6 @@ class JointLimits(Mapping):
             return st.copy()
         ok = self.check(phi).ok
         return np.where((st == Status.OK) & ~ok, int(Status.OUTSIDE_LIMITS), st)
-
-
-def _rotation(axis: np.ndarray, angle) -> np.ndarray:
-    """Rodrigues rotation matrices (..., 3, 3) about a unit axis."""
-    a = np.asarray(angle, dtype=float)[..., None, None]
-    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]],
-                  [-axis[1], axis[0], 0.0]])
-    return np.eye(3) + np.sin(a) * K + (1.0 - np.cos(a)) * (K @ K)
 
 
 def outside_limits_error(limits: JointLimits, phi: np.ndarray, status: np.ndarray,

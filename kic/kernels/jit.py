@@ -99,18 +99,24 @@ def load() -> bool:
                       "numpy kernels", RuntimeWarning, stacklevel=2)
         available = False
         return False
-    dispatchers = {}
-    for module, name, inline, signature in _marked:
-        fn = _plain[(module, name)]
-        dispatchers[id(fn)] = _compile(numba, fn, inline, signature)
-        _key[id(dispatchers[id(fn)])] = (module, name)
-        _kept.append(dispatchers[id(fn)])
-    # every kernel module's names bound to a marked function, its own or imported
-    for module in {m for m, *_ in _marked}:
-        namespace = sys.modules[module].__dict__
-        for key, value in list(namespace.items()):
-            compiled = dispatchers.get(id(value))
-            if compiled is not None:
-                namespace[key] = compiled
+    # the lazy dispatchers first, bound in every kernel module; then the entry
+    # points with one signature, which numba compiles at once (their callees must
+    # be dispatchers by then)
+    for eager in (False, True):
+        dispatchers = {}
+        for module, name, inline, signature in _marked:
+            if (signature is not None) != eager:
+                continue
+            fn = _plain[(module, name)]
+            dispatchers[id(fn)] = compiled = _compile(numba, fn, inline, signature)
+            _key[id(compiled)] = (module, name)
+            _kept.append(compiled)
+        # every kernel module's names bound to a marked function, its own or imported
+        for module in {m for m, *_ in _marked}:
+            namespace = sys.modules[module].__dict__
+            for key, value in list(namespace.items()):
+                compiled = dispatchers.get(id(value))
+                if compiled is not None:
+                    namespace[key] = compiled
     _loaded = True
     return True
