@@ -40,6 +40,7 @@ import numpy as np
 
 from .errors import ClosureError, ModelError, Status
 from .kernels.frames import rotation_matrices
+from .settings import PARALLEL_SINE
 
 __all__ = ["JointRange", "ConeLimit", "JointLimits", "LimitCheck", "make_limit",
            "outside_limits_error"]
@@ -92,12 +93,12 @@ def make_limit(joint: str, kind: str, axes: Sequence[np.ndarray], value, axis=No
             raise ModelError(f"{label}: the cone angle must lie in (0, pi] rad, got {angle!r}")
         if axis is None:
             n = np.cross(axes[0], axes[1])
-            if np.linalg.norm(n) < 1e-9:
+            if np.linalg.norm(n) < PARALLEL_SINE:
                 raise ModelError(f"{label}: its first two axes are parallel; give the cone's "
                                  "reference axis (axis=...)")
         else:
             n = np.asarray(axis, dtype=float)
-            if n.shape != (3,) or not np.all(np.isfinite(n)) or np.linalg.norm(n) < 1e-12:
+            if n.shape != (3,) or not np.all(np.isfinite(n)) or not np.linalg.norm(n) > 0:
                 raise ModelError(f"{label}: the cone axis must be a non-zero 3-vector, got "
                                  f"{axis!r}")
         n = n / np.linalg.norm(n)

@@ -12,7 +12,7 @@ __all__ = [
     "CLOSURE_TOLERANCE", "NEWTON_MAX_ITERATIONS", "NEWTON_MAX_STEP", "EXACT_START",
     "SPD_PIVOT_RTOL", "MAX_CONDITION", "RANK_RTOL", "JACOBI_SWEEPS", "JACOBI_RTOL",
     "LANE_WIDTH", "FROBENIUS_MARGIN", "DEFAULT_GRAVITY", "SWITCH_CONDITION",
-    "INERTIA_RTOL", "TINY",
+    "INERTIA_RTOL", "TINY", "PARALLEL_SINE",
 ]
 
 # ---------------------------------------------------------------- loop closure
@@ -91,3 +91,9 @@ SWITCH_CONDITION = 30.0
 """A closed model's simulation switches coordinates when their condition
 number passes this (well before :data:`MAX_CONDITION`: the integrator's error
 grows with the condition long before the model is singular)."""
+
+# ------------------------------------------------------------------ geometry
+PARALLEL_SINE = 1e-9
+"""Two unit axes whose cross product (the sine of the angle between them) is
+shorter than this are parallel to the precision of a model's input (a few
+nanoradians): a cone limit on two such axes needs its reference axis given."""

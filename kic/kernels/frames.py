@@ -196,7 +196,7 @@ def pose_lanes(base, isR, O, qT, Fc, sR, sv):
 def frames_floats(d, q) -> list:
     """Per joint ``(T, a, t)`` of one configuration ``q`` (Python floats): the link
     frame and the world joint screw, by the plain twin of :func:`frame_step`."""
-    step = plain(__name__, "frame_step")
+    step = _plain_frame_step
     T = d.base_t
     out = []
     for (revolute, O), qj in zip(d.joints_t, q):
@@ -250,3 +250,7 @@ def pose_numpy(d, qT: np.ndarray):
 def rotations(Fc):
     """(R (3, 3, M, N), p (3, M, N)) views of the frames of :func:`pose_numpy`."""
     return Fc[:, :3].transpose(2, 1, 0, 3), Fc[:, 3].transpose(1, 0, 2)
+
+
+# the plain twin, bound once (the float kernels call it per joint)
+_plain_frame_step = plain(__name__, "frame_step")

@@ -242,7 +242,7 @@ def gravity_one(mass, com, grav, A, t, R, p, out):
 # --------------------------------------------------------------------------
 def inertia_floats(d, frames) -> list:
     """I* (list of M lists) of one configuration by composite inertias."""
-    world, step = plain(__name__, "link_world"), plain(__name__, "composite_step")
+    world, step = _plain_link_world, _plain_composite_step
     M = len(frames)
     S = (0.0,) * 10
     cols = [None] * M
@@ -264,7 +264,7 @@ def inertia_floats(d, frames) -> list:
 
 def gravity_floats(d, frames) -> list:
     """+dV/dq (list) of one configuration by suffix sums of mass and first moment."""
-    place, step = plain("kic.kernels.frames", "centroid"), plain(__name__, "gravity_step")
+    place, step = _plain_centroid, _plain_gravity_step
     g = tuple(d.gravity.tolist())
     S = (0.0, 0.0, 0.0, 0.0)
     tau = [0.0] * len(frames)
@@ -377,3 +377,10 @@ def composite_body(parts) -> tuple[float, np.ndarray, np.ndarray]:
         r = np.asarray(ci, float) - c
         I += np.asarray(Ii, float) + mi * (r @ r * np.eye(3) - np.outer(r, r))
     return m, c, I
+
+
+# the plain twins, bound once (the float kernels call them per link)
+_plain_link_world = plain(__name__, "link_world")
+_plain_composite_step = plain(__name__, "composite_step")
+_plain_gravity_step = plain(__name__, "gravity_step")
+_plain_centroid = plain("kic.kernels.frames", "centroid")

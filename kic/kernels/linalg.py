@@ -460,5 +460,13 @@ def inverses_and_bounds(A: np.ndarray):
     """(inverses (..., m, m), Frobenius bounds (...)) of stacked matrices: the
     numpy twin of :func:`invert_stacked` (NaN or inf inverses and an infinite
     bound where singular)."""
-    Ai = small_inverse(A)
-    return Ai, frobenius_bounds(np.asarray(A, dtype=float), Ai)
+    A = np.asarray(A, dtype=float)
+    Ai = None
+    if A.shape[-1] > 3 and np.isfinite(A).all():
+        try:                   # one LAPACK call; it raises only for an exactly zero pivot
+            Ai = np.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            pass
+    if Ai is None:
+        Ai = small_inverse(A)
+    return Ai, frobenius_bounds(A, Ai)

@@ -190,7 +190,7 @@ def motion_loads_lanes(Fc, sR, sv, w, v, aw, av, qdd, grav, use_grav, mass, com,
 # --------------------------------------------------------------------------
 def loads_floats(d, frames, qd, qdd, gravity: bool = True) -> list:
     """Joint loads (list) of one configuration from its frames."""
-    step, wrench = plain(__name__, "screw_step"), plain(__name__, "link_wrench")
+    step, wrench = _plain_screw_step, _plain_link_wrench
     g = d.gravity
     V = (0.0,) * 9 + ((-float(g[0]), -float(g[1]), -float(g[2])) if gravity else (0.0,) * 3)
     wrenches = []
@@ -263,3 +263,8 @@ def wrench_loads(d, Fc, sR, sv, w, v, aw, av) -> np.ndarray:
     n0 += cross(c, F)
     return (np.einsum("imn,imn->mn", sR, suffix_sum(n0))
             + np.einsum("imn,imn->mn", sv, suffix_sum(F)))
+
+
+# the plain twins, bound once (the float kernels call them per link)
+_plain_screw_step = plain(__name__, "screw_step")
+_plain_link_wrench = plain(__name__, "link_wrench")

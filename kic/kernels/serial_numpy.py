@@ -35,6 +35,8 @@ from .linalg import inverses_and_bounds as inverse_with_condition, small_inverse
 from .linalg import spd_factor, spd_substitute
 from .rnea import link_motion, loads_floats, loads_from_motion, wrench_loads
 
+_plain_cholesky_solve = plain("kic.kernels.linalg", "cholesky_solve")
+
 __all__ = ["inverse_dynamics", "gravity_load", "inertia", "inertia_power", "forward_dynamics",
            "inverse_dynamics_one", "gravity_load_one", "inertia_one", "forward_dynamics_one",
            "pose", "link_motion", "loads_from_motion", "cross", "small_inverse",
@@ -90,9 +92,8 @@ def forward_dynamics_one(d, q, qd, tau, out) -> bool:
     frames = frames_floats(d, q)
     bias = loads_floats(d, frames, qd, [0.0] * M)
     x = [0.0] * M
-    solve = plain("kic.kernels.linalg", "cholesky_solve")
-    if not solve(inertia_floats(d, frames), [t - b for t, b in zip(tau, bias)],
-                 [[0.0] * M for _ in range(M)], x):
+    if not _plain_cholesky_solve(inertia_floats(d, frames), [t - b for t, b in zip(tau, bias)],
+                                 [[0.0] * M for _ in range(M)], x):
         return False
     out[:] = x
     return True
