@@ -369,5 +369,5 @@ def test_massless_rotor_counts(others):
 
 def test_no_mass_and_no_inertia_has_no_model():
     ch = kic.SerialChain([kic.Joint("R")], [kic.Link(0.0)])
-    with pytest.raises(kic.ModelError, match="neither mass nor rotational inertia"):
+    with pytest.raises(kic.ModelError, match="zero total mass and no rotational inertia"):
         ch.dynamics([0.3])
