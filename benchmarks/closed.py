@@ -291,7 +291,7 @@ def main(argv=None) -> int:
                                                 for k in range(PER_POSE_FIVE_BAR)],
                                        PER_POSE_FIVE_BAR),
     }
-    from kic import _compiled
+    from kic.kernels import jit as _compiled
     backends = (["numpy", "numba"] if _compiled.available else ["numpy"]) \
         if args.backend == "both" else [args.backend]
     cases = {(b, k): (fn, n, b) for b in backends for k, (fn, n) in kic_cases.items()}

@@ -417,7 +417,7 @@ def main(argv=None) -> int:
             print(f"  {k:<34} {d:10.2e}  {r:10.2e}{flag}")
         if bad:
             print("  the two models disagree: timings below compare different computations")
-    from kic import _compiled
+    from kic.kernels import jit as _compiled
     backends = (["numpy", "numba"] if _compiled.available else ["numpy"]) \
         if args.backend == "both" else [args.backend]
     if not _compiled.available:

@@ -2,22 +2,24 @@
 
 kic's kernels come in two sets with the same function names and signatures:
 
-* ``kic._compiled`` -- compiled by `numba <https://numba.pydata.org>`_ when it is
-  installed (``pip install kic[fast]``): every recursion runs one configuration
-  at a time in registers, 2-3x faster than numpy on batches and 9-30x faster
-  at one configuration (PUMA 560, measured in one run);
-* ``kic._scalar`` -- numpy, batch last, for batches, and plain Python floats for
-  one configuration (no numba needed).
+* :mod:`kic.kernels.serial_numba` -- compiled by `numba <https://numba.pydata.org>`_
+  when it is installed (``pip install kic[fast]``): every recursion runs one
+  configuration at a time in registers (the speed-up over numpy, batched and at
+  one configuration, is measured in docs/performance.md);
+* :mod:`kic.kernels.serial_numpy` -- numpy, batch last, for batches, and plain
+  Python floats for one configuration (no numba needed).
 
-The arithmetic of one joint or link (frame step, screw-motion step, link wrench,
-centroid and world inertia, composite-inertia and gravity steps) and the Cholesky
-solve with kic's one singularity rule (``kic._compiled.spd_pivot_ok``: a pivot
-must exceed 1e-12 of its own diagonal entry) are written once, in
-``kic._compiled``: numba compiles them, and the plain-float kernels run them
-uncompiled.  :func:`kernels` returns the set in force; callers never branch on
-the backend themselves.  The set's functions (``d`` the chain's
-:class:`ChainData`, from :func:`chain_data`; ``q, qd, qdd, tau`` (N, M)
-float arrays, batch first; ``qT`` etc. (M, N), batch last)::
+Each algorithm is written once per backend in :mod:`kic.kernels` -- frames
+(:mod:`~kic.kernels.frames`), joint loads (:mod:`~kic.kernels.rnea`), I*, P* and
+the gravity load (:mod:`~kic.kernels.inertia`), the SPD solve with kic's one
+singularity rule and the inverses (:mod:`~kic.kernels.linalg`: a Cholesky pivot
+must exceed :data:`kic.settings.SPD_PIVOT_RTOL` of its own diagonal entry) -- its
+compiled form beside its numpy twin; the arithmetic of one joint or link is
+compiled by numba and run uncompiled by the plain-float kernels.
+:func:`kernels` returns the set in force; callers never branch on the backend
+themselves.  The set's functions (``d`` the chain's :class:`ChainData`, from
+:func:`chain_data`; ``q, qd, qdd, tau`` (N, M) float arrays, batch first; ``qT``
+etc. (M, N), batch last)::
 
     inverse_dynamics(d, q, qd, qdd, gravity=True) -> (N, M)
     gravity_load(d, q) -> (N, M)
@@ -33,7 +35,8 @@ float arrays, batch first; ``qT`` etc. (M, N), batch last)::
     loads_from_motion(d, Fc, sR, sv, motion, qddT, gravity) -> (M, N)
     cross(a, b, axis=0) -> a x b along axis 0 or 1
     small_inverse(A (..., m, m)) -> inverses (NaN or inf where singular)
-    inverse_with_condition(A (..., m, m)) -> (inverses, 1-norm condition numbers (...))
+    inverse_with_condition(A (..., m, m)) -> (inverses, ||A||_F ||A^-1||_F (...)),
+                                             a bound on the 2-norm condition number
 
 The choice is ``"auto"`` (compiled if numba imports, the default), ``"numpy"``
 or ``"numba"``; the environment variable ``KIC_BACKEND`` sets the initial
@@ -64,8 +67,8 @@ def _check(name) -> str:
     if name not in _CHOICES:
         raise ValueError(f"unknown kic backend {name!r}: use one of {', '.join(_CHOICES)}")
     if name == "numba":
-        from . import _compiled
-        if not (_compiled.available and _compiled.load()):
+        from .kernels import jit
+        if not (jit.available and jit.load()):
             raise ImportError("the 'numba' backend needs numba: pip install 'kic[fast]'")
     return name
 
@@ -125,9 +128,9 @@ def use_compiled() -> bool:
     """True when the compiled kernels are in force (prefer :func:`kernels`)."""
     global _use
     if _use is None:
-        from . import _compiled
+        from .kernels import jit
         name = _current()
-        _use = name in ("auto", "numba") and _compiled.available and _compiled.load()
+        _use = name in ("auto", "numba") and jit.available and jit.load()
     return _use
 
 
@@ -147,9 +150,9 @@ def kernels():
     global _set
     if _set is None or _use is None:
         if use_compiled():
-            from . import _compiled as module
+            from .kernels import serial_numba as module
         else:
-            from . import _scalar as module
+            from .kernels import serial_numpy as module
         _set = module
     return _set
 
@@ -168,11 +171,14 @@ class ChainData:
     ``base_t`` (12-tuple: rotation row by row, then the origin), ``joints_t`` (per
     joint: revolute, 12-tuple origin), ``links_t`` (per link: mass, centroid
     3-tuple, inertia 6-tuple xx, xy, xz, yy, yz, zz); ``total_mass`` (kg);
-    ``packed`` the arrays in one vector for the compiled one-configuration kernels.
+    ``has_inertia``: some link has mass or rotational inertia (kic's one zero-mass
+    convention: a massless rotor's inertia counts, so only a chain without either
+    has no dynamic model); ``packed`` the arrays in one vector for the compiled
+    one-configuration kernels.
     """
 
     __slots__ = ("base", "isR", "O", "O4", "mass", "com", "inertia", "gravity", "offsets",
-                 "tool", "base_t", "joints_t", "links_t", "total_mass", "packed")
+                 "tool", "base_t", "joints_t", "links_t", "total_mass", "has_inertia", "packed")
 
     def __init__(self, base, is_revolute, origins, masses, com, inertia, gravity, offsets,
                  tool) -> None:
@@ -185,10 +191,11 @@ class ChainData:
         self.total_mass = float(self.mass.sum())
         self.com = f(com)
         self.inertia = f(inertia)
+        self.has_inertia = bool(self.total_mass > 0 or np.any(self.inertia))
         self.gravity = f(gravity)
         self.offsets = f(offsets)
         self.tool = f(tool)
-        from ._compiled import pack           # plain numpy: imports no numba
+        from .kernels.serial_numba import pack    # plain numpy: imports no numba
         self.packed = pack(self.base, self.isR, self.O, self.mass, self.com, self.inertia,
                            self.gravity)
         self.base_t = tuple(float(x) for x in (*self.base[:, :3].ravel(), *self.base[:, 3]))
@@ -220,44 +227,29 @@ def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
 
 def small_inverse(A: np.ndarray) -> np.ndarray:
     """Inverses of stacked (..., m, m) matrices; NaN or inf where singular (callers
-    check the condition): closed forms for m <= 3 (numpy), Gauss-Jordan elimination
-    with partial pivoting (compiled)."""
+    check the condition): :func:`kic.kernels.linalg.small_inverse` (closed forms
+    for m <= 3) or, compiled, :func:`kic.kernels.linalg.invert_stacked`."""
     return kernels().small_inverse(A)
 
 
 def inverse_with_condition(A: np.ndarray):
-    """Inverses of stacked (..., m, m) matrices and their 1-norm condition numbers
-    ``||A||_1 ||A^-1||_1`` (...): inf/NaN where singular, or ``np.linalg.LinAlgError``
-    from LAPACK (m > 3, numpy kernels)."""
+    """Inverses of stacked (..., m, m) matrices and the Frobenius bounds
+    ``||A||_F ||A^-1||_F`` (...) on their 2-norm condition numbers
+    (``kappa_2 <= bound <= m kappa_2``, a cheap pre-check before the exact
+    :func:`kic.kernels.linalg.condition_numbers`): NaN inverses and an infinite
+    bound where singular."""
     return kernels().inverse_with_condition(A)
 
 
 def spd_solve(A: np.ndarray, b: np.ndarray, what: str = "matrix"):
-    """Solve stacked SPD systems ``A x = b`` (leading batch axes).
+    """Solve stacked SPD systems ``A x = b`` (leading batch axes):
+    :func:`kic.kernels.linalg.spd_solve`.
 
     Raises :class:`~kic.SingularityError` naming the configuration when a matrix
-    fails kic's singularity rule, :func:`kic._compiled.spd_pivot_ok`: a Cholesky
-    pivot ``L_kk^2`` not above ``1e-12 A_kk`` (relative to its own diagonal entry,
-    hence independent of the units of each coordinate).
+    fails kic's singularity rule, :func:`kic.kernels.linalg.spd_pivot_ok`: a
+    Cholesky pivot ``L_kk^2`` not above :data:`kic.settings.SPD_PIVOT_RTOL` times
+    ``A_kk`` (relative to its own diagonal entry, hence independent of the units
+    of each coordinate).
     """
-    from ._scalar import spd_factor, spd_substitute
-    from .errors import SingularityError
-    A = np.asarray(A, dtype=float)
-    L, ok = spd_factor(A)
-    if np.all(ok):
-        return spd_substitute(L, b)
-    bad = ~ok
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sv = np.linalg.svd(np.where(np.isfinite(A), A, 0.0), compute_uv=False)
-    smin, smax = sv[..., -1], sv[..., 0]
-    cond = np.where(smin > 0, smax / np.where(smin > 0, smin, 1.0), np.inf)
-    # the failing configuration with the largest condition number (ties: the first)
-    idx = (np.unravel_index(int(np.argmax(np.where(bad, cond, -1.0))), cond.shape)
-           if cond.ndim else ())
-    raise SingularityError(
-        f"{what} is singular or not positive definite"
-        + (f" at batch index {idx}" if idx else "")
-        + f": smallest singular value {float(smin[idx]):.3e}, "
-          f"condition number {float(cond[idx]):.3e}",
-        sigma_min=float(smin[idx]), condition=float(cond[idx]), where=what,
-        index=idx if idx else None)
+    from .kernels.linalg import spd_solve as solve
+    return solve(A, b, what)

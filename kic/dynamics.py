@@ -332,6 +332,7 @@ def chain_potential_energy(chain, q) -> np.ndarray:
 
 
 def _require_mass(chain) -> None:
-    if not chain.total_mass > 0:
-        raise ModelError(f"chain {chain.name or ''} has zero total mass: a dynamic model "
-                         "needs mass")
+    # kic's one zero-mass convention: a massless body's rotational inertia counts
+    if not chain.kernel_data.has_inertia:
+        raise ModelError(f"chain {chain.name or ''} has zero total mass and no rotational "
+                         "inertia: a dynamic model needs them")

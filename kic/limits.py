@@ -39,6 +39,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import ClosureError, ModelError, Status
+from .kernels.frames import rotation_matrices
+from .settings import PARALLEL_SINE
 
 __all__ = ["JointRange", "ConeLimit", "JointLimits", "LimitCheck", "make_limit",
            "outside_limits_error"]
@@ -91,12 +93,12 @@ def make_limit(joint: str, kind: str, axes: Sequence[np.ndarray], value, axis=No
             raise ModelError(f"{label}: the cone angle must lie in (0, pi] rad, got {angle!r}")
         if axis is None:
             n = np.cross(axes[0], axes[1])
-            if np.linalg.norm(n) < 1e-9:
+            if np.linalg.norm(n) < PARALLEL_SINE:
                 raise ModelError(f"{label}: its first two axes are parallel; give the cone's "
                                  "reference axis (axis=...)")
         else:
             n = np.asarray(axis, dtype=float)
-            if n.shape != (3,) or not np.all(np.isfinite(n)) or np.linalg.norm(n) < 1e-12:
+            if n.shape != (3,) or not np.all(np.isfinite(n)) or not np.linalg.norm(n) > 0:
                 raise ModelError(f"{label}: the cone axis must be a non-zero 3-vector, got "
                                  f"{axis!r}")
         n = n / np.linalg.norm(n)
@@ -226,7 +228,7 @@ class JointLimits(Mapping):
         for _, idx, axes, n, angle in self._cones:
             R = np.broadcast_to(np.eye(3), batch + (3, 3))
             for k in range(idx.size):
-                R = R @ _rotation(axes[k], phi[..., idx[k]])
+                R = R @ rotation_matrices(axes[k], phi[..., idx[k]])
             cos = np.einsum("i,...ij,j->...", n, R, n)
             margins.append((angle - np.arccos(np.clip(cos, -1.0, 1.0)))[..., None])
         margin = np.concatenate(margins, -1) if margins else np.zeros(batch + (0,))
@@ -241,14 +243,6 @@ class JointLimits(Mapping):
             return st.copy()
         ok = self.check(phi).ok
         return np.where((st == Status.OK) & ~ok, int(Status.OUTSIDE_LIMITS), st)
-
-
-def _rotation(axis: np.ndarray, angle) -> np.ndarray:
-    """Rodrigues rotation matrices (..., 3, 3) about a unit axis."""
-    a = np.asarray(angle, dtype=float)[..., None, None]
-    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]],
-                  [-axis[1], axis[0], 0.0]])
-    return np.eye(3) + np.sin(a) * K + (1.0 - np.cos(a)) * (K @ K)
 
 
 def outside_limits_error(limits: JointLimits, phi: np.ndarray, status: np.ndarray,

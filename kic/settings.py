@@ -12,7 +12,7 @@ __all__ = [
     "CLOSURE_TOLERANCE", "NEWTON_MAX_ITERATIONS", "NEWTON_MAX_STEP", "EXACT_START",
     "SPD_PIVOT_RTOL", "MAX_CONDITION", "RANK_RTOL", "JACOBI_SWEEPS", "JACOBI_RTOL",
     "LANE_WIDTH", "FROBENIUS_MARGIN", "DEFAULT_GRAVITY", "SWITCH_CONDITION",
-    "INERTIA_RTOL", "TINY", "DIRECTION_RTOL",
+    "INERTIA_RTOL", "TINY", "PARALLEL_SINE",
 ]
 
 # ---------------------------------------------------------------- loop closure
@@ -92,8 +92,10 @@ SWITCH_CONDITION = 30.0
 number passes this (well before :data:`MAX_CONDITION`: the integrator's error
 grows with the condition long before the model is singular)."""
 
-# ------------------------------------------------------------------- files
-DIRECTION_RTOL = 1e-9
-"""Unit directions whose cross (or dot) product is below this are parallel (or
-perpendicular): axes written to 9 digits in a file still count as parallel (a planar
-mechanism's MJCF export; the gimbal lock of URDF's roll-pitch-yaw angles)."""
+# ------------------------------------------------------------------ geometry
+PARALLEL_SINE = 1e-9
+"""Two unit axes whose cross product (the sine of the angle between them) is
+shorter than this are parallel to the precision of a model's input (a few
+nanoradians; axes written to 9 digits in a file still count): a cone limit on two
+such axes needs its reference axis given; a planar mechanism's MJCF export; the
+gimbal lock of URDF's roll-pitch-yaw angles."""

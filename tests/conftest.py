@@ -49,7 +49,7 @@ def rng():
 
 
 import kic  # noqa: E402
-from kic import _compiled  # noqa: E402
+from kic.kernels import jit as _compiled  # noqa: E402
 
 # Test modules that mark themselves with pytest.mark.usefixtures("each_backend") run
 # every test under both serial-chain backends, so the compiled kernels meet the same

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 import kic
-from kic import _compiled, backend
+from kic import backend
+from kic.kernels import jit, linalg, serial_numba, serial_numpy
 from helpers import random_chain
 
-needs_numba = pytest.mark.skipif(not _compiled.available, reason="numba not installed")
+needs_numba = pytest.mark.skipif(not jit.available, reason="numba not installed")
 
 
 def shifted(x):
@@ -112,7 +113,7 @@ def test_set_backend_validates_and_restores(monkeypatch):
         with pytest.raises(ValueError, match="unknown kic backend 'cuda'"):
             kic.set_backend("cuda")
         assert kic.get_backend() == "numpy"
-        monkeypatch.setattr(_compiled, "available", False)
+        monkeypatch.setattr(jit, "available", False)
         with pytest.raises(ImportError, match="kic\\[fast\\]"):
             kic.set_backend("numba")
         kic.set_backend("auto")
@@ -121,7 +122,7 @@ def test_set_backend_validates_and_restores(monkeypatch):
         monkeypatch.undo()
         assert kic.set_backend(previous) == "auto"
     if previous == "auto":
-        assert kic.get_backend() == ("numba" if _compiled.available else "numpy")
+        assert kic.get_backend() == ("numba" if jit.available else "numpy")
 
 
 def test_environment_variable_sets_the_first_choice(monkeypatch):
@@ -165,13 +166,13 @@ def test_unimportable_numba_falls_back_to_numpy(monkeypatch):
     import sys
     previous = kic.set_backend("auto")
     try:
-        monkeypatch.setattr(_compiled, "available", True)
-        monkeypatch.setattr(_compiled, "_loaded", False)
+        monkeypatch.setattr(jit, "available", True)
+        monkeypatch.setattr(jit, "_loaded", False)
         monkeypatch.setitem(sys.modules, "numba", None)      # makes `import numba` fail
         monkeypatch.setattr(backend, "_use", None)
         with pytest.warns(RuntimeWarning, match="cannot be imported"):
             assert kic.get_backend() == "numpy"
-        assert _compiled.available is False
+        assert jit.available is False
         with pytest.raises(ImportError, match="kic\\[fast\\]"):
             kic.set_backend("numba")
     finally:
@@ -187,8 +188,13 @@ def test_read_only_and_strided_inputs_reuse_the_compiled_kernels():
     chain = random_chain(rng, 4)
     q = rng.uniform(-2, 2, (6, 4))
     qd = rng.normal(size=(6, 4))
-    kernels = ("_rnea", "_inertia", "_inertia_power", "_gravity", "_forward", "_pose",
+    kernels = ("_rnea", "_inertia", "_inertia_power", "_gravity", "_forward",
                "_rnea1", "_gravity1", "_inertia1", "_forward1")
+    from kic.kernels import frames
+
+    def counts_now():
+        return {**{k: len(getattr(serial_numba, k).signatures) for k in kernels},
+                "pose_lanes": len(frames.pose_lanes.signatures)}
 
     def run(q_, qd_):
         dyn = chain.dynamics(q_)
@@ -199,7 +205,7 @@ def test_read_only_and_strided_inputs_reuse_the_compiled_kernels():
     previous = kic.set_backend("numba")
     try:
         ref = run(q, qd)
-        counts = {k: len(getattr(_compiled, k).signatures) for k in kernels}
+        counts = counts_now()
         frozen, frozen_d = q.copy(), qd.copy()                   # read-only, contiguous
         frozen.flags.writeable = frozen_d.flags.writeable = False
         cases = ((frozen, frozen_d), (frozen[1], frozen_d[1]),
@@ -209,7 +215,7 @@ def test_read_only_and_strided_inputs_reuse_the_compiled_kernels():
             for a, b in zip(run(q_, qd_), run(np.array(q_), np.array(qd_))):
                 np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
         assert rel(run(q[2], qd[2])[0], ref[0][2]) < 1e-13
-        assert {k: len(getattr(_compiled, k).signatures) for k in kernels} == counts
+        assert counts_now() == counts
     finally:
         kic.set_backend(previous)
 
@@ -248,13 +254,12 @@ def test_kernel_sets_have_the_same_functions_and_signatures():
     """One dispatch: both kernel sets provide every function of backend.KERNELS with
     the same parameters, and kernels() follows set_backend."""
     import inspect
-    from kic import _scalar
     for name in backend.KERNELS:
-        a, b = getattr(_scalar, name), getattr(_compiled, name)
+        a, b = getattr(serial_numpy, name), getattr(serial_numba, name)
         assert list(inspect.signature(a).parameters) == list(inspect.signature(b).parameters), name
-    assert under("numpy", backend.kernels) is _scalar
-    if _compiled.available:
-        assert under("numba", backend.kernels) is _compiled
+    assert under("numpy", backend.kernels) is serial_numpy
+    if jit.available:
+        assert under("numba", backend.kernels) is serial_numba
 
 
 def test_import_kic_does_not_import_numba():
@@ -320,8 +325,8 @@ def test_spd_rule_is_relative_and_independent_of_units():
     """The one singularity rule: a pivot below 1e-12 of its own diagonal entry.  Scaling
     the coordinates (units: m vs mm for a prismatic joint) changes no decision; the
     plain-float Cholesky, the batched numpy factor and spd_solve agree."""
-    from kic import _scalar
     from kic.backend import spd_solve
+    plain_solve = jit.plain("kic.kernels.linalg", "cholesky_solve")
     rng = np.random.default_rng(4)
     B = rng.normal(size=(4, 4))
     A = B @ B.T + 0.1 * np.eye(4)
@@ -331,8 +336,7 @@ def test_spd_rule_is_relative_and_independent_of_units():
         D = np.diag(scale)
         As = D @ A @ D                           # the same system in other units
         xs = [0.0] * 4
-        assert _compiled.plain.cholesky_solve(As.tolist(), (scale * b).tolist(),
-                                              [[0.0] * 4 for _ in range(4)], xs)
+        assert plain_solve(As.tolist(), (scale * b).tolist(), [[0.0] * 4 for _ in range(4)], xs)
         np.testing.assert_allclose(scale * np.array(xs), x, rtol=1e-9)
         np.testing.assert_allclose(scale * spd_solve(As, scale * b), x, rtol=1e-9)
         # a nearly dependent coordinate: the last pivot is 1e-14 of its diagonal entry
@@ -341,13 +345,12 @@ def test_spd_rule_is_relative_and_independent_of_units():
         C[3, :3] = C[:3, 3] = v
         C[3, 3] = np.array([1.0, -2.0, 0.5]) @ v * (1 + 1e-14)
         Cs = D @ C @ D
-        assert not _compiled.plain.cholesky_solve(Cs.tolist(), b.tolist(),
-                                                  [[0.0] * 4 for _ in range(4)], [0.0] * 4)
-        assert not _scalar.spd_factor(Cs[None])[1][0]
+        assert not plain_solve(Cs.tolist(), b.tolist(), [[0.0] * 4 for _ in range(4)], [0.0] * 4)
+        assert not linalg.spd_factor(Cs[None])[1][0]
         with pytest.raises(kic.SingularityError):
             spd_solve(Cs, b)
-    assert _compiled.spd_pivot_ok(2e-12, 1.0) and not _compiled.spd_pivot_ok(1e-12, 1.0)
-    assert not _compiled.plain.spd_pivot_ok(np.nan, 1.0)
+    assert linalg.spd_pivot_ok(2e-12, 1.0) and not linalg.spd_pivot_ok(1e-12, 1.0)
+    assert not jit.plain("kic.kernels.linalg", "spd_pivot_ok")(np.nan, 1.0)
 
 
 @needs_numba
@@ -355,7 +358,6 @@ def test_shared_arithmetic_compiled_equals_plain():
     """The frame step, screw step and link wrench run compiled inside the kernels and
     uncompiled in the plain-float kernels: the numba one-configuration results equal
     the plain ones."""
-    from kic import _scalar
     rng = np.random.default_rng(8)
     chain = random_chain(rng, 6)
     d = backend.chain_data(chain)
@@ -365,8 +367,8 @@ def test_shared_arithmetic_compiled_equals_plain():
                               ("inertia_one", (q,), (6, 6)),
                               ("forward_dynamics_one", (q, qd, qdd), (6,))):
         a, b = np.empty(shape), np.empty(shape)
-        assert getattr(_scalar, name)(d, *args, a)
-        under("numba", lambda: getattr(_compiled, name)(d, *args, b))
+        assert getattr(serial_numpy, name)(d, *args, a)
+        under("numba", lambda: getattr(serial_numba, name)(d, *args, b))
         assert rel(a, b) < 1e-13, name
 
 
@@ -388,18 +390,27 @@ def test_kernel_data_pickles_and_matches_the_kinematics_pose():
 
 
 @needs_numba
-def test_shared_helpers_compile_into_another_module():
-    """Another compiled module can inline the shared arithmetic (the closed-model
-    kernels' route to the same Cholesky and singularity rule)."""
+def test_kernels_compile_into_another_module_and_stay_plain_for_floats():
+    """A compiled module marked after load() calls the kernels of kic.kernels (the
+    closed models' route to the same Cholesky and singularity rule); their plain
+    twins call plain twins, never dispatchers, also after load()."""
     import numba
-    ns = dict(_compiled.shared_helpers())
-    assert set(ns) == {n for n in dir(_compiled.plain) if not n.startswith("_")}
-    exec("def solve(A, b):\n"
-         "    x = np.empty(b.shape[0])\n"
-         "    ok = cholesky_solve(A, b, np.empty(A.shape), x)\n"
-         "    return ok, x\n", {**ns, "np": np}, ns)
-    solve = numba.njit(ns["solve"])
+    assert jit.load()
+
+    def solve(A, b):
+        x = np.empty(b.shape[0])
+        ok = linalg.cholesky_solve(A, b, np.empty(A.shape), x)
+        return ok, x
+    solve = numba.njit(solve)
     A = np.array([[4.0, 1.0], [1.0, 3.0]])
     ok, x = solve(A, np.array([1.0, 2.0]))
     assert ok and np.allclose(A @ x, [1.0, 2.0])
     assert not solve(np.array([[1.0, 1.0], [1.0, 1.0]]), np.ones(2))[0]
+    dispatcher = numba.core.registry.CPUDispatcher
+    for module, name in (("kic.kernels.linalg", "cholesky_solve"),
+                         ("kic.kernels.inertia", "link_world"),
+                         ("kic.kernels.frames", "frame_step")):
+        twin = jit.plain(module, name)
+        assert not isinstance(twin, dispatcher)
+        assert not any(isinstance(v, dispatcher) for v in twin.__globals__.values()
+                       if callable(v) and getattr(v, "__module__", "").startswith("kic.kernels"))

@@ -242,7 +242,7 @@ def test_from_models_rates_and_path():
 
 
 def test_backends_agree(five_bars):
-    if not kic._compiled.available:
+    if not kic.kernels.jit.available:
         pytest.skip("numba not installed")
     p, batch, _ = five_bars
     X, Xd, Xdd = circle(12)

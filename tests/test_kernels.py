@@ -170,3 +170,220 @@ def test_inverse_singular():
     Si = linalg.small_inverse(S)
     assert np.isnan(Si[0]).all() and np.allclose(Si[1], np.eye(5))
     assert not np.isfinite(linalg.small_inverse(np.zeros((3, 3)))).all()
+
+
+# --------------------------------------------------------------------------
+# frames
+# --------------------------------------------------------------------------
+def _unit(rng, n):
+    a = rng.standard_normal((n, 3))
+    return a / np.linalg.norm(a, axis=1, keepdims=True)
+
+
+def test_rodrigues_compiled_equals_numpy():
+    from kic.kernels import frames
+    rng = np.random.default_rng(31)
+    a, x = _unit(rng, 20), rng.uniform(-7, 7, 20)
+    R = frames.rotation_matrices(a, x)
+    plain = jit.plain("kic.kernels.frames", "rodrigues")
+    for k in range(20):
+        fast = np.array(frames.rodrigues(a[k, 0], a[k, 1], a[k, 2], x[k])).reshape(3, 3)
+        slow = np.array(plain(a[k, 0], a[k, 1], a[k, 2], x[k])).reshape(3, 3)
+        np.testing.assert_allclose(fast, R[k], atol=1e-15)
+        np.testing.assert_allclose(slow, fast, atol=1e-15)
+        # a rotation, about a, by x: R a = a, trace = 1 + 2 cos x
+        np.testing.assert_allclose(R[k] @ R[k].T, np.eye(3), atol=1e-15)
+        np.testing.assert_allclose(R[k] @ a[k], a[k], atol=1e-15)
+        assert np.trace(R[k]) == pytest.approx(1 + 2 * np.cos(x[k]), abs=1e-14)
+    # against scipy's rotation vectors
+    from scipy.spatial.transform import Rotation
+    np.testing.assert_allclose(R, Rotation.from_rotvec(a * x[:, None]).as_matrix(), atol=1e-14)
+    T = frames.joint_motions(True, a, x)
+    np.testing.assert_array_equal(T[:, :3, :3], R)
+    S = frames.joint_motions(False, a[0], x)
+    np.testing.assert_allclose(S[:, :3, 3], x[:, None] * a[0])
+    np.testing.assert_array_equal(S[:, :3, :3], np.broadcast_to(np.eye(3), (20, 3, 3)))
+
+
+@pytest.mark.parametrize("revolute", [True, False])
+def test_frame_step_compiled_equals_plain_and_matrices(revolute):
+    from kic.kernels import frames
+    rng = np.random.default_rng(32 + revolute)
+    plain = jit.plain("kic.kernels.frames", "frame_step")
+    for _ in range(10):
+        R = frames.rotation_matrices(_unit(rng, 1)[0], rng.uniform(-3, 3))
+        T = tuple(R.ravel()) + tuple(rng.standard_normal(3))
+        Ro = frames.rotation_matrices(_unit(rng, 1)[0], rng.uniform(-3, 3))
+        O = np.hstack([Ro, rng.standard_normal((3, 1))])
+        q = rng.uniform(-3, 3)
+        fast = frames.frame_step(T, tuple(O.ravel()), revolute, q)
+        slow = plain(T, tuple(O.ravel()), revolute, q)
+        np.testing.assert_allclose(np.hstack(fast), np.hstack(slow), atol=1e-15)
+        # the matrix form: T_j = T O motion_z(q), screw (s, r x s) or (0, s)
+        H = np.eye(4)
+        H[:3, :3], H[:3, 3] = np.reshape(T[:9], (3, 3)), T[9:]
+        J = H @ np.vstack([O, [0, 0, 0, 1]])
+        Tj = J @ frames.joint_motions(revolute, (0.0, 0.0, 1.0), q)
+        np.testing.assert_allclose(fast[0], np.hstack([Tj[:3, :3].ravel(), Tj[:3, 3]]),
+                                   atol=1e-14)
+        s, r = J[:3, 2], J[:3, 3]
+        np.testing.assert_allclose(fast[1], s if revolute else 0 * s, atol=1e-15)
+        np.testing.assert_allclose(fast[2], np.cross(r, s) if revolute else s, atol=1e-14)
+
+
+# --------------------------------------------------------------------------
+# the serial chain's kernels: each compiled function against its numpy twin and
+# its plain-float twin (the kernel sets compose them; tests/test_compiled.py)
+# --------------------------------------------------------------------------
+def _chain_data(seed, M):
+    from helpers import random_chain
+    rng = np.random.default_rng(seed)
+    chain = random_chain(rng, M)
+    return rng, chain.kernel_data
+
+
+def _one_pose(d, q):
+    from kic.kernels import frames
+    M = d.dof
+    A, t, R, p = np.empty((M, 3)), np.empty((M, 3)), np.empty((M, 3, 3)), np.empty((M, 3))
+    frames.frames_into(d.base, d.isR, d.O, q, A, t, R, p)
+    return A, t, R, p
+
+
+@pytest.mark.parametrize("seed, M", [(1, 1), (2, 3), (3, 7)])
+def test_frames_of_a_chain_compiled_equal_numpy_and_floats(seed, M):
+    from kic.kernels import frames
+    rng, d = _chain_data(seed, M)
+    qT = rng.uniform(-3, 3, (M, 9))
+    Fc, sR, sv = np.empty((M, 4, 3, 9)), np.empty((3, M, 9)), np.empty((3, M, 9))
+    frames.pose_lanes(d.base, d.isR, d.O, qT, Fc, sR, sv)
+    ref = frames.pose_numpy(d, qT)
+    for a, b in zip((Fc, sR, sv), ref):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
+    R, p = frames.rotations(Fc)
+    for n in range(9):
+        one = frames.pose_numpy(d, qT[:, n:n + 1])          # floats, packed alike
+        for a, b in zip(one, ref):
+            np.testing.assert_allclose(a[..., 0], b[..., n], rtol=0, atol=1e-14)
+        A, t, Rn, pn = _one_pose(d, qT[:, n].copy())
+        np.testing.assert_allclose(A.T, sR[:, :, n], atol=1e-14)
+        np.testing.assert_allclose(t.T, sv[:, :, n], atol=1e-14)
+        np.testing.assert_allclose(Rn, R[..., n].transpose(2, 0, 1), atol=1e-14)
+        np.testing.assert_allclose(pn.T, p[..., n], atol=1e-14)
+
+
+@pytest.mark.parametrize("seed, M", [(4, 1), (5, 4), (6, 7)])
+def test_joint_loads_compiled_equal_numpy_and_floats(seed, M):
+    from kic.kernels import frames, rnea
+    rng, d = _chain_data(seed, M)
+    N = 6
+    qT, qdT, qddT = (rng.uniform(-2, 2, (M, N)) for _ in range(3))
+    Fc, sR, sv = frames.pose_numpy(d, qT)
+    for gravity in (True, False):
+        motion = rnea.link_motion(sR, sv, qdT, qddT, d.gravity if gravity else None)
+        ref = rnea.wrench_loads(d, Fc, sR, sv, *motion)
+        lanes = [np.empty(sR.shape) for _ in range(4)]
+        rnea.motion_lanes(sR, sv, qdT, qddT, True, d.gravity, gravity, *lanes)
+        for a, b in zip(lanes, motion):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+        velocity = rnea.link_motion(sR, sv, qdT)
+        from_motion = rnea.loads_from_motion(d, Fc, sR, sv, velocity, qddT, gravity)
+        tau = np.empty((M, N))
+        rnea.motion_loads_lanes(Fc, sR, sv, *(np.ascontiguousarray(x) for x in velocity),
+                                qddT, d.gravity, gravity, d.mass, d.com, d.inertia,
+                                np.empty((6, N)), np.empty((6, M, N)), tau)
+        scale = max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(from_motion, ref, atol=1e-12 * scale)
+        np.testing.assert_allclose(tau, ref, atol=1e-12 * scale)
+        for n in range(N):
+            q, qd, qdd = qT[:, n].copy(), qdT[:, n].copy(), qddT[:, n].copy()
+            A, t, R, p = _one_pose(d, q)
+            out = np.empty(M)
+            rnea.rnea_one(d.isR, d.mass, d.com, d.inertia, d.gravity, A, t, R, p, qd, qdd,
+                          gravity, np.empty((M, 6)), out)
+            floats = rnea.loads_floats(d, frames.frames_floats(d, q.tolist()), qd.tolist(),
+                                       qdd.tolist(), gravity)
+            np.testing.assert_allclose(out, ref[:, n], atol=1e-12 * scale)
+            np.testing.assert_allclose(floats, out, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("seed, M", [(7, 1), (8, 3), (9, 6)])
+def test_inertia_power_gravity_compiled_equal_numpy_and_floats(seed, M):
+    from kic.kernels import frames, inertia
+    rng, d = _chain_data(seed, M)
+    N = 5
+    qT = rng.uniform(-3, 3, (M, N))
+    Fc, sR, sv = frames.pose_numpy(d, qT)
+    state = inertia.LinkState(d, Fc)
+    I_ref = inertia.inertia_numpy(sR, sv, state)
+    P_ref = inertia.power_numpy(sR, sv, state)
+    g_ref = inertia.gravity_numpy(d, Fc, sR, sv)
+    for n in range(N):
+        q = qT[:, n].copy()
+        A, t, R, p = _one_pose(d, q)
+        c, Iw = np.empty((M, 3)), np.empty((M, 3, 3))
+        inertia.link_world_into(R, p, d.com, d.inertia, c, Iw)
+        np.testing.assert_allclose(c.T, state.c[..., n], atol=1e-14)
+        np.testing.assert_allclose(Iw, state.I[..., n].transpose(2, 0, 1), atol=1e-14)
+        I = np.empty((M, M))
+        inertia.inertia_one(d.mass, c, Iw, A, t, np.empty((M, 6)), I)
+        P = np.empty((M, M, M))
+        inertia.power_one(d.mass, c, Iw, A, t, np.empty(M), np.empty((M, 3)),
+                          np.empty((M, 3, 3)), np.empty((M, 3, 3)), np.empty((M, M, 3)),
+                          np.empty((M, M, 3)), np.empty((M, M, 3)), P)
+        g = np.empty(M)
+        inertia.gravity_one(d.mass, d.com, d.gravity, A, t, R, p, g)
+        fl = frames.frames_floats(d, q.tolist())
+        for fast, ref, floats in ((I, I_ref[..., n], inertia.inertia_floats(d, fl)),
+                                  (P, P_ref[..., n], None),
+                                  (g, g_ref[:, n], inertia.gravity_floats(d, fl))):
+            scale = max(1.0, np.abs(ref).max())
+            np.testing.assert_allclose(fast, ref, atol=1e-12 * scale)
+            if floats is not None:
+                np.testing.assert_allclose(np.array(floats), fast, atol=1e-12 * scale)
+        # P* is the Christoffel symbol of I*: sym part of P[n, a, b] =
+        # dI[n,a]/dq_b + dI[n,b]/dq_a - dI[a,b]/dq_n, halved (central differences)
+        def I_at(x):
+            Fc_, sR_, sv_ = frames.pose_numpy(d, x[:, None])
+            return inertia.inertia_numpy(sR_, sv_, inertia.LinkState(d, Fc_))[..., 0]
+        h = 1e-6
+        dI = np.stack([(I_at(q + h * e) - I_at(q - h * e)) / (2 * h) for e in np.eye(M)], -1)
+        chris = 0.5 * (dI + np.swapaxes(dI, 1, 2) - np.moveaxis(dI, 2, 0))
+        np.testing.assert_allclose(0.5 * (P + np.swapaxes(P, 1, 2)), chris,
+                                   atol=1e-6 * max(1.0, np.abs(I).max()))
+
+
+def test_stacked_inverses_compiled_equal_numpy():
+    rng = np.random.default_rng(12)
+    for m in (1, 2, 3, 5):
+        A = rng.standard_normal((8, m, m)) + 2 * np.eye(m)
+        A[3] = 0.0                                       # singular
+        out, bound = np.empty(A.shape), np.empty(8)
+        linalg.invert_stacked(A, out, bound)
+        Ai, kF = linalg.inverses_and_bounds(A)
+        ok = np.arange(8) != 3
+        np.testing.assert_allclose(out[ok], Ai[ok], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(bound[ok], kF[ok], rtol=1e-10)
+        assert np.isnan(out[3]).all() and bound[3] == np.inf and kF[3] == np.inf
+        kappa = np.linalg.cond(A[ok])
+        assert np.all(kappa * (1 - 1e-12) <= bound[ok]) and np.all(bound[ok] <= m * kappa * 1.0001)
+
+
+def test_composite_body_parallel_axis_and_zero_mass():
+    """Two halves of a box joined give the box; a massless rotor's inertia is kept."""
+    from kic.kernels.inertia import composite_body
+    m, (a, b, c) = 2.0, (0.4, 0.2, 0.1)
+    box = m / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    half = m / 24 * np.diag([b * b + c * c, (a / 2) ** 2 + c * c, (a / 2) ** 2 + b * b])
+    centre = np.array([0.3, -0.2, 0.5])
+    parts = [(m / 2, centre + (-a / 4, 0, 0), half), (m / 2, centre + (a / 4, 0, 0), half)]
+    M, C, I = composite_body(parts)
+    assert M == m
+    np.testing.assert_allclose(C, centre, atol=1e-15)
+    np.testing.assert_allclose(I, box, atol=1e-15)
+    rotor = np.diag([0.01, 0.01, 0.02])
+    M, C, I = composite_body(parts + [(0.0, (9.0, 9.0, 9.0), rotor)])
+    np.testing.assert_allclose(I, box + rotor, atol=1e-15)
+    M, C, I = composite_body([(0.0, (1.0, 2.0, 3.0), rotor), (0.0, (0.0, 0.0, 1.0), rotor)])
+    assert M == 0.0 and np.all(C == 0.0)
+    np.testing.assert_array_equal(I, 2 * rotor)

@@ -325,3 +325,47 @@ def test_from_dh_seed_T1_matrix():
                                  [kic.Link(1.0)])
     np.testing.assert_allclose(ch.frames([0.0])[0], expect, atol=1e-15)
     np.testing.assert_allclose(ch.tool_frame([0.0]), expect, atol=1e-15)
+
+
+# ------------------------------------------------- the zero-mass convention
+@pytest.mark.parametrize("others", [False, True])
+def test_massless_rotor_counts(others):
+    """A body of zero mass with rotational inertia (a rotor, a flywheel) counts on
+    every path: compiled, numpy and plain floats (one configuration), alone in its
+    chain (zero total mass) or among bodies with mass.  I*, P*, the torques of the
+    model and of inverse dynamics, and forward dynamics agree with the oracle."""
+    rng = np.random.default_rng(41 + others)
+    base = random_chain(rng, 3, kinds="RRR")
+    rotor = kic.Link(0.0, com=(0.3, -0.1, 0.2), inertia=np.diag([0.02, 0.03, 0.04]))
+    links = ([base.links[0]] if others else [kic.Link(0.0)]) + [base.links[1], rotor]
+    if not others:
+        links[1] = kic.Link(0.0, inertia=np.diag([0.01, 0.01, 0.015]))
+    ch = kic.SerialChain(base.joints, links, gravity=base.gravity, base=base.base,
+                         frame_offsets=base.frame_offsets)
+    assert (ch.total_mass > 0) == others
+    q, qd, qdd = rng.uniform(-2, 2, (3, 3))
+    qs = rng.uniform(-2, 2, (4, 3))
+    for q_ in (q, qs):                       # one configuration (floats) and a batch
+        dyn = ch.dynamics(q_)
+        one = q_.ndim == 1
+        rows = [q_] if one else list(q_)
+        ref_I = np.array([oracle_mass_matrix(ch, x) for x in rows])
+        assert_close(dyn.I_star.reshape(ref_I.shape), ref_I, 1e-12)
+        assert np.all(np.abs(ref_I[:, 2, 2]) > 1e-3)      # the rotor is there to count
+        qd_, qdd_ = np.broadcast_to(qd, q_.shape), np.broadcast_to(qdd, q_.shape)
+        tau = ch.inverse_dynamics(q_, qd_, qdd_)
+        ref = np.array([rnea(ch, x, qd, qdd) for x in rows])
+        assert_close(tau.reshape(ref.shape), ref, RTOL)
+        assert_close(dyn.torque(qd_, qdd_), tau, RTOL)
+        assert_close(ch.forward_dynamics(q_, qd_, tau), qdd_, 1e-9)
+        assert_close(dyn.gravity_load.reshape(ref.shape),
+                     np.array([oracle_gravity(ch, x) for x in rows]), RTOL)
+        # P* against the oracle's velocity terms q'^T P* q'
+        vel = np.array([oracle_bias(ch, x, qd) for x in rows])
+        assert_close(dyn.velocity_term(qd_).reshape(vel.shape), vel, RTOL)
+
+
+def test_no_mass_and_no_inertia_has_no_model():
+    ch = kic.SerialChain([kic.Joint("R")], [kic.Link(0.0)])
+    with pytest.raises(kic.ModelError, match="zero total mass and no rotational inertia"):
+        ch.dynamics([0.3])

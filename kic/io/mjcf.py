@@ -34,7 +34,7 @@ from ..chain import Link, SerialChain
 from ..errors import ModelError
 from ..limits import ConeLimit
 from ..mimic import MimicModel
-from ..settings import CLOSURE_TOLERANCE, DIRECTION_RTOL, EXACT_START, NEWTON_MAX_ITERATIONS
+from ..settings import CLOSURE_TOLERANCE, PARALLEL_SINE, EXACT_START, NEWTON_MAX_ITERATIONS
 from ..topology import GROUND, Mechanism
 from ._xml import format_number as _num, format_vector as _vec, rigid_inverse as _inv
 from ._xml import xml_escape as _esc
@@ -232,11 +232,11 @@ def _planar(mech: Mechanism, records, frames) -> bool:
             w = frames[r.parent][:3, :3] @ r.origin[:3, :3] @ a
             if normal is None:
                 normal = w
-            elif np.linalg.norm(np.cross(normal, w)) > DIRECTION_RTOL:
+            elif np.linalg.norm(np.cross(normal, w)) > PARALLEL_SINE:
                 return False
     if normal is None:
         return False
-    return all(abs(normal @ (frames[r.parent][:3, :3] @ r.origin[:3, :3] @ a)) < DIRECTION_RTOL
+    return all(abs(normal @ (frames[r.parent][:3, :3] @ r.origin[:3, :3] @ a)) < PARALLEL_SINE
                for r in records for _, kind, a in r.primitives if kind == "P")
 
 

@@ -70,7 +70,7 @@ import numpy as np
 from ..chain import Joint, Link, SerialChain, inertia_defects, inertia_scale
 from ..errors import ModelError
 from ..mimic import MimicModel
-from ..settings import DIRECTION_RTOL
+from ..settings import PARALLEL_SINE
 from ..topology import GROUND, Mechanism
 from ._xml import RepairWarning, format_number as _num, format_vector as _vec, read_xml
 from ._xml import rigid_inverse as _inv, without_gc, xml_escape as _esc
@@ -114,7 +114,7 @@ def matrix_rpy(R) -> tuple[float, float, float]:
     R = np.asarray(R, float)
     cp = math.hypot(R[0, 0], R[1, 0])
     pitch = math.atan2(-R[2, 0], cp)
-    if cp > DIRECTION_RTOL:        # (below, roll and yaw from entries scaled by cp lose digits)
+    if cp > PARALLEL_SINE:        # (below, roll and yaw from entries scaled by cp lose digits)
         return math.atan2(R[2, 1], R[2, 2]), pitch, math.atan2(R[1, 0], R[0, 0])
     # gimbal lock: R = Ry(+-pi/2) Rx(roll') with yaw folded into roll'
     return math.atan2(-R[1, 2], R[1, 1]), pitch, 0.0

@@ -4,7 +4,16 @@ numpy form side by side, with a parity test per function in ``tests/test_kernels
 * :mod:`kic.kernels.jit` -- the one lazy numba registry (numba is imported on first use);
 * :mod:`kic.kernels.linalg` -- THE symmetric positive definite solve and its singularity
   rule, LU with partial pivoting, the 2-norm condition number (one definition, made
-  dimensionless by a characteristic length), small inverses.
+  dimensionless by a characteristic length), small inverses;
+* :mod:`kic.kernels.frames` -- frames: Rodrigues' rotation, a joint's motion, the
+  serial joint step, a chain's link frames and joint screws;
+* :mod:`kic.kernels.rnea` -- joint loads by the Newton-Euler recursion in world
+  coordinates (link motion, link wrenches);
+* :mod:`kic.kernels.inertia` -- I*, P* and the gravity load by composite sums, and
+  rigid bodies joined into one (one zero-mass convention: rotational inertia counts);
+* :mod:`kic.kernels.serial_numba`, :mod:`kic.kernels.serial_numpy` -- the two kernel
+  sets of serial chains that :func:`kic.backend.kernels` chooses between (drivers over
+  the modules above, the same names and signatures).
 
 Nothing here is public API: the library's modules call these, users call the library.
 """

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import types
 import warnings
 
 __all__ = ["available", "jit", "load", "plain"]
@@ -25,6 +26,9 @@ available = importlib.util.find_spec("numba") is not None
 
 _marked: list[tuple[str, str, bool, str | None]] = []   # module, name, inline, signature
 _plain: dict[tuple[str, str], object] = {}              # the uncompiled functions
+_key: dict[int, tuple[str, str]] = {}    # id of a marked function or its dispatcher -> key
+_kept: list = []                         # ... which stay alive, so that no id is reused
+_twins: dict[tuple[str, str], object] = {}              # plain(): bound to plain twins
 _loaded = False
 
 
@@ -44,19 +48,40 @@ def jit(fn=None, *, inline: bool = False, signature: str | None = None):
     costs more than a small helper's arithmetic).  ``signature``: the one
     numba signature of an entry point called straight from Python."""
     def mark(f):
-        _marked.append((f.__module__, f.__name__, inline, signature))
-        _plain[(f.__module__, f.__name__)] = f
+        key = (f.__module__, f.__name__)
+        _marked.append((*key, inline, signature))
+        _plain[key] = f
+        _key[id(f)] = key
         if _loaded:
             import numba
-            return _compile(numba, f, inline, signature)
+            compiled = _compile(numba, f, inline, signature)
+            _key[id(compiled)] = key
+            _kept.append(compiled)
+            return compiled
         return f
     return mark(fn) if fn is not None else mark
 
 
 def plain(module: str, name: str):
     """The uncompiled function ``name`` of kernel module ``module`` (it runs on
-    Python floats, lists and tuples where numba is absent)."""
-    return _plain[(module, name)]
+    Python floats, lists and tuples where numba is absent).
+
+    The twin calls the plain twins of the marked functions it uses, also after
+    :func:`load` has replaced them in their modules by compiled dispatchers (a
+    dispatcher called from Python with floats and tuples costs microseconds)."""
+    key = (module, name)
+    twin = _twins.get(key)
+    if twin is None:
+        f = _plain[key]
+        namespace = dict(f.__globals__)          # a copy: load() patches the module's
+        twin = _twins[key] = types.FunctionType(f.__code__, namespace, f.__name__,
+                                                f.__defaults__, f.__closure__)
+        twin.__doc__ = f.__doc__
+        for k, v in list(namespace.items()):
+            other = _key.get(id(v))
+            if other is not None:
+                namespace[k] = plain(*other)
+    return twin
 
 
 def load() -> bool:
@@ -75,17 +100,25 @@ def load() -> bool:
                       "numpy kernels", RuntimeWarning, stacklevel=2)
         available = False
         return False
-    dispatchers = {}
-    for module, name, inline, signature in _marked:
-        fn = _plain[(module, name)]
-        dispatchers[id(fn)] = _compile(numba, fn, inline, signature)
-    # every kernel module's names bound to a marked function, its own or imported
-    for module in {m for m, *_ in _marked}:
-        namespace = sys.modules[module].__dict__
-        for key, value in list(namespace.items()):
-            compiled = dispatchers.get(id(value))
-            if compiled is not None:
-                namespace[key] = compiled
+    # the lazy dispatchers first, bound in every kernel module; then the entry
+    # points with one signature, which numba compiles at once (their callees must
+    # be dispatchers by then)
+    for eager in (False, True):
+        dispatchers = {}
+        for module, name, inline, signature in _marked:
+            if (signature is not None) != eager:
+                continue
+            fn = _plain[(module, name)]
+            dispatchers[id(fn)] = compiled = _compile(numba, fn, inline, signature)
+            _key[id(compiled)] = (module, name)
+            _kept.append(compiled)
+        # every kernel module's names bound to a marked function, its own or imported
+        for module in {m for m, *_ in _marked}:
+            namespace = sys.modules[module].__dict__
+            for key, value in list(namespace.items()):
+                compiled = dispatchers.get(id(value))
+                if compiled is not None:
+                    namespace[key] = compiled
     _loaded = True
     _notice_compilation([_plain[(m, n)] for m, n, inline, _ in _marked if not inline])
     return True

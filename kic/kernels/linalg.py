@@ -12,6 +12,7 @@ LU with partial pivoting, solve    :func:`lu_factor`, :func:`lu_solve`  :func:`l
 dimensionless condition number     (scale, then the above)          :func:`scaled_condition`
 inverse (Gauss-Jordan)             :func:`invert_into`              :func:`small_inverse`
 a bound on the condition number    :func:`frobenius_bound`          :func:`frobenius_bounds`
+stacked inverses and their bounds  :func:`invert_stacked`           :func:`inverses_and_bounds`
 =================================  ==============================  ==========================
 
 The rules:
@@ -44,7 +45,7 @@ from .jit import jit, plain
 __all__ = ["spd_pivot_ok", "cholesky_solve", "spd_factor", "spd_substitute", "spd_solve",
            "lu_factor", "lu_solve", "lu_solve_stacked", "condition_number",
            "condition_numbers", "scaled_condition", "invert_into", "small_inverse",
-           "frobenius_bound", "frobenius_bounds"]
+           "frobenius_bound", "frobenius_bounds", "invert_stacked", "inverses_and_bounds"]
 
 
 # --------------------------------------------------------------------------
@@ -436,3 +437,36 @@ def frobenius_bounds(A: np.ndarray, Ainv: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         v = np.sqrt((np.square(A).sum((-2, -1))) * np.square(Ainv).sum((-2, -1)))
     return np.where(np.isfinite(v), v, np.inf)
+
+
+# --------------------------------------------------------------------------
+# stacked inverses with their bound (the kernel sets' inverse_with_condition)
+# --------------------------------------------------------------------------
+@jit
+def invert_stacked(A, out, bound):
+    """``out[k] = A[k]^-1`` for (K, m, m) matrices by :func:`invert_into`, and
+    ``bound[k]`` their :func:`frobenius_bound` (inf, with NaN inverses, where a
+    pivot is zero or not finite)."""
+    K, m, _ = A.shape
+    W = np.empty((m, 2 * m))
+    for k in range(K):
+        if invert_into(A[k], out[k], W):
+            bound[k] = frobenius_bound(A[k], out[k], m)
+        else:
+            bound[k] = np.inf
+
+
+def inverses_and_bounds(A: np.ndarray):
+    """(inverses (..., m, m), Frobenius bounds (...)) of stacked matrices: the
+    numpy twin of :func:`invert_stacked` (NaN or inf inverses and an infinite
+    bound where singular)."""
+    A = np.asarray(A, dtype=float)
+    Ai = None
+    if A.shape[-1] > 3 and np.isfinite(A).all():
+        try:                   # one LAPACK call; it raises only for an exactly zero pivot
+            Ai = np.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            pass
+    if Ai is None:
+        Ai = small_inverse(A)
+    return Ai, frobenius_bounds(A, Ai)

@@ -1,0 +1,386 @@
+"""Effective inertia I*, inertia power P* and the gravity load of a serial chain,
+by composite (suffix) sums over the links: compiled form and numpy twin.
+
+=========================================  ======================  ==========================
+algorithm                                  compiled / plain floats  numpy (batch last)
+=========================================  ======================  ==========================
+a link's centroid and inertia in world     :func:`link_world`       :class:`LinkState`
+add a link to the composite body after it  :func:`composite_step`   (suffix sums in LinkState)
+I* of one pose                             :func:`inertia_one`      :func:`inertia_numpy`
+                                           :func:`inertia_floats`
+P* of one pose (eq. 2-197)                 :func:`power_one`        :func:`power_numpy`
+gravity load +dV/dq                        :func:`gravity_step`,    :func:`gravity_numpy`
+                                           :func:`gravity_one`,
+                                           :func:`gravity_floats`
+rigid bodies joined into one               (description time)       :func:`composite_body`
+=========================================  ======================  ==========================
+
+The zero-mass convention, the same on every path: a body counts by its mass
+*and* its rotational inertia.  A body of zero mass with rotational inertia (a
+rotor, a flywheel) adds its inertia to I* and P* like any other; its centroid
+then places nothing (the mass moments it adds are zero).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._array import numpy_cross as cross, suffix_sum
+from .frames import centroid, frame_tuple, rotations
+from .jit import jit, plain
+
+__all__ = ["inertia_tuple", "link_world", "composite_step", "link_world_into", "inertia_one",
+           "power_one", "gravity_step", "gravity_one", "LinkState", "inertia_numpy",
+           "power_numpy", "gravity_numpy", "inertia_floats", "gravity_floats",
+           "composite_body"]
+
+
+# --------------------------------------------------------------------------
+# one link, tuples
+# --------------------------------------------------------------------------
+@jit(inline=True)
+def inertia_tuple(I):
+    """A symmetric (3, 3) inertia as the 6-tuple xx, xy, xz, yy, yz, zz."""
+    return (I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2])
+
+
+@jit(inline=True)
+def link_world(com, I, T):
+    """Centroid (3-tuple, m) and inertia about it in world axes (6-tuple: xx, xy, xz,
+    yy, yz, zz; R I R^T) of a link with ``com`` and ``I`` given in link axes, placed
+    at ``T`` (12-tuple, as in :func:`kic.kernels.frames.frame_step`)."""
+    R00, R01, R02, R10, R11, R12, R20, R21, R22, px, py, pz = T
+    I00, I01, I02, I11, I12, I22 = I
+    # rows of R I, then (R I) R^T
+    a00 = R00 * I00 + R01 * I01 + R02 * I02
+    a01 = R00 * I01 + R01 * I11 + R02 * I12
+    a02 = R00 * I02 + R01 * I12 + R02 * I22
+    a10 = R10 * I00 + R11 * I01 + R12 * I02
+    a11 = R10 * I01 + R11 * I11 + R12 * I12
+    a12 = R10 * I02 + R11 * I12 + R12 * I22
+    a20 = R20 * I00 + R21 * I01 + R22 * I02
+    a21 = R20 * I01 + R21 * I11 + R22 * I12
+    a22 = R20 * I02 + R21 * I12 + R22 * I22
+    return (centroid(com, T),
+            (a00 * R00 + a01 * R01 + a02 * R02, a00 * R10 + a01 * R11 + a02 * R12,
+             a00 * R20 + a01 * R21 + a02 * R22, a10 * R10 + a11 * R11 + a12 * R12,
+             a10 * R20 + a11 * R21 + a12 * R22, a20 * R20 + a21 * R21 + a22 * R22))
+
+
+@jit(inline=True)
+def composite_step(m, c, Iw, a, t, S):
+    """Add a link (mass ``m``, world centroid ``c``, world inertia ``Iw`` about it,
+    as :func:`link_world` gives them) to the running composite ``S`` of the links
+    after it -- (mass, first moment (3), rotational inertia about the world origin
+    (6: xx, xy, xz, yy, yz, zz)) -- and return ``(S', (f, n))``: the new composite
+    and the composite momentum (force, moment about the origin) of a unit rate of
+    the link's joint (screw ``a``, ``t``): f = S0 t - S1 x a, n = J a + S1 x t.
+    I*[k, j] = a_k . n_j + t_k . f_j for k <= j."""
+    cx, cy, cz = c
+    S0, S1x, S1y, S1z, J00, J01, J02, J11, J12, J22 = S
+    cc = cx * cx + cy * cy + cz * cz
+    J00 += Iw[0] + m * (cc - cx * cx)
+    J01 += Iw[1] - m * cx * cy
+    J02 += Iw[2] - m * cx * cz
+    J11 += Iw[3] + m * (cc - cy * cy)
+    J12 += Iw[4] - m * cy * cz
+    J22 += Iw[5] + m * (cc - cz * cz)
+    S0 += m
+    S1x += m * cx
+    S1y += m * cy
+    S1z += m * cz
+    ax, ay, az = a
+    tx, ty, tz = t
+    return ((S0, S1x, S1y, S1z, J00, J01, J02, J11, J12, J22),
+            (S0 * tx - (S1y * az - S1z * ay), S0 * ty - (S1z * ax - S1x * az),
+             S0 * tz - (S1x * ay - S1y * ax),
+             J00 * ax + J01 * ay + J02 * az + S1y * tz - S1z * ty,
+             J01 * ax + J11 * ay + J12 * az + S1z * tx - S1x * tz,
+             J02 * ax + J12 * ay + J22 * az + S1x * ty - S1y * tx))
+
+
+@jit(inline=True)
+def gravity_step(m, c, a, t, g, S):
+    """Add a link (mass ``m``, world centroid ``c``) to the running mass and first
+    moment ``S = (S0, S1x, S1y, S1z)`` of the links after it and return ``(S', T)``,
+    T the gravity load of the link's joint (screw ``a``, ``t``) in the field ``g``:
+    +dV/dq = -(a . (S1 x g) + S0 t . g)."""
+    S0, S1x, S1y, S1z = S
+    S0 += m
+    S1x += m * c[0]
+    S1y += m * c[1]
+    S1z += m * c[2]
+    gx, gy, gz = g
+    return ((S0, S1x, S1y, S1z),
+            -(a[0] * (S1y * gz - S1z * gy) + a[1] * (S1z * gx - S1x * gz)
+              + a[2] * (S1x * gy - S1y * gx) + S0 * (t[0] * gx + t[1] * gy + t[2] * gz)))
+
+
+# --------------------------------------------------------------------------
+# one configuration, compiled (arrays from kic.kernels.frames.frames_into)
+# --------------------------------------------------------------------------
+@jit
+def link_world_into(R, p, com, Iloc, c, Iw):
+    """Centroids c (M, 3) and world inertias Iw (M, 3, 3) of the links."""
+    for j in range(R.shape[0]):
+        cj, Ij = link_world((com[j, 0], com[j, 1], com[j, 2]), inertia_tuple(Iloc[j]),
+                            frame_tuple(R[j], p[j]))
+        c[j, 0], c[j, 1], c[j, 2] = cj
+        Iw[j, 0, 0], Iw[j, 0, 1], Iw[j, 0, 2] = Ij[0], Ij[1], Ij[2]
+        Iw[j, 1, 0], Iw[j, 1, 1], Iw[j, 1, 2] = Ij[1], Ij[3], Ij[4]
+        Iw[j, 2, 0], Iw[j, 2, 1], Iw[j, 2, 2] = Ij[2], Ij[4], Ij[5]
+
+
+@jit
+def inertia_one(mass, c, Iw, A, t, cols, out):
+    """I* of one configuration from composite inertias about the world origin."""
+    M = mass.shape[0]
+    S = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    for j in range(M - 1, -1, -1):
+        S, col = composite_step(mass[j], (c[j, 0], c[j, 1], c[j, 2]),
+                                (Iw[j, 0, 0], Iw[j, 0, 1], Iw[j, 0, 2], Iw[j, 1, 1], Iw[j, 1, 2],
+                                 Iw[j, 2, 2]),
+                                (A[j, 0], A[j, 1], A[j, 2]), (t[j, 0], t[j, 1], t[j, 2]), S)
+        for i in range(6):
+            cols[j, i] = col[i]
+    for n in range(M):
+        for k in range(n + 1):
+            x = (A[k, 0] * cols[n, 3] + A[k, 1] * cols[n, 4] + A[k, 2] * cols[n, 5]
+                 + t[k, 0] * cols[n, 0] + t[k, 1] * cols[n, 1] + t[k, 2] * cols[n, 2])
+            out[k, n] = x
+            out[n, k] = x
+
+
+@jit
+def _power_moments(mass, c, Iw, A, S0, S1, S2, J, JA, C):
+    """The composite sums P* is made of: mass S0, first and second mass moments
+    S1, S2 and world inertia J of the links from j on; C[x, y] = A_x x A_y and
+    JA[K, x] = J_K A_x."""
+    M = mass.shape[0]
+    s0 = 0.0
+    for j in range(M - 1, -1, -1):
+        s0 += mass[j]
+        S0[j] = s0
+        m = mass[j]
+        for a in range(3):
+            S1[j, a] = m * c[j, a] + (S1[j + 1, a] if j + 1 < M else 0.0)
+            for b in range(3):
+                S2[j, a, b] = m * c[j, a] * c[j, b] + (S2[j + 1, a, b] if j + 1 < M else 0.0)
+                J[j, a, b] = Iw[j, a, b] + (J[j + 1, a, b] if j + 1 < M else 0.0)
+    for x in range(M):
+        for y in range(M):
+            C[x, y, 0] = A[x, 1] * A[y, 2] - A[x, 2] * A[y, 1]
+            C[x, y, 1] = A[x, 2] * A[y, 0] - A[x, 0] * A[y, 2]
+            C[x, y, 2] = A[x, 0] * A[y, 1] - A[x, 1] * A[y, 0]
+    for K in range(M):
+        for x in range(K + 1):
+            for i in range(3):
+                JA[K, x, i] = J[K, i, 0] * A[x, 0] + J[K, i, 1] * A[x, 1] + J[K, i, 2] * A[x, 2]
+
+
+@jit
+def power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, out):
+    """P* of one configuration (eq. 2-197), the sums of :func:`power_numpy`.
+
+    Z[k, n] = sum_{j >= max(k,n)} m_j G_c[k] x G_c[n] from the composite mass
+    moments S0, S1, S2; translational part A_min(a,b) . Z[max(a,b), n];
+    rotational parts [a<b] (A_a x A_b) . J_max(n,b) A_n and
+    (A_n x A_b) . J_max(n,a,b) A_a, with J_K the suffix sum of world inertias.
+    """
+    M = mass.shape[0]
+    _power_moments(mass, c, Iw, A, S0, S1, S2, J, JA, C)
+    for k in range(M):
+        for n in range(M):
+            K = max(k, n)
+            s1x, s1y, s1z = S1[K, 0], S1[K, 1], S1[K, 2]
+            akx, aky, akz = A[k, 0], A[k, 1], A[k, 2]
+            anx, any_, anz = A[n, 0], A[n, 1], A[n, 2]
+            tkx, tky, tkz = t[k, 0], t[k, 1], t[k, 2]
+            tnx, tny, tnz = t[n, 0], t[n, 1], t[n, 2]
+            ak_tn = akx * tnx + aky * tny + akz * tnz
+            s1_tn = s1x * tnx + s1y * tny + s1z * tnz
+            tk_s1 = tkx * s1x + tky * s1y + tkz * s1z
+            tk_an = tkx * anx + tky * any_ + tkz * anz
+            ckn0, ckn1, ckn2 = C[k, n, 0], C[k, n, 1], C[k, n, 2]
+            s0 = S0[K]
+            Z[k, n, 0] = (S2[K, 0, 0] * ckn0 + S2[K, 0, 1] * ckn1 + S2[K, 0, 2] * ckn2
+                          + s1x * ak_tn - akx * s1_tn + anx * tk_s1 - s1x * tk_an
+                          + s0 * (tky * tnz - tkz * tny))
+            Z[k, n, 1] = (S2[K, 1, 0] * ckn0 + S2[K, 1, 1] * ckn1 + S2[K, 1, 2] * ckn2
+                          + s1y * ak_tn - aky * s1_tn + any_ * tk_s1 - s1y * tk_an
+                          + s0 * (tkz * tnx - tkx * tnz))
+            Z[k, n, 2] = (S2[K, 2, 0] * ckn0 + S2[K, 2, 1] * ckn1 + S2[K, 2, 2] * ckn2
+                          + s1z * ak_tn - akz * s1_tn + anz * tk_s1 - s1z * tk_an
+                          + s0 * (tkx * tny - tky * tnx))
+    for n in range(M):
+        for a in range(M):
+            for b in range(M):
+                lo = min(a, b)
+                hi = max(a, b)
+                x = A[lo, 0] * Z[hi, n, 0] + A[lo, 1] * Z[hi, n, 1] + A[lo, 2] * Z[hi, n, 2]
+                if a < b:
+                    K = max(n, b)
+                    x += (C[a, b, 0] * JA[K, n, 0] + C[a, b, 1] * JA[K, n, 1]
+                          + C[a, b, 2] * JA[K, n, 2])
+                K = max(n, hi)
+                x += C[n, b, 0] * JA[K, a, 0] + C[n, b, 1] * JA[K, a, 1] + C[n, b, 2] * JA[K, a, 2]
+                out[n, a, b] = x
+
+
+@jit
+def gravity_one(mass, com, grav, A, t, R, p, out):
+    """+dV/dq of one configuration by suffix sums of mass and first moment."""
+    g = (grav[0], grav[1], grav[2])
+    S = (0.0, 0.0, 0.0, 0.0)
+    for j in range(mass.shape[0] - 1, -1, -1):
+        S, out[j] = gravity_step(mass[j], centroid((com[j, 0], com[j, 1], com[j, 2]),
+                                                   frame_tuple(R[j], p[j])),
+                                 (A[j, 0], A[j, 1], A[j, 2]), (t[j, 0], t[j, 1], t[j, 2]), g, S)
+
+
+# --------------------------------------------------------------------------
+# one configuration, Python floats (frames from kic.kernels.frames.frames_floats)
+# --------------------------------------------------------------------------
+def inertia_floats(d, frames) -> list:
+    """I* (list of M lists) of one configuration by composite inertias."""
+    world, step = _plain_link_world, _plain_composite_step
+    M = len(frames)
+    S = (0.0,) * 10
+    cols = [None] * M
+    for j in range(M - 1, -1, -1):
+        T, a, t = frames[j]
+        m, com, I = d.links_t[j]
+        c, Iw = world(com, I, T)
+        S, cols[j] = step(m, c, Iw, a, t, S)
+    out = [[0.0] * M for _ in range(M)]
+    for n in range(M):
+        fx, fy, fz, nx, ny, nz = cols[n]
+        for k in range(n + 1):
+            _, (ax, ay, az), (tx, ty, tz) = frames[k]
+            x = ax * nx + ay * ny + az * nz + tx * fx + ty * fy + tz * fz
+            out[k][n] = x
+            out[n][k] = x
+    return out
+
+
+def gravity_floats(d, frames) -> list:
+    """+dV/dq (list) of one configuration by suffix sums of mass and first moment."""
+    place, step = _plain_centroid, _plain_gravity_step
+    g = tuple(d.gravity.tolist())
+    S = (0.0, 0.0, 0.0, 0.0)
+    tau = [0.0] * len(frames)
+    for j in range(len(frames) - 1, -1, -1):
+        T, a, t = frames[j]
+        m, com, _ = d.links_t[j]
+        S, tau[j] = step(m, place(com, T), a, t, g, S)
+    return tau
+
+
+# --------------------------------------------------------------------------
+# batches, numpy (batch last; frames from kic.kernels.frames.pose_numpy)
+# --------------------------------------------------------------------------
+class LinkState:
+    """Centroids, world inertias and composite sums of a chain at a pose."""
+
+    def __init__(self, d, Fc) -> None:
+        R, p = rotations(Fc)
+        self.c = np.einsum("ijmn,jm->imn", R, d.com.T) + p
+        RI = np.einsum("ikmn,mkl->ilmn", R, d.inertia)           # R I_local
+        self.I = np.einsum("ilmn,jlmn->ijmn", RI, R)             # R I_local R^T
+        self.m = d.mass
+        self.S0 = suffix_sum(d.mass, 0)                          # (M,)
+        self.S1 = suffix_sum(d.mass[None, :, None] * self.c, 1)  # (3, M, N)
+
+
+def inertia_numpy(sR, sv, state: LinkState) -> np.ndarray:
+    """I* (M, M, N) from composite spatial inertias about the world origin."""
+    c, m = state.c, state.m
+    M = sR.shape[1]
+    # rotational inertia of each link about the world origin: I + m(|c|^2 1 - c c^T)
+    Jo = state.I - m[None, None, :, None] * (c[:, None] * c[None])
+    cc = m[:, None] * (c * c).sum(0)
+    for i in range(3):
+        Jo[i, i] += cc
+    Jc = suffix_sum(Jo, 2)
+    S0, S1 = state.S0[None, :, None], state.S1
+    f = S0 * sv - cross(S1, sR)                 # composite momentum of each screw
+    n = np.einsum("ijmn,jmn->imn", Jc, sR) + cross(S1, sv)
+    X = np.einsum("imn,ikn->mkn", sR, n) + np.einsum("imn,ikn->mkn", sv, f)
+    a, b = np.indices((M, M))
+    return X[np.minimum(a, b), np.maximum(a, b)]
+
+
+def power_numpy(A, t, state: LinkState) -> np.ndarray:
+    """P* (M, M, M, N), Freeman's eq. 2-197 re-associated into composite sums.
+
+    With A_n = s^R_n, t_n the moment part of screw n and K the largest index:
+    translational  A_min(a,b) . Z[max(a,b), n],
+    rotational     [a<b] (A_a x A_b) . J_K A_n  +  (A_n x A_b) . J_K A_a,
+    where Z[k, n] = sum_{j>=max(k,n)} m_j G_c[k] x G_c[n] is expanded in the
+    composite mass moments (see docs/theory.md).
+    """
+    m, c, I = state.m, state.c, state.I
+    M = A.shape[1]
+    S0 = state.S0
+    S1 = state.S1
+    S2 = suffix_sum(m[None, None, :, None] * (c[:, None] * c[None]), 2)   # (3,3,M,N)
+    J = suffix_sum(I, 2)                                     # (3,3,M,N)
+    k, n = np.indices((M, M))
+    K = np.maximum(k, n)
+    # Z[k, n] = sum_{j >= K} m_j (G_c[k] x G_c[n]) with G_c[x] = A_x x c + t_x
+    Ak, An, tk, tn = A[:, :, None], A[:, None, :], t[:, :, None], t[:, None, :]
+    S1K = S1[:, K]
+    C = cross(Ak, An)                                        # C[:, x, y] = A_x x A_y
+    Z = (np.einsum("ijqrN,jqrN->iqrN", S2[:, :, K], C)
+         + S1K * np.einsum("iqN,irN->qrN", A, t) - Ak * np.einsum("iqrN,irN->qrN", S1K, t)
+         + An * np.einsum("iqN,iqrN->qrN", t, S1K) - S1K * np.einsum("iqN,irN->qrN", t, A)
+         + S0[K][None, ..., None] * cross(tk, tn))
+    JA = np.einsum("ijKN,jxN->ixKN", J, A)                   # JA[:, x, K] = J_K A_x
+    # translational: A_min(a,b) . Z[max(a,b), n]
+    T1 = np.einsum("piN,pknN->iknN", A, Z)
+    lo, hi = np.minimum(k, n), np.maximum(k, n)
+    out = T1[lo, hi].transpose(2, 0, 1, 3).copy()           # [n, a, b]
+    # rotational, from H_rot: [a < b] (A_a x A_b) . J_max(n,b) A_n
+    W = JA[:, k, K]                                          # W[:, n, b] = J_max(n,b) A_n
+    out += np.einsum("pabN,pnbN->nabN", C * (k < n)[None, ..., None], W)
+    # rotational, gyroscopic: (A_n x A_b) . J_max(n,a,b) A_a, grouped by L = max(n, b)
+    ar = np.arange(M)
+    for L in range(M):
+        nL, bL = np.nonzero(K == L)
+        V = JA[:, ar, np.maximum(ar, L)]                     # V[:, a] = J_max(a,L) A_a
+        out[nL, :, bL] += np.einsum("pqN,paN->qaN", C[:, nL, bL], V)
+    return out
+
+
+def gravity_numpy(d, Fc, sR, sv) -> np.ndarray:
+    """+dV/dq = -sum G_c^T m g (M, N), by suffix sums of mass and first moment."""
+    g = d.gravity[:, None, None]
+    S0 = suffix_sum(d.mass, 0)[None, :, None]
+    R, p = rotations(Fc)
+    c = np.einsum("ijmn,jm->imn", R, d.com.T) + p
+    S1 = suffix_sum(d.mass[None, :, None] * c, 1)
+    return -(sR * cross(S1, g) + sv * (S0 * g)).sum(axis=0)
+
+
+# --------------------------------------------------------------------------
+# rigid bodies joined into one (description time)
+# --------------------------------------------------------------------------
+def composite_body(parts) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass (kg), centroid (m) and inertia about it (kg m^2) of rigidly joined
+    bodies ``parts`` = [(mass, centroid (3,), inertia about it (3, 3)), ...], all
+    in one frame (parallel-axis theorem).  Zero total mass: the centroid is the
+    frame's origin and the inertia the sum of the parts' rotational inertias (a
+    massless rotor's inertia is kept, as on every path of the kernels)."""
+    m = float(sum(p[0] for p in parts))
+    c = (sum(p[0] * np.asarray(p[1], float) for p in parts) / m if m > 0 else np.zeros(3))
+    I = np.zeros((3, 3))
+    for mi, ci, Ii in parts:
+        r = np.asarray(ci, float) - c
+        I += np.asarray(Ii, float) + mi * (r @ r * np.eye(3) - np.outer(r, r))
+    return m, c, I
+
+
+# the plain twins, bound once (the float kernels call them per link)
+_plain_link_world = plain(__name__, "link_world")
+_plain_composite_step = plain(__name__, "composite_step")
+_plain_gravity_step = plain(__name__, "gravity_step")
+_plain_centroid = plain("kic.kernels.frames", "centroid")

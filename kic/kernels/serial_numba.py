@@ -1,0 +1,411 @@
+"""The compiled kernel set of serial chains (internal; needs numba).
+
+The numpy kernels (:mod:`kic.kernels.serial_numpy`) take a batch in some 40-100
+array passes; each pass costs about a nanosecond per element, which bounds them
+at about a microsecond per configuration of a 6-joint arm.  Compiled, the same
+recursions run one configuration at a time in registers, without those passes.
+These are the drivers: the arithmetic is in :mod:`kic.kernels.frames` (frames),
+:mod:`kic.kernels.rnea` (joint loads), :mod:`kic.kernels.inertia` (I*, P*, the
+gravity load) and :mod:`kic.kernels.linalg` (the SPD solve and its rule, the
+inverses), each beside its numpy twin.  :mod:`kic.backend` selects this set
+unless :func:`kic.set_backend` says otherwise; callers get it, or its numpy twin
+of the same names and signatures, from :func:`kic.backend.kernels`.
+
+Layout: inputs ``q, qd, ...`` are (N, M) float64 (made C-contiguous here);
+outputs are batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
+The building blocks of the closed models' batched kernels (link frames, screw
+motion, joint loads from a given motion) are batch last, (3, M, N), walked
+joint by joint over the batch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit as _registry
+from .frames import frame_buffers, frames_into, pose_lanes
+from .inertia import gravity_one, inertia_one as inertia_pose, link_world_into, power_one
+from .jit import jit
+from .linalg import cholesky_solve, invert_stacked
+from .rnea import motion_lanes, motion_loads_lanes, rnea_one
+
+__all__ = ["inverse_dynamics", "gravity_load", "inertia", "inertia_power", "forward_dynamics",
+           "inverse_dynamics_one", "gravity_load_one", "inertia_one", "forward_dynamics_one",
+           "pose", "link_motion", "loads_from_motion", "cross", "small_inverse",
+           "inverse_with_condition", "pack", "load"]
+
+
+def load() -> bool:
+    """Compile on first use (numba imported now): :func:`kic.kernels.jit.load`."""
+    return _registry.load()
+
+
+# --------------------------------------------------------------------------
+# one configuration
+# --------------------------------------------------------------------------
+@jit
+def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
+    """q'' = I*^-1 (tau - bias) of one configuration; False if I* fails the rule.
+    ``work``: the buffers of :func:`_forward_buffers`."""
+    A, t, R, p, c, Iw, W, cols, I, L, bias, zero = work
+    M = q.shape[0]
+    frames_into(base, isR, O, q, A, t, R, p)
+    rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, zero, True, W, bias)
+    link_world_into(R, p, com, Iloc, c, Iw)
+    inertia_pose(mass, c, Iw, A, t, cols, I)
+    for j in range(M):
+        bias[j] = tau[j] - bias[j]
+    return cholesky_solve(I, bias, L, out)
+
+
+@jit
+def _forward_buffers(M):
+    A, t, R, p = frame_buffers(M)
+    return (A, t, R, p, np.empty((M, 3)), np.empty((M, 3, 3)), np.empty((M, 6)),
+            np.empty((M, 6)), np.empty((M, M)), np.empty((M, M)), np.empty(M), np.zeros(M))
+
+
+# --------------------------------------------------------------------------
+# batched entry points
+# --------------------------------------------------------------------------
+@jit
+def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
+    N, M = q.shape
+    A, t, R, p = frame_buffers(M)
+    W = np.empty((M, 6))
+    for n in range(N):
+        frames_into(base, isR, O, q[n], A, t, R, p)
+        rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd[n], qdd[n], use_gravity, W, out[n])
+
+
+@jit
+def _gravity(base, isR, O, mass, com, grav, q, out):
+    N, M = q.shape
+    A, t, R, p = frame_buffers(M)
+    for n in range(N):
+        frames_into(base, isR, O, q[n], A, t, R, p)
+        gravity_one(mass, com, grav, A, t, R, p, out[n])
+
+
+@jit
+def _inertia(base, isR, O, mass, com, Iloc, q, out):
+    N, M = q.shape
+    A, t, R, p = frame_buffers(M)
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
+    cols = np.empty((M, 6))
+    for n in range(N):
+        frames_into(base, isR, O, q[n], A, t, R, p)
+        link_world_into(R, p, com, Iloc, c, Iw)
+        inertia_pose(mass, c, Iw, A, t, cols, out[n])
+
+
+@jit
+def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out):
+    N, M = q.shape
+    A, t, R, p = frame_buffers(M)
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
+    cols = np.empty((M, 6))
+    S0 = np.empty(M)
+    S1 = np.empty((M, 3))
+    S2 = np.empty((M, 3, 3))
+    J = np.empty((M, 3, 3))
+    Z = np.empty((M, M, 3))
+    JA = np.empty((M, M, 3))
+    C = np.empty((M, M, 3))
+    for n in range(N):
+        frames_into(base, isR, O, q[n], A, t, R, p)
+        link_world_into(R, p, com, Iloc, c, Iw)
+        if with_inertia:
+            inertia_pose(mass, c, Iw, A, t, cols, I_out[n])
+        power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, P_out[n])
+
+
+@jit
+def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
+    work = _forward_buffers(q.shape[1])
+    for n in range(q.shape[0]):
+        ok[n] = _forward_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n],
+                             work)
+
+
+# --------------------------------------------------------------------------
+# one configuration from Python: one packed argument, one signature each
+# --------------------------------------------------------------------------
+# 1-D inputs checked here (shape, finiteness): False sends the caller to its
+# validating path, which names the argument at fault
+@jit(inline=True)
+def _finite(M, x):
+    if x.shape[0] != M:
+        return False
+    for j in range(M):
+        if not np.isfinite(x[j]):
+            return False
+    return True
+
+
+def pack(base, isR, O, mass, com, Iloc, grav) -> np.ndarray:
+    """A chain's constants in one float64 vector (one argument to pass instead of
+    seven: each array argument costs the call some 0.15 us): base (3, 4), origins
+    (M, 3, 4), masses (M), centroids (M, 3), inertias (M, 3, 3), gravity (3), and
+    1.0 for a revolute joint (M), in this order; :func:`_unpack` reads it."""
+    return np.concatenate([np.ravel(x).astype(float) for x in
+                           (base, O, mass, com, Iloc, grav, isR)])
+
+
+@jit(inline=True)
+def _unpack(P):
+    """The views (base, isR, O, mass, com, Iloc, grav) of a :func:`pack` vector."""
+    M = (P.shape[0] - 15) // 26
+    k = 12 + 12 * M
+    base = P[:12].reshape((3, 4))
+    O = P[12:k].reshape((M, 3, 4))
+    mass = P[k:k + M]
+    com = P[k + M:k + 4 * M].reshape((M, 3))
+    Iloc = P[k + 4 * M:k + 13 * M].reshape((M, 3, 3))
+    grav = P[k + 13 * M:k + 13 * M + 3]
+    isR = P[k + 13 * M + 3:k + 14 * M + 3] > 0.5
+    return base, isR, O, mass, com, Iloc, grav
+
+
+# one signature per entry point: any other input type (a list, a read-only or
+# strided array, another dtype) raises TypeError at the call and the caller takes
+# its validating path; nothing new is compiled
+@jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
+def _rnea1(P, q, qd, qdd, out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
+    M = mass.shape[0]
+    if not (_finite(M, q) and _finite(M, qd) and _finite(M, qdd)) or out.shape[0] != M:
+        return False
+    A, t, R, p = frame_buffers(M)
+    frames_into(base, isR, O, q, A, t, R, p)
+    rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, True, np.empty((M, 6)), out)
+    return True
+
+
+@jit(signature="b1(f8[::1], f8[::1], f8[::1])")
+def _gravity1(P, q, out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
+    M = mass.shape[0]
+    if not _finite(M, q) or out.shape[0] != M:
+        return False
+    A, t, R, p = frame_buffers(M)
+    frames_into(base, isR, O, q, A, t, R, p)
+    gravity_one(mass, com, grav, A, t, R, p, out)
+    return True
+
+
+@jit(signature="b1(f8[::1], f8[::1], f8[:, ::1])")
+def _inertia1(P, q, out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
+    M = mass.shape[0]
+    if not _finite(M, q) or out.shape[0] != M or out.shape[1] != M:
+        return False
+    A, t, R, p = frame_buffers(M)
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
+    frames_into(base, isR, O, q, A, t, R, p)
+    link_world_into(R, p, com, Iloc, c, Iw)
+    inertia_pose(mass, c, Iw, A, t, np.empty((M, 6)), out)
+    return True
+
+
+@jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
+def _forward1(P, q, qd, tau, out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
+    M = mass.shape[0]
+    if not (_finite(M, q) and _finite(M, qd) and _finite(M, tau)) or out.shape[0] != M:
+        return False
+    return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
+                        _forward_buffers(M))
+
+
+# --------------------------------------------------------------------------
+# array primitives
+# --------------------------------------------------------------------------
+# one signature for every memory layout: compiled once, no per-layout variants
+@jit(signature="void(f8[:, :, :, :], f8[:, :, :, :], f8[:, :, :, :])")
+def _cross4(a, b, out):
+    """out[p, :, q, r] = a[p, :, q, r] x b[p, :, q, r] (any strides)."""
+    P, _, Q, S = out.shape
+    for i in range(P):
+        for k in range(Q):
+            for m in range(S):
+                a0, a1, a2 = a[i, 0, k, m], a[i, 1, k, m], a[i, 2, k, m]
+                b0, b1, b2 = b[i, 0, k, m], b[i, 1, k, m], b[i, 2, k, m]
+                out[i, 0, k, m] = a1 * b2 - a2 * b1
+                out[i, 1, k, m] = a2 * b0 - a0 * b2
+                out[i, 2, k, m] = a0 * b1 - a1 * b0
+
+
+def cross_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, axis: int) -> bool:
+    """``out = a x b`` along ``axis`` for same-shaped float arrays of 2 or 3 dims.
+
+    Returns False (nothing written) for other cases, which numpy handles.
+    """
+    load()
+    if (a.shape != b.shape or a.ndim not in (2, 3) or a.dtype != np.float64
+            or b.dtype != np.float64 or not (a.flags.writeable and b.flags.writeable)):
+        return False                     # the compiled signature takes writeable float64
+    # as (P, 3, Q, S) views
+    if axis == 0:
+        ix = (None, slice(None), slice(None), None) if a.ndim == 2 else (None,)
+    else:
+        ix = (slice(None), slice(None), None, None) if a.ndim == 2 else (Ellipsis, None)
+    _cross4(a[ix], b[ix], out[ix])
+    return True
+
+
+def cross(a: np.ndarray, b: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Cross product along ``axis`` (0 or 1), compiled for same-shaped float64
+    arrays of 2 or 3 dimensions, numpy's otherwise (broadcasting)."""
+    out = np.empty(a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape))
+    if cross_into(a, b, out, axis):
+        return out
+    from .._array import numpy_cross
+    return numpy_cross(a, b, axis)
+
+
+def inverse_with_condition(A: np.ndarray):
+    """(inverses (..., m, m), Frobenius bounds ``||A||_F ||A^-1||_F`` (...) on the
+    2-norm condition numbers) in one pass, by :func:`kic.kernels.linalg.invert_stacked`
+    (NaN inverses and an infinite bound where singular)."""
+    load()
+    A3 = _rows(A).reshape((-1,) + A.shape[-2:])
+    out = np.empty(A3.shape)
+    bound = np.empty(A3.shape[0])
+    invert_stacked(A3, out, bound)
+    return out.reshape(A.shape), bound.reshape(A.shape[:-2])
+
+
+def small_inverse(A: np.ndarray) -> np.ndarray:
+    """Inverses of stacked (..., m, m) float matrices; NaN where singular."""
+    return inverse_with_condition(A)[0]
+
+
+# --------------------------------------------------------------------------
+# Python wrappers: the kernel set (kic.backend.kernels); the numpy twins in
+# kic.kernels.serial_numpy have the same names and signatures
+# --------------------------------------------------------------------------
+def _rows(x: np.ndarray) -> np.ndarray:
+    """C-contiguous, writeable float64: the one array type the kernels are compiled
+    for (a read-only or strided input would compile another specialization)."""
+    a = np.ascontiguousarray(x, dtype=float)
+    return a if a.flags.writeable else a.copy()
+
+
+def pose(d, qT: np.ndarray):
+    """(Fc (M, 4, 3, N), sR (3, M, N), sv (3, M, N)) of configurations qT (M, N)."""
+    qT = _rows(qT)
+    M, N = qT.shape
+    Fc = np.empty((M, 4, 3, N))
+    sR = np.empty((3, M, N))
+    sv = np.empty((3, M, N))
+    pose_lanes(d.base, d.isR, d.O, qT, Fc, sR, sv)
+    return Fc, sR, sv
+
+
+_ZERO3 = np.zeros(3)
+
+
+def link_motion(sR, sv, qdT, qddT=None, gravity=None):
+    """(w, v, aw, av), each (3, M, N), as :func:`kic.kernels.rnea.link_motion`."""
+    qdT = _rows(qdT)
+    out = [np.empty(sR.shape) for _ in range(4)]
+    motion_lanes(_rows(sR), _rows(sv), qdT, qdT if qddT is None else _rows(qddT),
+                 qddT is not None, _ZERO3 if gravity is None else _rows(gravity),
+                 gravity is not None, *out)
+    return tuple(out)
+
+
+def loads_from_motion(d, Fc, sR, sv, motion, qddT, gravity: bool) -> np.ndarray:
+    """Joint loads (M, N) as :func:`kic.kernels.rnea.loads_from_motion`."""
+    M, N = qddT.shape
+    tau = np.empty((M, N))
+    w, v, aw, av = (_rows(x) for x in motion)
+    motion_loads_lanes(_rows(Fc), _rows(sR), _rows(sv), w, v, aw, av, _rows(qddT), d.gravity,
+                       gravity, d.mass, d.com, d.inertia, np.empty((6, N)),
+                       np.empty((6, M, N)), tau)
+    return tau
+
+
+def inverse_dynamics(d, q, qd, qdd, gravity: bool = True) -> np.ndarray:
+    """Joint loads (N, M) of configurations q, qd, qdd (N, M)."""
+    q = _rows(q)
+    out = np.empty(q.shape)
+    _rnea(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(qdd),
+          gravity, out)
+    return out
+
+
+def gravity_load(d, q) -> np.ndarray:
+    """+dV/dq (N, M) of configurations q (N, M)."""
+    q = _rows(q)
+    out = np.empty(q.shape)
+    _gravity(d.base, d.isR, d.O, d.mass, d.com, d.gravity, q, out)
+    return out
+
+
+def inertia(d, q) -> np.ndarray:
+    """I* (N, M, M)."""
+    q = _rows(q)
+    N, M = q.shape
+    out = np.empty((N, M, M))
+    _inertia(d.base, d.isR, d.O, d.mass, d.com, d.inertia, q, out)
+    return out
+
+
+def inertia_power(d, q, with_inertia: bool = True):
+    """(I* (N, M, M) or None, P* (N, M, M, M)) in one pass over the batch."""
+    q = _rows(q)
+    N, M = q.shape
+    I = np.empty((N, M, M) if with_inertia else (1, M, M))
+    P = np.empty((N, M, M, M))
+    _inertia_power(d.base, d.isR, d.O, d.mass, d.com, d.inertia, q, with_inertia, I, P)
+    return (I if with_inertia else None), P
+
+
+def forward_dynamics(d, q, qd, tau):
+    """(q'' (N, M), ok (N,)): ok is False where I* fails
+    :func:`kic.kernels.linalg.spd_pivot_ok`."""
+    q = _rows(q)
+    out = np.empty(q.shape)
+    ok = np.empty(q.shape[0], dtype=np.bool_)
+    _forward(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(tau),
+             out, ok)
+    return out, ok
+
+
+# One configuration: ``out`` is written and True returned when every input is a
+# writeable, contiguous float64 array of shape (M,) with finite values (and I* passes
+# the rule, for forward dynamics); False otherwise, with ``out`` undefined.
+def inverse_dynamics_one(d, q, qd, qdd, out) -> bool:
+    """Joint loads of one configuration into ``out`` (M,)."""
+    try:
+        return _rnea1(d.packed, q, qd, qdd, out)
+    except TypeError:                    # not a float64 vector: the caller validates
+        return False
+
+
+def gravity_load_one(d, q, out) -> bool:
+    """+dV/dq of one configuration into ``out`` (M,)."""
+    try:
+        return _gravity1(d.packed, q, out)
+    except TypeError:
+        return False
+
+
+def inertia_one(d, q, out) -> bool:
+    """I* of one configuration into ``out`` (M, M)."""
+    try:
+        return _inertia1(d.packed, q, out)
+    except TypeError:
+        return False
+
+
+def forward_dynamics_one(d, q, qd, tau, out) -> bool:
+    """q'' of one configuration into ``out`` (M,)."""
+    try:
+        return _forward1(d.packed, q, qd, tau, out)
+    except TypeError:
+        return False
