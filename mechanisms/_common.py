@@ -1,8 +1,9 @@
 """Helpers shared by the model builders (internal).
 
-Validation with messages that name the builder and the argument at fault,
-rigid-body helpers (thin-rod inertias, composite bodies by the parallel-axis
-theorem) and small homogeneous transforms.
+Validation with messages that name the builder and the argument at fault
+(one model's scalars, or a design batch's arrays), rigid-body helpers
+(thin-rod inertias, composite bodies by the parallel-axis theorem, batched)
+and small homogeneous transforms.
 """
 from __future__ import annotations
 
@@ -116,36 +117,74 @@ def inertia_table(builder: str, name: str, value, rows: int) -> np.ndarray:
     return arr
 
 
+def design_arrays(builder: str, spec: dict) -> tuple[dict, int]:
+    """Design parameters broadcast to arrays (D,) and checked: ``spec`` maps a
+    name to (value, kind) with kind "length" (> 0), "mass" (>= 0), "angle"
+    (finite) or "gravity" (>= 0); the message names the parameter and the
+    first bad design."""
+    arrays = {k: np.asarray(v, dtype=float) for k, (v, _) in spec.items()}
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError as exc:
+        raise ModelError(f"{builder}: the design parameters do not broadcast: "
+                         f"{ {k: a.shape for k, a in arrays.items()} }") from exc
+    if len(shape) > 1:
+        raise ModelError(f"{builder}: design parameters are scalars or arrays (D,), "
+                         f"got shape {shape}")
+    D = shape[0] if shape else 1
+    need = {"length": "a length > 0 m", "mass": "a mass >= 0 kg",
+            "gravity": "a gravity magnitude >= 0 m/s^2", "angle": "a finite angle"}
+    out = {}
+    for k, (_, kind) in spec.items():
+        a = np.broadcast_to(arrays[k], (D,)).copy()
+        bad = ~np.isfinite(a)
+        if kind == "length":
+            bad |= ~(a > 0)
+        elif kind in ("mass", "gravity"):
+            bad |= ~(a >= 0)
+        if bad.any():
+            d = int(np.argmax(bad))
+            raise ModelError(f"{builder}: {k} of design {d} is {a[d]!r}, not {need[kind]}")
+        out[k] = a
+    return out, D
+
+
 # ------------------------------------------------------------ rigid bodies
-def rod_inertia(m: float, l: float, axis: int) -> np.ndarray:
-    """Centroidal inertia of a uniform thin rod of mass m and length l along ``axis``.
+def rod_inertia(m, l, axis: int) -> np.ndarray:
+    """Centroidal inertia (..., 3, 3) of uniform thin rods of mass m (...) and
+    length l (...) along ``axis``.
 
     ``m l^2 / 12`` about both transverse axes, zero about the rod's own axis
     (the principal moments satisfy the triangle inequality with equality).
     """
-    d = np.full(3, m * l * l / 12.0)
-    d[axis] = 0.0
-    return np.diag(d)
+    d = np.asarray(m * l * l / 12.0, float)[..., None] * np.ones(3)
+    d[..., axis] = 0.0
+    return d[..., None, :] * np.eye(3)
 
 
-def composite(parts) -> tuple[float, np.ndarray, np.ndarray]:
-    """Mass, centroid and centroidal inertia of rigidly joined parts.
+def composite(parts) -> tuple:
+    """Mass, centroid and centroidal inertia of rigidly joined parts (batched).
 
-    ``parts`` is a sequence of ``(m, c, I_c)`` in one frame (I_c about each
-    part's own centroid).  Parallel-axis theorem:
+    ``parts`` is a sequence of ``(m, c, I_c)`` in one frame, each a mass (...)
+    (kg), a centroid (..., 3) (m) and an inertia about it (..., 3, 3) (kg m^2),
+    the leading axes (designs) broadcast.  Parallel-axis theorem:
     ``I = sum I_c + m_k (|d_k|^2 1 - d_k d_k^T)`` with ``d_k = c_k - c``.
-    When the total mass is zero the first part's centroid is kept.
+    A body of zero mass keeps its parts' rotational inertia (it counts, as in
+    every kic model) and its centroid is the frame's origin (it has none).
+    Scalars give ``(float, (3,), (3, 3))``.
     """
-    m = float(sum(p[0] for p in parts))
-    if m > 0.0:
-        c = sum(p[0] * np.asarray(p[1], float) for p in parts) / m
-    else:
-        c = np.asarray(parts[0][1], float)
-    I = np.zeros((3, 3))
+    m = sum(p[0] for p in parts)
+    moment = sum(np.multiply(p[0], np.asarray(p[1], float).T).T for p in parts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(np.asarray(m)[..., None] > 0, moment / np.asarray(m)[..., None], 0.0)
+    I = np.zeros(np.shape(c) + (3,))
     for mk, ck, Ik in parts:
         d = np.asarray(ck, float) - c
-        I += np.asarray(Ik, float) + mk * (d @ d * np.eye(3) - np.outer(d, d))
-    return m, np.asarray(c, float), 0.5 * (I + I.T)
+        dd = np.sum(d * d, -1)[..., None, None]
+        I = I + (np.asarray(Ik, float) + np.asarray(mk)[..., None, None] * (
+            dd * np.eye(3) - d[..., :, None] * d[..., None, :]))
+    m = float(m) if np.ndim(m) == 0 else np.asarray(m, float)
+    return m, c, 0.5 * (I + np.swapaxes(I, -1, -2))
 
 
 def translation(x: float = 0.0, y: float = 0.0, z: float = 0.0) -> np.ndarray:

@@ -26,7 +26,7 @@ import kic.indices
 import mechanisms
 from kic.closed_plan import float_fields
 from kic.designs import DesignBatch
-from mechanisms.closed import five_bar_task
+from mechanisms import five_bar_task
 
 MODE = (-1, 1, 1)
 REL = 1e-10
