@@ -77,8 +77,9 @@ def _one(numbers, d: int = 0):
 
 def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
              m_crank1=1.0, m_crank2=1.0, m_coupler1=0.8, m_coupler2=0.8, m_tip=0.5,
-             g=DEFAULT_GRAVITY, branch: str | None = None, *, elbows=None, tip_side: int | None = None,
-             mode=None, coordinates: str = "cranks", home=None) -> kic.ClosedModel:
+             g=DEFAULT_GRAVITY, branch: str | None = None, *, elbows=None,
+             tip_side: int | None = None, mode=None, coordinates: str = "cranks",
+             home=None) -> kic.ClosedModel:
     """Planar five-bar linkage driven at both cranks.
 
     Crank 1 pivots at (0, 0), crank 2 at (``base``, 0) (m); coupler 1 joins the
@@ -249,7 +250,8 @@ def five_bar_numbers(p: Mapping) -> dict:
 
 # --------------------------------------------------------------- four-bar
 def four_bar(ground=0.3, crank=0.1, coupler=0.35, rocker=0.25, m_crank=0.5, m_coupler=1.0,
-             m_rocker=0.8, g=DEFAULT_GRAVITY, branch: str = "up", coordinate="crank") -> kic.ClosedModel:
+             m_rocker=0.8, g=DEFAULT_GRAVITY, branch: str = "up",
+             coordinate="crank") -> kic.ClosedModel:
     """Planar four-bar linkage (crank-rocker with the default dimensions).
 
     Crank pivot O2 = (0, 0), rocker pivot O4 = (``ground``, 0) (m); A is the
@@ -451,7 +453,8 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
                      plat_half_angle=np.radians(45.0), h0=0.6, m_plat=10.0,
                      I_plat=(0.3, 0.3, 0.5), plat_com=(0.0, 0.0, 0.05), m_cyl=2.0,
                      cyl_com=0.2, I_cyl=(0.02, 0.02, 0.002), m_rod=1.0, rod_com=-0.15,
-                     I_rod=(0.01, 0.01, 0.001), g=DEFAULT_GRAVITY, stroke=None) -> kic.ClosedModel:
+                     I_rod=(0.01, 0.01, 0.001), g=DEFAULT_GRAVITY,
+                     stroke=None) -> kic.ClosedModel:
     """Gough-Stewart platform, 6-UPS, in platform coordinates.
 
     Base anchors at radius ``rb`` (m) and angles ``120 k -/+ base_half_angle``
@@ -693,7 +696,8 @@ def _two_arm_guess(q, base, a1, a2, b1, b2, w, strict=False):
 
 
 def two_arm_object(base=0.6, a1=0.4, a2=0.35, b1=0.4, b2=0.35, width=0.2, m_a1=1.5,
-                   m_a2=1.0, m_b1=1.5, m_b2=1.0, m_obj=2.0, g=DEFAULT_GRAVITY) -> kic.ClosedModel:
+                   m_a2=1.0, m_b1=1.5, m_b2=1.0, m_obj=2.0,
+                   g=DEFAULT_GRAVITY) -> kic.ClosedModel:
     """Two planar two-link arms holding one object (overconstrained actuation).
 
     Arm A stands at (0, 0), arm B at (``base``, 0); each tip holds one end of

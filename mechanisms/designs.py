@@ -384,7 +384,8 @@ def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     """
     b = "stewart_designs"
     p, D = design_arrays(b, {
-        "rb": (rb, "length"), "rp": (rp, "length"), "base_half_angle": (base_half_angle, "angle"),
+        "rb": (rb, "length"), "rp": (rp, "length"),
+        "base_half_angle": (base_half_angle, "angle"),
         "plat_half_angle": (plat_half_angle, "angle"), "h0": (h0, "length"),
         "m_plat": (m_plat, "mass"), "m_cyl": (m_cyl, "mass"), "m_rod": (m_rod, "mass"),
         "g": (g, "gravity")})
