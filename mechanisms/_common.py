@@ -14,15 +14,35 @@ from kic.errors import ModelError
 __all__ = []
 
 
-def _scalar(builder: str, name: str, value) -> float:
+#: each kind of parameter: its least value (None: any finite value), whether that
+#: value itself is allowed, and what a message calls it (one rule for the builders'
+#: scalars and the design writers' arrays)
+KINDS = {"finite": (None, True, "a finite number"), "angle": (None, True, "a finite angle"),
+         "length": (0.0, False, "a length > 0 m"), "mass": (0.0, True, "a mass >= 0 kg"),
+         "moment": (0.0, True, "a moment of inertia >= 0 kg m^2"),
+         "gravity": (0.0, True, "a gravity magnitude >= 0 m/s^2 (its direction is fixed "
+                                "by the model)")}
+
+
+def invalid(kind: str, values) -> np.ndarray:
+    """Where ``values`` are not of the ``kind`` (:data:`KINDS`), elementwise."""
+    least, allowed, _ = KINDS[kind]
+    a = np.asarray(values, float)
+    bad = ~np.isfinite(a)
+    if least is not None:
+        bad |= ~(a >= least) if allowed else ~(a > least)
+    return bad
+
+
+def _scalar(builder: str, name: str, value, kind: str = "finite") -> float:
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{builder}: {name} must be a real number, got {value!r}") from exc
     if arr.shape != ():
         raise ModelError(f"{builder}: {name} must be a scalar, got shape {arr.shape}")
-    if not np.isfinite(arr):
-        raise ModelError(f"{builder}: {name} must be finite, got {value!r}")
+    if invalid(kind, arr):
+        raise ModelError(f"{builder}: {name} must be {KINDS[kind][2]}, got {value!r}")
     return float(arr)
 
 
@@ -33,36 +53,28 @@ def finite(builder: str, name: str, value) -> float:
 
 def length(builder: str, name: str, value) -> float:
     """A strictly positive length (m)."""
-    v = _scalar(builder, name, value)
-    if v <= 0.0:
-        raise ModelError(f"{builder}: {name} is a length and must be > 0 m, got {value!r}")
-    return v
+    return _scalar(builder, name, value, "length")
 
 
 def mass(builder: str, name: str, value) -> float:
     """A mass (kg), >= 0."""
-    v = _scalar(builder, name, value)
-    if v < 0.0:
-        raise ModelError(f"{builder}: {name} is a mass and must be >= 0 kg, got {value!r}")
-    return v
+    return _scalar(builder, name, value, "mass")
 
 
 def moment(builder: str, name: str, value) -> float:
     """A moment of inertia (kg m^2), >= 0."""
-    v = _scalar(builder, name, value)
-    if v < 0.0:
-        raise ModelError(f"{builder}: {name} is a moment of inertia and must be >= 0 "
-                         f"kg m^2, got {value!r}")
-    return v
+    return _scalar(builder, name, value, "moment")
 
 
 def gravity_magnitude(builder: str, name: str, value) -> float:
     """A gravitational acceleration magnitude (m/s^2), >= 0."""
-    v = _scalar(builder, name, value)
-    if v < 0.0:
-        raise ModelError(f"{builder}: {name} is the magnitude of gravity and must be >= 0 "
-                         f"m/s^2 (its direction is fixed by the model), got {value!r}")
-    return v
+    return _scalar(builder, name, value, "gravity")
+
+
+def checked(builder: str, kinds: dict, values: dict) -> dict:
+    """One model's parameters, each checked against its kind (``kinds``: name ->
+    kind of :data:`KINDS`), as floats by name."""
+    return {k: _scalar(builder, k, values[k], kind) for k, kind in kinds.items()}
 
 
 def vector3(builder: str, name: str, value) -> np.ndarray:
@@ -117,12 +129,11 @@ def inertia_table(builder: str, name: str, value, rows: int) -> np.ndarray:
     return arr
 
 
-def design_arrays(builder: str, spec: dict) -> tuple[dict, int]:
-    """Design parameters broadcast to arrays (D,) and checked: ``spec`` maps a
-    name to (value, kind) with kind "length" (> 0), "mass" (>= 0), "angle"
-    (finite) or "gravity" (>= 0); the message names the parameter and the
-    first bad design."""
-    arrays = {k: np.asarray(v, dtype=float) for k, (v, _) in spec.items()}
+def design_arrays(builder: str, kinds: dict, values: dict) -> tuple[dict, int]:
+    """Design parameters broadcast to arrays (D,) and checked against their kinds
+    (``kinds``: name -> kind of :data:`KINDS`); the message names the parameter
+    and the first bad design.  Returns the arrays by name and D."""
+    arrays = {k: np.asarray(values[k], dtype=float) for k in kinds}
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
     except ValueError as exc:
@@ -132,20 +143,14 @@ def design_arrays(builder: str, spec: dict) -> tuple[dict, int]:
         raise ModelError(f"{builder}: design parameters are scalars or arrays (D,), "
                          f"got shape {shape}")
     D = shape[0] if shape else 1
-    need = {"length": "a length > 0 m", "mass": "a mass >= 0 kg",
-            "gravity": "a gravity magnitude >= 0 m/s^2", "angle": "a finite angle"}
     out = {}
-    for k, (_, kind) in spec.items():
-        a = np.broadcast_to(arrays[k], (D,)).copy()
-        bad = ~np.isfinite(a)
-        if kind == "length":
-            bad |= ~(a > 0)
-        elif kind in ("mass", "gravity"):
-            bad |= ~(a >= 0)
+    for k, kind in kinds.items():
+        out[k] = np.broadcast_to(arrays[k], (D,)).copy()
+        bad = invalid(kind, out[k])
         if bad.any():
             d = int(np.argmax(bad))
-            raise ModelError(f"{builder}: {k} of design {d} is {a[d]!r}, not {need[kind]}")
-        out[k] = a
+            raise ModelError(f"{builder}: {k} of design {d} is {float(out[k][d])!r}, not "
+                             f"{KINDS[kind][2]}")
     return out, D
 
 

@@ -24,19 +24,25 @@ import numpy as np
 import kic
 from kic.settings import DEFAULT_GRAVITY
 
-from ._common import (composite, finite, gravity_magnitude, length, mass, rod_inertia,
-                      translation, vector3)
-from .geometry import (FIVE_BAR_HOME, FIVE_BAR_JOINTS, FiveBarGeometry, StewartGeometry,
+from ._common import (checked, composite, finite, gravity_magnitude, length, mass,
+                      rod_inertia, translation, vector3)
+from .geometry import (FIVE_BAR_HOME, FIVE_BAR_JOINTS, FIVE_BAR_LENGTHS, FiveBarGeometry, StewartGeometry,
                        angle, circle_meet, finite_pair, five_bar_crank_guess, five_bar_mode,
                        five_bar_tip_guess, mode_tuple, rx4, stewart_anchors, stewart_guess,
                        two_link_ik, wrap)
 
-# (the closed forms' old private names, kept for benchmarks/single_pose.py)
-_circle_meet, _angle, _wrap = circle_meet, angle, wrap
-
 __all__ = ["five_bar", "FiveBarGeometry", "FIVE_BAR_HOME", "StewartGeometry", "four_bar",
            "slider_crank", "bricard", "stewart_platform", "redundant_planar_arm",
            "two_arm_object"]
+
+
+#: the design parameters of the five-bar and of the Stewart platform with their
+#: kinds (mechanisms._common.KINDS): one list for the builders and the writers
+FIVE_BAR_PARAMETERS = {**dict.fromkeys(FIVE_BAR_LENGTHS, "length"), **dict.fromkeys(
+    ("m_crank1", "m_crank2", "m_coupler1", "m_coupler2", "m_tip"), "mass"), "g": "gravity"}
+STEWART_PARAMETERS = {"rb": "length", "rp": "length", "base_half_angle": "angle",
+                      "plat_half_angle": "angle", "h0": "length", "m_plat": "mass",
+                      "m_cyl": "mass", "m_rod": "mass", "g": "gravity"}
 
 
 def _rod_body(mech, name, m, L, extra=()):
@@ -158,12 +164,10 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
     [1, -1, -1]
     """
     b = "five_bar"
-    base, l1, l2, k1, k2 = (length(b, n, v) for n, v in (("base", base), ("crank1", crank1),
-                            ("crank2", crank2), ("coupler1", coupler1), ("coupler2", coupler2)))
-    m1, m2, n1, n2, mt = (mass(b, n, v) for n, v in (
-        ("m_crank1", m_crank1), ("m_crank2", m_crank2), ("m_coupler1", m_coupler1),
-        ("m_coupler2", m_coupler2), ("m_tip", m_tip)))
-    g = gravity_magnitude(b, "g", g)
+    p = checked(b, FIVE_BAR_PARAMETERS, dict(
+        base=base, crank1=crank1, crank2=crank2, coupler1=coupler1, coupler2=coupler2,
+        m_crank1=m_crank1, m_crank2=m_crank2, m_coupler1=m_coupler1, m_coupler2=m_coupler2,
+        m_tip=m_tip, g=g))
     if branch not in (None, "up", "down"):
         raise kic.ModelError(f"{b}: branch must be 'up' or 'down', got {branch!r}")
     sides = {s for s in (None if branch is None else 1 if branch == "up" else -1, tip_side,
@@ -179,7 +183,8 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
     want = None if elbows is None else five_bar_mode(elbows, side)[:2]
     if coordinates not in ("cranks", "tip"):
         raise kic.ModelError(f"{b}: coordinates must be 'cranks' or 'tip', got {coordinates!r}")
-    geometry = FiveBarGeometry(base, l1, l2, k1, k2, want or (-1, 1), side)
+    lengths = [p[k] for k in FIVE_BAR_LENGTHS]
+    geometry = FiveBarGeometry(*lengths, want or (-1, 1), side)
     if home is None:
         q0 = geometry.reference_cranks(want, side)
     else:
@@ -190,11 +195,8 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
         raise kic.ModelError(f"{b}: home {q0.tolist()} rad is in the mode {found}, not the "
                              f"requested (elbow1, elbow2, tip_side) = "
                              f"{(want or ('any', 'any')) + (side,)}")
-    geometry = FiveBarGeometry(base, l1, l2, k1, k2, found[:2], side)
-    num = _one(five_bar_numbers({k: np.array([v]) for k, v in (
-        ("base", base), ("crank1", l1), ("crank2", l2), ("coupler1", k1), ("coupler2", k2),
-        ("m_crank1", m1), ("m_crank2", m2), ("m_coupler1", n1), ("m_coupler2", n2),
-        ("m_tip", mt), ("g", g))}))
+    geometry = FiveBarGeometry(*lengths, found[:2], side)
+    num = _one(five_bar_numbers({k: np.array([v]) for k, v in p.items()}))
     mech = kic.Mechanism(gravity=num["gravity"], name="five-bar")
     for body, (m, c, I) in num["bodies"].items():
         mech.add_body(body, mass=m, com=c, inertia=I)
@@ -211,7 +213,8 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
         model = mech.model(["crank1", "crank2"], reference=ref, guess=guess, name="five-bar")
     else:
         guess = partial(five_bar_tip_guess, geometry=geometry)
-        model = mech.model([kic.PointPosition("coupler1", (k1, 0.0, 0.0), prefix="tip.")],
+        model = mech.model([kic.PointPosition("coupler1", tuple(num["origins"]["tip"]),
+                                            prefix="tip.")],
                            reference=ref, guess=guess, name="five-bar in tip coordinates")
         model.actuators = ["crank1", "crank2"]
     model.geometry = geometry
@@ -524,23 +527,14 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     True
     """
     bld = "stewart_platform"
-    rb, rp, h0 = length(bld, "rb", rb), length(bld, "rp", rp), length(bld, "h0", h0)
-    ba, pa = finite(bld, "base_half_angle", base_half_angle), finite(bld, "plat_half_angle",
-                                                                     plat_half_angle)
-    for name, v in (("base_half_angle", ba), ("plat_half_angle", pa)):
-        if not 0.0 <= v < np.pi / 3:
-            raise kic.ModelError(
-                f"{bld}: {name} = {v!r} rad; a half angle must lie in [0, pi/3) rad (below 60 "
-                "degrees, so that the three anchor pairs stay distinct); angles are in "
-                f"radians, e.g. np.radians({v!r}) if {v!r} was meant in degrees")
-    m_plat, m_cyl, m_rod = (mass(bld, n, v) for n, v in (("m_plat", m_plat), ("m_cyl", m_cyl),
-                                                          ("m_rod", m_rod)))
+    p = checked(bld, STEWART_PARAMETERS, dict(
+        rb=rb, rp=rp, base_half_angle=base_half_angle, plat_half_angle=plat_half_angle, h0=h0,
+        m_plat=m_plat, m_cyl=m_cyl, m_rod=m_rod, g=g))
+    for name in ("base_half_angle", "plat_half_angle"):
+        check_half_angles(bld, name, p[name])
     fixed = stewart_inertias(bld, I_plat=I_plat, plat_com=plat_com, cyl_com=cyl_com,
                            I_cyl=I_cyl, rod_com=rod_com, I_rod=I_rod)
-    g = gravity_magnitude(bld, "g", g)
-    num = _one(stewart_numbers({k: np.array([v]) for k, v in (
-        ("rb", rb), ("rp", rp), ("base_half_angle", ba), ("plat_half_angle", pa),
-        ("m_plat", m_plat), ("m_cyl", m_cyl), ("m_rod", m_rod), ("g", g))}, **fixed))
+    num = _one(stewart_numbers({k: np.array([v]) for k, v in p.items()}, **fixed))
     B, P = num["anchors"]
     geometry = StewartGeometry(B, P, stroke)
     mech = kic.Mechanism(gravity=num["gravity"], name="Stewart platform")
@@ -557,7 +551,7 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
 
     guess = partial(stewart_guess, geometry=geometry)
 
-    q0 = np.array([0.0, 0.0, h0, 0.0, 0.0, 0.0])
+    q0 = np.array([0.0, 0.0, p["h0"], 0.0, 0.0, 0.0])
     ref = {k: float(v[0]) for k, v in guess(q0).items() if k.startswith("leg")}
     model = mech.model([kic.BodyPose("platform")], reference=ref, guess=guess,
                        name="Stewart platform")
@@ -565,6 +559,21 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     model.anchors = (B, P)
     model.geometry = geometry
     return model
+
+
+def check_half_angles(builder: str, name: str, values) -> None:
+    """A half angle of the Stewart platform's anchor pairs (rad, or an array (D,) of
+    designs') must lie in [0, pi/3): below 60 degrees the three pairs stay distinct."""
+    a = np.asarray(values, float)
+    bad = np.atleast_1d(~((a >= 0.0) & (a < np.pi / 3)))
+    if bad.any():
+        d = int(np.argmax(bad))
+        v = float(np.atleast_1d(a)[d])
+        where = f" of design {d}" if a.ndim else ""
+        raise kic.ModelError(
+            f"{builder}: {name}{where} = {v!r} rad; a half angle must lie in [0, pi/3) rad "
+            "(below 60 degrees, so that the three anchor pairs stay distinct); angles are in "
+            f"radians, e.g. np.radians({v!r}) if {v!r} was meant in degrees")
 
 
 def stewart_inertias(builder: str, I_plat, plat_com, cyl_com, I_cyl, rod_com, I_rod) -> dict:

@@ -21,8 +21,8 @@ from kic.errors import Status
 from kic.settings import DEFAULT_GRAVITY
 
 from ._common import design_arrays
-from .closed import (stewart_inertias, five_bar, five_bar_numbers, stewart_numbers,
-                     stewart_platform)
+from .closed import (FIVE_BAR_PARAMETERS, STEWART_PARAMETERS, check_half_angles, five_bar,
+                     five_bar_numbers, stewart_inertias, stewart_numbers, stewart_platform)
 from .geometry import (FIVE_BAR_LENGTHS, five_bar_inverse, five_bar_joint_values,
                        five_bar_rates, five_bar_reference, mode_tuple, points,
                        stewart_anchors, stewart_joint_values)
@@ -136,12 +136,10 @@ def five_bar_designs(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2
     """
     b = "five_bar_designs"
     elbows_side = mode_tuple(mode)
-    p, D = design_arrays(b, {
-        "base": (base, "length"), "crank1": (crank1, "length"), "crank2": (crank2, "length"),
-        "coupler1": (coupler1, "length"), "coupler2": (coupler2, "length"),
-        "m_crank1": (m_crank1, "mass"), "m_crank2": (m_crank2, "mass"),
-        "m_coupler1": (m_coupler1, "mass"), "m_coupler2": (m_coupler2, "mass"),
-        "m_tip": (m_tip, "mass"), "g": (g, "gravity")})
+    p, D = design_arrays(b, FIVE_BAR_PARAMETERS, dict(
+        base=base, crank1=crank1, crank2=crank2, coupler1=coupler1, coupler2=coupler2,
+        m_crank1=m_crank1, m_crank2=m_crank2, m_coupler1=m_coupler1, m_coupler2=m_coupler2,
+        m_tip=m_tip, g=g))
     side = elbows_side[2]
     template = _five_bar_template(side)
     ref, _ = five_bar_reference(p, elbows_side[:2], side)
@@ -161,8 +159,6 @@ def five_bar_designs(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2
 
 #: five_bar_designs' templates by tip side: one-design batches (plans are immutable)
 _FIVE_BAR_TEMPLATES: dict = {}
-_FIVE_BAR_PARAMETERS = FIVE_BAR_LENGTHS + ("m_crank1", "m_crank2", "m_coupler1", "m_coupler2",
-                                           "m_tip", "g")
 
 
 def _five_bar_template(side: int) -> DesignBatch:
@@ -170,7 +166,7 @@ def _five_bar_template(side: int) -> DesignBatch:
     if side not in _FIVE_BAR_TEMPLATES:
         template = DesignBatch.from_models([five_bar(tip_side=side)])
         p = {k: np.array([v], float) for k, v in
-             _defaults(five_bar, _FIVE_BAR_PARAMETERS).items()}
+             _defaults(five_bar, FIVE_BAR_PARAMETERS).items()}
         _check_writer("five_bar_designs", template, five_bar_numbers(p),
                       template.reference_phi)
         _FIVE_BAR_TEMPLATES[side] = template
@@ -312,8 +308,6 @@ def five_bar_task(batch, tip, tip_rate, tip_acceleration) -> FiveBarTask:
 
 
 # ------------------------------------------------------------ Stewart platform
-_STEWART_DESIGN = ("rb", "rp", "base_half_angle", "plat_half_angle", "h0", "m_plat", "m_cyl",
-                   "m_rod", "g")
 _STEWART_FIXED = ("I_plat", "plat_com", "cyl_com", "I_cyl", "rod_com", "I_rod")
 
 
@@ -383,18 +377,11 @@ def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     (2, 1, 1, 6)
     """
     b = "stewart_designs"
-    p, D = design_arrays(b, {
-        "rb": (rb, "length"), "rp": (rp, "length"),
-        "base_half_angle": (base_half_angle, "angle"),
-        "plat_half_angle": (plat_half_angle, "angle"), "h0": (h0, "length"),
-        "m_plat": (m_plat, "mass"), "m_cyl": (m_cyl, "mass"), "m_rod": (m_rod, "mass"),
-        "g": (g, "gravity")})
+    p, D = design_arrays(b, STEWART_PARAMETERS, dict(
+        rb=rb, rp=rp, base_half_angle=base_half_angle, plat_half_angle=plat_half_angle, h0=h0,
+        m_plat=m_plat, m_cyl=m_cyl, m_rod=m_rod, g=g))
     for name in ("base_half_angle", "plat_half_angle"):
-        bad = ~((p[name] >= 0) & (p[name] < np.pi / 3))
-        if bad.any():
-            d = int(np.argmax(bad))
-            raise kic.ModelError(f"{b}: {name} of design {d} is {p[name][d]!r} rad; a half "
-                                 "angle must lie in [0, pi/3) rad")
+        check_half_angles(b, name, p[name])
     template, shared = _stewart_template(fixed)
     guess = partial(_stewart_design_guess, names=tuple(template.plan.phi_names))
     batch = DesignBatch.from_template(template, D, parameters=p,
@@ -419,8 +406,8 @@ def _stewart_template(fixed: dict):
         **_defaults(stewart_platform, _STEWART_FIXED),
         **{k: v for k, v in fixed.items() if k in _STEWART_FIXED}})
     p = {k: np.array([v], float) for k, v in
-         {**_defaults(stewart_platform, _STEWART_DESIGN),
-          **{k: v for k, v in fixed.items() if k in _STEWART_DESIGN}}.items()}
+         {**_defaults(stewart_platform, STEWART_PARAMETERS),
+          **{k: v for k, v in fixed.items() if k in STEWART_PARAMETERS}}.items()}
     guess = partial(_stewart_design_guess, names=tuple(template.plan.phi_names))
     _check_writer("stewart_designs", template, stewart_numbers(p, **shared),
                   _stewart_reference(p, guess))

@@ -84,34 +84,22 @@ def two_link_ik(P, l1, l2, up=True, what="arm", strict=True):
 
 
 # ------------------------------------------------------------------ rotations
-def rx(a):
-    """Rotations (..., 3, 3) about x by angles (...) (rad)."""
+def rotation(a, axis: int) -> np.ndarray:
+    """Rotations (..., 3, 3) about the coordinate axis ``axis`` (0: x, 1: y, 2: z)
+    by angles a (...) (rad)."""
     a = np.asarray(a, float)
-    c, s, o, z = np.cos(a), np.sin(a), np.ones_like(a), np.zeros_like(a)
-    return np.stack([np.stack([o, z, z], -1), np.stack([z, c, -s], -1),
-                     np.stack([z, s, c], -1)], -2)
-
-
-def ry(a):
-    """Rotations (..., 3, 3) about y by angles (...) (rad)."""
-    a = np.asarray(a, float)
-    c, s, o, z = np.cos(a), np.sin(a), np.ones_like(a), np.zeros_like(a)
-    return np.stack([np.stack([c, z, s], -1), np.stack([z, o, z], -1),
-                     np.stack([-s, z, c], -1)], -2)
-
-
-def rz(a):
-    """Rotations (..., 3, 3) about z by angles (...) (rad)."""
-    a = np.asarray(a, float)
-    c, s, o, z = np.cos(a), np.sin(a), np.ones_like(a), np.zeros_like(a)
-    return np.stack([np.stack([c, -s, z], -1), np.stack([s, c, z], -1),
-                     np.stack([z, z, o], -1)], -2)
+    c, s = np.cos(a), np.sin(a)
+    R = np.zeros(a.shape + (3, 3))
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    R[..., axis, axis] = 1.0
+    R[..., i, i], R[..., i, j], R[..., j, i], R[..., j, j] = c, -s, s, c
+    return R
 
 
 def rx4(a: float) -> np.ndarray:
     """4x4 rotation about x."""
     T = np.eye(4)
-    T[:3, :3] = rx(a)
+    T[:3, :3] = rotation(a, 0)
     return T
 
 
@@ -248,20 +236,25 @@ def five_bar_rates(lengths: Mapping, cranks, tip, tip_rate, tip_acceleration=Non
     return np.stack(qd, -1), None if xdd is None else np.stack(qdd, -1), rows
 
 
+def five_bar_modes(passive) -> np.ndarray:
+    """Signs (..., 3) of ``sin`` of the passive joints (elbow1, elbow2, tip) (...,
+    3): the mode; 0 where undefined (exactly aligned, or NaN: not closed)."""
+    s = np.sign(np.sin(passive))
+    return np.where(np.isnan(s), 0, s).astype(int)
+
+
+def five_bar_regularity(passive) -> np.ndarray:
+    """Smallest ``|sin|`` of the passive joints (..., 3); NaN where not closed."""
+    return np.min(np.abs(np.sin(passive)), axis=-1)
+
+
 def five_bar_fits(phi, elbows, tip_side) -> np.ndarray:
     """Whether configurations (..., 5) are in the mode: ``elbows`` (a pair of
     signs, or None: any, neither straight) and ``tip_side``."""
-    s = np.sign(np.sin(phi[..., 2:]))            # NaN (not closed): fits nothing
+    m = five_bar_modes(phi[..., 2:])
     if elbows is None:
-        return (s[..., 2] == tip_side) & (s[..., 0] != 0) & (s[..., 1] != 0) & \
-            ~np.isnan(s[..., 0]) & ~np.isnan(s[..., 1])
-    return (s[..., 0] == elbows[0]) & (s[..., 1] == elbows[1]) & (s[..., 2] == tip_side)
-
-
-def five_bar_regularity(phi) -> np.ndarray:
-    """Smallest ``|sin|`` of the passive joints of configurations (..., 5)."""
-    a = np.abs(np.sin(phi[..., 2:]))
-    return np.minimum(np.minimum(a[..., 0], a[..., 1]), a[..., 2])
+        return (m[..., 2] == tip_side) & np.all(m[..., :2] != 0, -1)
+    return np.all(m == (*elbows, tip_side), -1)
 
 
 def five_bar_reference(lengths: Mapping, elbows, tip_side, home=FIVE_BAR_HOME,
@@ -281,8 +274,9 @@ def five_bar_reference(lengths: Mapping, elbows, tip_side, home=FIVE_BAR_HOME,
     todo = np.arange(D)
     if home is not None:
         h = np.broadcast_to(np.asarray(home, float), (D, 2))
-        phi = five_bar_joint_values({k: v for k, v in L.items()}, h, None, tip_side)
-        good = five_bar_fits(phi, elbows, tip_side) & (five_bar_regularity(phi) >= REGULAR)
+        phi = five_bar_joint_values(L, h, None, tip_side)
+        good = five_bar_fits(phi, elbows, tip_side) & \
+            (five_bar_regularity(phi[:, 2:]) >= REGULAR)
         ref[good] = phi[good]
         closes |= good
         todo = np.nonzero(~good)[0]
@@ -307,7 +301,7 @@ def five_bar_reference(lengths: Mapping, elbows, tip_side, home=FIVE_BAR_HOME,
             closes[chunk[np.unique(dd)]] = True
             score = np.zeros((chunk.size, cr.shape[0]))
             score[dd, gg] = np.where(five_bar_fits(phi, elbows, tip_side),
-                                     five_bar_regularity(phi), 0.0)
+                                     five_bar_regularity(phi[:, 2:]), 0.0)
             k = np.argmax(score, axis=1)
             found = score[np.arange(chunk.size), k] > 0
             best = cr[k[found]]
@@ -468,15 +462,14 @@ class FiveBarGeometry:
             Signs of ``sin`` of the elbow and tip joints; 0 where undefined
             (exactly aligned, or NaN).
         """
-        s = np.sign(np.sin(self._passive(phi, names)))
-        return np.where(np.isnan(s), 0, s).astype(int)
+        return five_bar_modes(self._passive(phi, names))
 
     def regularity(self, phi, names=None) -> np.ndarray:
         """Smallest ``|sin|`` of the passive joints (...) (dimensionless, in
         [0, 1]): 0 at a type I (an elbow straight) or type II (couplers aligned)
         singularity.  A cheap, scale-free screen; :mod:`kic.indices` has the
         conditioning indices proper."""
-        return np.min(np.abs(np.sin(self._passive(phi, names))), axis=-1)
+        return five_bar_regularity(self._passive(phi, names))
 
     def inverse_rates(self, cranks, tip, tip_rate, tip_acceleration=None):
         """Crank rates (and accelerations) for a tip motion (closed form).
@@ -601,7 +594,8 @@ def stewart_legs(B, P, q):
     q = np.asarray(q, float)
     shared = q.ndim == 2 or q.shape[0] == 1 or q.strides[0] == 0     # poses of all designs
     q1 = q.reshape((-1,) + q.shape[-2:])[0] if shared else q
-    R = rz(q1[..., 3]) @ ry(q1[..., 4]) @ rx(q1[..., 5])              # (n or D, n, 3, 3)
+    # R = Rz(yaw) Ry(pitch) Rx(roll), (n or D, n, 3, 3)
+    R = rotation(q1[..., 3], 2) @ rotation(q1[..., 4], 1) @ rotation(q1[..., 5], 0)
     q = np.broadcast_to(q, (B.shape[0],) + q.shape[-2:])
     Rb = R[None] if shared else R                                     # (1 or D, n, 3, 3)
     shape = np.broadcast_shapes(Rb.shape[:2], q.shape[:2]) + (P.shape[1],)
