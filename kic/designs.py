@@ -461,7 +461,7 @@ class DesignBatch:
         status = skip.copy()
         acond = np.full((D, n), np.nan)
         names = [self.plan.phi_names[i] for i in act]
-        lengths = float_fields(self.plan, self.floats)["scale"][:, 0]
+        lengths = self.fields["scale"][:, 0]
         for d in range(D):
             todo = np.nonzero(skip[d] == 0)[0]
             if todo.size == 0:

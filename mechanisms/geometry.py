@@ -245,16 +245,34 @@ def five_bar_modes(passive) -> np.ndarray:
 
 def five_bar_regularity(passive) -> np.ndarray:
     """Smallest ``|sin|`` of the passive joints (..., 3); NaN where not closed."""
-    return np.min(np.abs(np.sin(passive)), axis=-1)
+    return _least(np.abs(np.sin(passive)))
 
 
-def five_bar_fits(phi, elbows, tip_side) -> np.ndarray:
-    """Whether configurations (..., 5) are in the mode: ``elbows`` (a pair of
-    signs, or None: any, neither straight) and ``tip_side``."""
-    m = five_bar_modes(phi[..., 2:])
+def _least(a):
+    return np.minimum(np.minimum(a[..., 0], a[..., 1]), a[..., 2])
+
+
+def five_bar_score(phi, elbows, tip_side) -> np.ndarray:
+    """The regularity of configurations (..., 5) in the mode (``elbows``: a pair of
+    signs, or None: any, neither straight; ``tip_side``), 0 outside it or where
+    the loop is not closed: the reference search's score."""
+    sin = np.sin(phi[..., 2:])
+    s = np.sign(sin)                    # (a loop not closed: NaN, not on the tip side)
+    fits = s[..., 2] == tip_side
     if elbows is None:
-        return (m[..., 2] == tip_side) & np.all(m[..., :2] != 0, -1)
-    return np.all(m == (*elbows, tip_side), -1)
+        fits &= (s[..., 0] != 0) & (s[..., 1] != 0)
+    else:
+        fits &= (s[..., 0] == elbows[0]) & (s[..., 1] == elbows[1])
+    return np.where(fits, _least(np.abs(sin)), 0.0)
+
+
+def five_bar_gap(lengths: Mapping, cranks) -> np.ndarray:
+    """Distances |A2 - A1| (...) between the crank tips at crank angles (..., 2):
+    where the couplers can meet (:func:`circles_meet`), without the tips' arrays."""
+    c = np.asarray(cranks, float)
+    l1, l2 = lengths["crank1"], lengths["crank2"]
+    return np.hypot(lengths["base"] + l2 * np.cos(c[..., 1]) - l1 * np.cos(c[..., 0]),
+                    l2 * np.sin(c[..., 1]) - l1 * np.sin(c[..., 0]))
 
 
 def five_bar_reference(lengths: Mapping, elbows, tip_side, home=FIVE_BAR_HOME,
@@ -275,8 +293,7 @@ def five_bar_reference(lengths: Mapping, elbows, tip_side, home=FIVE_BAR_HOME,
     if home is not None:
         h = np.broadcast_to(np.asarray(home, float), (D, 2))
         phi = five_bar_joint_values(L, h, None, tip_side)
-        good = five_bar_fits(phi, elbows, tip_side) & \
-            (five_bar_regularity(phi[:, 2:]) >= REGULAR)
+        good = five_bar_score(phi, elbows, tip_side) >= REGULAR
         ref[good] = phi[good]
         closes |= good
         todo = np.nonzero(~good)[0]
@@ -292,16 +309,13 @@ def five_bar_reference(lengths: Mapping, elbows, tip_side, home=FIVE_BAR_HOME,
                 continue
             sub = {k: v[chunk][:, None] for k, v in L.items()}
             # only the grid points where the couplers can meet (the rest score 0)
-            A1, A2 = five_bar_tips(sub, cr)
-            d = A2 - A1
-            dd, gg = np.nonzero(circles_meet(np.hypot(d[..., 0], d[..., 1]),
-                                             sub["coupler1"], sub["coupler2"]))
+            dd, gg = np.nonzero(circles_meet(five_bar_gap(sub, cr), sub["coupler1"],
+                                             sub["coupler2"]))
             phi = five_bar_joint_values({k: v[chunk][dd] for k, v in L.items()}, cr[gg],
                                         None, tip_side)
-            closes[chunk[np.unique(dd)]] = True
+            closes[chunk[dd]] = True
             score = np.zeros((chunk.size, cr.shape[0]))
-            score[dd, gg] = np.where(five_bar_fits(phi, elbows, tip_side),
-                                     five_bar_regularity(phi[:, 2:]), 0.0)
+            score[dd, gg] = five_bar_score(phi, elbows, tip_side)
             k = np.argmax(score, axis=1)
             found = score[np.arange(chunk.size), k] > 0
             best = cr[k[found]]
