@@ -254,8 +254,9 @@ def five_bar_task(batch, tip, tip_rate, tip_acceleration) -> FiveBarTask:
 
     Notes
     -----
-    The inverse kinematics and rates are :meth:`FiveBarGeometry.inverse` and
-    :meth:`FiveBarGeometry.inverse_rates` written for a design axis; every
+    The inverse kinematics and rates are those of
+    :meth:`mechanisms.geometry.FiveBarGeometry.inverse` and ``inverse_rates`` (one
+    function of arrays, :mod:`mechanisms.geometry`, with a design axis); every
     pose starts its assembly from the closed-form joint values, so the
     torques are those of the design's model at the same configuration.
 
@@ -282,7 +283,7 @@ def five_bar_task(batch, tip, tip_rate, tip_acceleration) -> FiveBarTask:
     x, xd, xdd = (np.broadcast_to(v, (D, n, 2)) for v in (x, xd, xdd))
     mode = (int(p["elbow1"][0]), int(p["elbow2"][0]), int(p["tip_side"][0]))
     lengths = _lengths(p)
-    cranks, status, _, _ = five_bar_inverse(lengths, x, mode[:2], mode[2])
+    cranks, status = five_bar_inverse(lengths, x, mode[:2], mode[2])
     qd, qdd, rows = five_bar_rates(lengths, cranks, x, xd, xdd)
     condition = _condition_2x2(rows[0][..., 0], rows[0][..., 1], rows[1][..., 0],
                                rows[1][..., 1])

@@ -168,15 +168,25 @@ def five_bar_tips(lengths: Mapping, cranks):
     return A1, A2
 
 
+def five_bar_forward(lengths: Mapping, cranks, tip_side=1):
+    """Forward kinematics: the tip C (..., 2) at crank angles (..., 2), met on
+    ``tip_side`` (+1: left of A1 -> A2), NaN where the couplers do not reach
+    each other; and the crank tips A1, A2."""
+    A1, A2 = five_bar_tips(lengths, cranks)
+    C = circle_meet(A1, A2, lengths["coupler1"], lengths["coupler2"], left=tip_side > 0,
+                    what="five-bar loop", strict=False)
+    return C, A1, A2
+
+
 def five_bar_joint_values(lengths: Mapping, cranks, tip=None, tip_side=1) -> np.ndarray:
     """All five joint values (..., 5) in the order of :data:`FIVE_BAR_JOINTS`
     at crank angles (..., 2), with the tip C given (..., 2) or met on
-    ``tip_side`` (+1: left of A1 -> A2); NaN where the loop does not close."""
+    ``tip_side``; NaN where the loop does not close."""
     c = np.asarray(cranks, float)
-    A1, A2 = five_bar_tips(lengths, c)
     if tip is None:
-        tip = circle_meet(A1, A2, lengths["coupler1"], lengths["coupler2"], left=tip_side > 0,
-                          what="five-bar loop", strict=False)
+        tip, A1, A2 = five_bar_forward(lengths, c, tip_side)
+    else:
+        A1, A2 = five_bar_tips(lengths, c)
     p1, p2 = angle(tip - A1), angle(tip - A2)
     return np.stack([c[..., 0], c[..., 1], wrap(p1 - c[..., 0]), wrap(p2 - c[..., 1]),
                      wrap(p2 - p1)], -1)
@@ -186,10 +196,9 @@ def five_bar_inverse(lengths: Mapping, tip, elbows, tip_side):
     """Closed-form inverse kinematics: the crank angles that put the tip at
     ``tip`` (..., 2) in the working mode ``elbows`` (law of cosines per crank).
 
-    Returns ``(cranks (..., 2), status (...), A1, A2)``: cranks in (-pi, pi],
-    NaN where failed; status ``UNASSEMBLABLE`` where a crank cannot reach,
-    ``OTHER_MODE`` where the tip is on the other side of A1 A2 than
-    ``tip_side`` (0: no check); A1, A2 the crank tips."""
+    Returns ``(cranks (..., 2), status (...))``: cranks in (-pi, pi], NaN where
+    failed; status ``UNASSEMBLABLE`` where a crank cannot reach, ``OTHER_MODE``
+    where the tip is on the other side of A1 A2 than ``tip_side`` (0: no check)."""
     x = np.asarray(tip, float)
     out, reach = [], True
     for O, l, k, e in ((0.0, lengths["crank1"], lengths["coupler1"], elbows[0]),
@@ -202,11 +211,11 @@ def five_bar_inverse(lengths: Mapping, tip, elbows, tip_side):
         out.append(wrap(np.arctan2(dy, dx) - e * np.arccos(np.clip(c, -1.0, 1.0))))
     cranks = np.stack(out, -1)
     status = np.where(reach, int(Status.OK), int(Status.UNASSEMBLABLE))
-    A1, A2 = five_bar_tips(lengths, cranks)
     if tip_side:
+        A1, A2 = five_bar_tips(lengths, cranks)
         s = cross(A2 - A1, x - A1)
         status = np.where(reach & (np.sign(s) != tip_side), int(Status.OTHER_MODE), status)
-    return np.where((status == Status.OK)[..., None], cranks, np.nan), status, A1, A2
+    return np.where((status == Status.OK)[..., None], cranks, np.nan), status
 
 
 def five_bar_rates(lengths: Mapping, cranks, tip, tip_rate, tip_acceleration=None):
@@ -420,8 +429,7 @@ class FiveBarGeometry:
         side = self.tip_side if tip_side is None else tip_side
         if side not in (-1, 0, 1):
             raise kic.ModelError(f"tip_side must be +1, -1 or 0 (no check), got {side!r}")
-        cranks, status, _, _ = five_bar_inverse(self.lengths, x, e, side)
-        return cranks, status
+        return five_bar_inverse(self.lengths, x, e, side)
 
     def forward(self, cranks, tip_side=None):
         """Tip positions C (..., 2) (m) at crank angles (..., 2) (rad), on the side
@@ -430,9 +438,7 @@ class FiveBarGeometry:
         not reach each other."""
         c = points(cranks, "cranks")
         side = self.tip_side if tip_side is None else sign("tip_side", tip_side)
-        A1, A2 = five_bar_tips(self.lengths, c)
-        C = circle_meet(A1, A2, self.coupler1, self.coupler2, left=side > 0,
-                        what="five-bar loop", strict=False)
+        C, _, _ = five_bar_forward(self.lengths, c, side)
         ok = np.all(np.isfinite(C), axis=-1)
         return C, np.where(ok, int(Status.OK), int(Status.UNASSEMBLABLE))
 
