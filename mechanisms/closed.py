@@ -26,10 +26,10 @@ from kic.settings import DEFAULT_GRAVITY
 
 from ._common import (checked, composite, finite, gravity_magnitude, length, mass,
                       rod_inertia, translation, vector3)
-from .geometry import (FIVE_BAR_HOME, FIVE_BAR_JOINTS, FIVE_BAR_LENGTHS, FiveBarGeometry, StewartGeometry,
-                       angle, circle_meet, finite_pair, five_bar_crank_guess, five_bar_mode,
-                       five_bar_tip_guess, mode_tuple, rx4, stewart_anchors, stewart_guess,
-                       two_link_ik, wrap)
+from .geometry import (FIVE_BAR_HOME, FIVE_BAR_JOINTS, FIVE_BAR_LENGTHS, FiveBarGeometry,
+                       StewartGeometry, angle, circle_meet, finite_pair, five_bar_crank_guess,
+                       five_bar_mode, five_bar_tip_guess, mode_tuple, rx4, stewart_anchors,
+                       stewart_guess, two_link_ik, wrap)
 
 __all__ = ["five_bar", "FiveBarGeometry", "FIVE_BAR_HOME", "StewartGeometry", "four_bar",
            "slider_crank", "bricard", "stewart_platform", "redundant_planar_arm",
