@@ -162,9 +162,11 @@ def rod_inertia(m, l, axis: int) -> np.ndarray:
     ``m l^2 / 12`` about both transverse axes, zero about the rod's own axis
     (the principal moments satisfy the triangle inequality with equality).
     """
-    d = np.asarray(m * l * l / 12.0, float)[..., None] * np.ones(3)
-    d[..., axis] = 0.0
-    return d[..., None, :] * np.eye(3)
+    v = np.asarray(m * l * l / 12.0, float)
+    out = np.zeros(v.shape + (3, 3))
+    for k in {0, 1, 2} - {axis}:
+        out[..., k, k] = v
+    return out
 
 
 def composite(parts) -> tuple:
@@ -178,18 +180,19 @@ def composite(parts) -> tuple:
     every kic model) and its centroid is the frame's origin (it has none).
     Scalars give ``(float, (3,), (3, 3))``.
     """
-    m = sum(p[0] for p in parts)
-    moment = sum(np.multiply(p[0], np.asarray(p[1], float).T).T for p in parts)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = np.where(np.asarray(m)[..., None] > 0, moment / np.asarray(m)[..., None], 0.0)
-    I = np.zeros(np.shape(c) + (3,))
-    for mk, ck, Ik in parts:
-        d = np.asarray(ck, float) - c
-        dd = np.sum(d * d, -1)[..., None, None]
-        I = I + (np.asarray(Ik, float) + np.asarray(mk)[..., None, None] * (
-            dd * np.eye(3) - d[..., :, None] * d[..., None, :]))
-    m = float(m) if np.ndim(m) == 0 else np.asarray(m, float)
-    return m, c, 0.5 * (I + np.swapaxes(I, -1, -2))
+    ms, cs = [np.asarray(p[0], float) for p in parts], [np.asarray(p[1], float) for p in parts]
+    m = sum(ms)
+    moment = sum(mk[..., None] * ck for mk, ck in zip(ms, cs))
+    c = np.divide(moment, m[..., None], out=np.zeros(moment.shape), where=m[..., None] > 0)
+    I = np.zeros(c.shape + (3,))
+    for mk, ck, (_, _, Ik) in zip(ms, cs, parts):
+        d = ck - c
+        I = I + (np.asarray(Ik, float) + mk[..., None, None] * (
+            np.sum(d * d, -1)[..., None, None] * _EYE - d[..., :, None] * d[..., None, :]))
+    return (float(m) if m.ndim == 0 else m), c, 0.5 * (I + np.swapaxes(I, -1, -2))
+
+
+_EYE = np.eye(3)
 
 
 def translation(x: float = 0.0, y: float = 0.0, z: float = 0.0) -> np.ndarray:

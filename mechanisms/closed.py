@@ -61,7 +61,9 @@ def _rod_parts(m, L, extra=()):
 def _along_x(x) -> np.ndarray:
     """Points (..., 3) at x (...) on the x axis."""
     x = np.asarray(x, float)
-    return np.stack([x, np.zeros_like(x), np.zeros_like(x)], -1)
+    out = np.zeros(x.shape + (3,))
+    out[..., 0] = x
+    return out
 
 
 def _gravity(g, axis: int) -> np.ndarray:
