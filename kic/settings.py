@@ -91,3 +91,9 @@ SWITCH_CONDITION = 30.0
 """A closed model's simulation switches coordinates when their condition
 number passes this (well before :data:`MAX_CONDITION`: the integrator's error
 grows with the condition long before the model is singular)."""
+
+# ------------------------------------------------------------- design batches
+WRITER_RTOL = 1e-12
+"""A design writer's numbers must equal its builder's model's to this fraction
+of each field's largest entry (round-off of another order of operations is
+accepted; a writer that drifts from the builder is not)."""
