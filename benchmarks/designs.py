@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE.parent / "examples"))
 
 import kic  # noqa: E402
 import mechanisms  # noqa: E402
-from mechanisms.closed import five_bar_task  # noqa: E402
+from mechanisms import five_bar_task  # noqa: E402
 
 import five_bar_optimization as fbo  # noqa: E402  (examples/: today's evaluation)
 

@@ -61,7 +61,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import kic  # noqa: E402
 import mechanisms  # noqa: E402
-from mechanisms.closed import _circle_meet, _angle, _wrap  # noqa: E402,F401  (see noguess_*)
+from mechanisms.geometry import angle, circle_meet, wrap  # noqa: E402,F401  (see noguess_*)
 
 try:
     import pinocchio as pin  # noqa: E402

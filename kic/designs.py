@@ -16,9 +16,11 @@ Three ways to make one:
 * :meth:`DesignBatch.from_builder`: a builder called once per design with
   keyword arguments taken from arrays (designs whose build raises a kic error
   are kept as infeasible: every pose fails, as data);
-* a vectorized writer that sets the float buffers from arrays of design
-  parameters directly (``mechanisms.five_bar_designs``,
-  ``mechanisms.stewart_designs``): no model is built per design.
+* a vectorized writer (``mechanisms.five_bar_designs``,
+  ``mechanisms.stewart_designs``): :meth:`DesignBatch.from_template` copies one
+  model's numbers D times, the writer sets each design's by field name through
+  :attr:`DesignBatch.fields` and its reference configuration through
+  :meth:`DesignBatch.set_reference`: no model is built per design.
 
 Failures are data: a design or pose that fails has NaN outputs and a
 :class:`kic.Status` (never an exception for one bad design).
@@ -38,7 +40,8 @@ import numpy as np
 
 from . import _closed_kernels as closed_kernels
 from .backend import use_compiled
-from .closed_plan import ClosedPlan, float_fields, joint_indices, plan_from_model
+from .closed_plan import (ClosedPlan, float_fields, joint_indices, plan_from_model,
+                          reference_length)
 from .errors import KicError, ModelError, Status
 
 __all__ = ["DesignBatch", "DesignLoads"]
@@ -204,6 +207,71 @@ class DesignBatch:
                                                             first.modes)
         return cls(first.plan, floats, ref, modes, feasible, first.actuators, params, build,
                    models)
+
+    @classmethod
+    def from_template(cls, template, designs: int, *, parameters: Mapping | None = None,
+                      build: Callable | None = None,
+                      guess: Callable | None = None) -> "DesignBatch":
+        """``designs`` copies of one model's numbers, for a writer to set by name.
+
+        Parameters
+        ----------
+        template : kic.ClosedModel or DesignBatch
+            The structure and the numbers copied: a model, or a batch whose
+            first design is one (a writer keeps that batch to flatten its
+            template once).
+        designs : int
+            D, the number of copies.
+        parameters, build, guess
+            As in the constructor: the design parameters (arrays (D,)), the
+            builder of one design's model (the numpy path), the closed-form
+            start of every pose.
+
+        Returns
+        -------
+        DesignBatch
+            D designs equal to the template (its reference configuration,
+            assembly mode and actuators), all feasible.  A writer sets each
+            design's numbers through :attr:`fields`, its reference through
+            :meth:`set_reference`, and marks the designs it cannot build in
+            :attr:`feasible`.
+        """
+        if not isinstance(template, DesignBatch):
+            template = cls.from_models([template])
+        D = int(designs)
+        if D < 1:
+            raise ModelError(f"from_template: the number of designs must be >= 1, got {D}")
+        tile = lambda a: np.repeat(a[:1], D, axis=0)          # noqa: E731
+        return cls(template.plan, tile(template.floats), tile(template.reference_phi),
+                   tile(template.modes), None, template.actuators, parameters, build,
+                   guess=guess)
+
+    @property
+    def fields(self) -> dict:
+        """Each design's numbers by field name: views (D, ...) into :attr:`floats`
+        (layout :data:`kic.closed_plan.FLOAT_FIELDS`: ``origin`` (D, N, 4, 4) the
+        joint frames in their parents' body frames, ``mass`` (D, N), ``com``
+        (D, N, 3), ``inertia`` (D, N, 3, 3) of the body each joint carries
+        (``plan.body_names``), ``T_b`` (D, L, 4, 4) the closures' frames on
+        their B sides, ``gravity`` (D, 3), ...).  Writing into a view writes
+        the designs' buffers."""
+        return float_fields(self.plan, self.floats)
+
+    def set_reference(self, phi) -> None:
+        """Set each design's reference joint values (D, N) (rad, m) and, from
+        them, its characteristic length (the largest distance between two joint
+        origins or a joint origin and the world origin, as
+        ``ClosedModel.characteristic_length``), which makes its closure
+        residuals and condition numbers dimensionless.  Set the numbers of
+        :attr:`fields` first: the length is measured with them."""
+        D, N = len(self), self.plan.N
+        phi = np.asarray(phi, dtype=float)
+        if phi.shape != (D, N):
+            raise ModelError(f"reference joint values must have shape ({D}, {N}), got "
+                             f"{phi.shape}")
+        f = self.fields
+        f["scale"][:, 0] = reference_length(self.plan, f, phi)
+        self.reference_phi[...] = phi
 
     # ---------------------------------------------------------- description
     def __len__(self) -> int:
@@ -393,7 +461,7 @@ class DesignBatch:
         status = skip.copy()
         acond = np.full((D, n), np.nan)
         names = [self.plan.phi_names[i] for i in act]
-        lengths = float_fields(self.plan, self.floats)["scale"][:, 0]
+        lengths = self.fields["scale"][:, 0]
         for d in range(D):
             todo = np.nonzero(skip[d] == 0)[0]
             if todo.size == 0:

@@ -12,7 +12,7 @@ __all__ = [
     "CLOSURE_TOLERANCE", "NEWTON_MAX_ITERATIONS", "NEWTON_MAX_STEP", "EXACT_START",
     "SPD_PIVOT_RTOL", "MAX_CONDITION", "RANK_RTOL", "JACOBI_SWEEPS", "JACOBI_RTOL",
     "LANE_WIDTH", "FROBENIUS_MARGIN", "DEFAULT_GRAVITY", "SWITCH_CONDITION",
-    "INERTIA_RTOL", "TINY", "PARALLEL_SINE",
+    "INERTIA_RTOL", "TINY", "PARALLEL_SINE", "WRITER_RTOL",
 ]
 
 # ---------------------------------------------------------------- loop closure
@@ -99,3 +99,9 @@ shorter than this are parallel to the precision of a model's input (a few
 nanoradians; axes written to 9 digits in a file still count): a cone limit on two
 such axes needs its reference axis given; a planar mechanism's MJCF export; the
 gimbal lock of URDF's roll-pitch-yaw angles."""
+
+# ------------------------------------------------------------- design batches
+WRITER_RTOL = 1e-12
+"""A design writer's numbers must equal its builder's model's to this fraction
+of each field's largest entry (round-off of another order of operations is
+accepted; a writer that drifts from the builder is not)."""

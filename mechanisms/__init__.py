@@ -33,9 +33,9 @@ Examples
 """
 from .industrial import (PANDA_POSES, PUMA560_POSES, DriveTrain, panda, puma560,
                          puma560_drives, stanford_arm, stanford_drives)
-from .closed import (bricard, five_bar, five_bar_designs, five_bar_task, four_bar,
-                     redundant_planar_arm, slider_crank, stewart_designs, stewart_platform,
-                     two_arm_object)
+from .closed import (bricard, five_bar, four_bar, redundant_planar_arm, slider_crank,
+                     stewart_platform, two_arm_object)
+from .designs import five_bar_designs, five_bar_task, stewart_designs
 from .planar import craig_three_link, fu_two_link, planar_three_link, planar_two_link
 from .spatial import horn_three_dof
 

@@ -1,8 +1,9 @@
 """Helpers shared by the model builders (internal).
 
-Validation with messages that name the builder and the argument at fault,
-rigid-body helpers (thin-rod inertias, composite bodies by the parallel-axis
-theorem) and small homogeneous transforms.
+Validation with messages that name the builder and the argument at fault
+(one model's scalars, or a design batch's arrays), rigid-body helpers
+(thin-rod inertias, composite bodies by the parallel-axis theorem, batched)
+and small homogeneous transforms.
 """
 from __future__ import annotations
 
@@ -13,15 +14,35 @@ from kic.errors import ModelError
 __all__ = []
 
 
-def _scalar(builder: str, name: str, value) -> float:
+#: each kind of parameter: its least value (None: any finite value), whether that
+#: value itself is allowed, and what a message calls it (one rule for the builders'
+#: scalars and the design writers' arrays)
+KINDS = {"finite": (None, True, "a finite number"), "angle": (None, True, "a finite angle"),
+         "length": (0.0, False, "a length > 0 m"), "mass": (0.0, True, "a mass >= 0 kg"),
+         "moment": (0.0, True, "a moment of inertia >= 0 kg m^2"),
+         "gravity": (0.0, True, "a gravity magnitude >= 0 m/s^2 (its direction is fixed "
+                                "by the model)")}
+
+
+def invalid(kind: str, values) -> np.ndarray:
+    """Where ``values`` are not of the ``kind`` (:data:`KINDS`), elementwise."""
+    least, allowed, _ = KINDS[kind]
+    a = np.asarray(values, float)
+    bad = ~np.isfinite(a)
+    if least is not None:
+        bad |= ~(a >= least) if allowed else ~(a > least)
+    return bad
+
+
+def _scalar(builder: str, name: str, value, kind: str = "finite") -> float:
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{builder}: {name} must be a real number, got {value!r}") from exc
     if arr.shape != ():
         raise ModelError(f"{builder}: {name} must be a scalar, got shape {arr.shape}")
-    if not np.isfinite(arr):
-        raise ModelError(f"{builder}: {name} must be finite, got {value!r}")
+    if invalid(kind, arr):
+        raise ModelError(f"{builder}: {name} must be {KINDS[kind][2]}, got {value!r}")
     return float(arr)
 
 
@@ -32,36 +53,28 @@ def finite(builder: str, name: str, value) -> float:
 
 def length(builder: str, name: str, value) -> float:
     """A strictly positive length (m)."""
-    v = _scalar(builder, name, value)
-    if v <= 0.0:
-        raise ModelError(f"{builder}: {name} is a length and must be > 0 m, got {value!r}")
-    return v
+    return _scalar(builder, name, value, "length")
 
 
 def mass(builder: str, name: str, value) -> float:
     """A mass (kg), >= 0."""
-    v = _scalar(builder, name, value)
-    if v < 0.0:
-        raise ModelError(f"{builder}: {name} is a mass and must be >= 0 kg, got {value!r}")
-    return v
+    return _scalar(builder, name, value, "mass")
 
 
 def moment(builder: str, name: str, value) -> float:
     """A moment of inertia (kg m^2), >= 0."""
-    v = _scalar(builder, name, value)
-    if v < 0.0:
-        raise ModelError(f"{builder}: {name} is a moment of inertia and must be >= 0 "
-                         f"kg m^2, got {value!r}")
-    return v
+    return _scalar(builder, name, value, "moment")
 
 
 def gravity_magnitude(builder: str, name: str, value) -> float:
     """A gravitational acceleration magnitude (m/s^2), >= 0."""
-    v = _scalar(builder, name, value)
-    if v < 0.0:
-        raise ModelError(f"{builder}: {name} is the magnitude of gravity and must be >= 0 "
-                         f"m/s^2 (its direction is fixed by the model), got {value!r}")
-    return v
+    return _scalar(builder, name, value, "gravity")
+
+
+def checked(builder: str, kinds: dict, values: dict) -> dict:
+    """One model's parameters, each checked against its kind (``kinds``: name ->
+    kind of :data:`KINDS`), as floats by name."""
+    return {k: _scalar(builder, k, values[k], kind) for k, kind in kinds.items()}
 
 
 def vector3(builder: str, name: str, value) -> np.ndarray:
@@ -116,36 +129,70 @@ def inertia_table(builder: str, name: str, value, rows: int) -> np.ndarray:
     return arr
 
 
+def design_arrays(builder: str, kinds: dict, values: dict) -> tuple[dict, int]:
+    """Design parameters broadcast to arrays (D,) and checked against their kinds
+    (``kinds``: name -> kind of :data:`KINDS`); the message names the parameter
+    and the first bad design.  Returns the arrays by name and D."""
+    arrays = {k: np.asarray(values[k], dtype=float) for k in kinds}
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError as exc:
+        raise ModelError(f"{builder}: the design parameters do not broadcast: "
+                         f"{ {k: a.shape for k, a in arrays.items()} }") from exc
+    if len(shape) > 1:
+        raise ModelError(f"{builder}: design parameters are scalars or arrays (D,), "
+                         f"got shape {shape}")
+    D = shape[0] if shape else 1
+    out = {}
+    for k, kind in kinds.items():
+        out[k] = np.broadcast_to(arrays[k], (D,)).copy()
+        bad = invalid(kind, out[k])
+        if bad.any():
+            d = int(np.argmax(bad))
+            raise ModelError(f"{builder}: {k} of design {d} is {float(out[k][d])!r}, not "
+                             f"{KINDS[kind][2]}")
+    return out, D
+
+
 # ------------------------------------------------------------ rigid bodies
-def rod_inertia(m: float, l: float, axis: int) -> np.ndarray:
-    """Centroidal inertia of a uniform thin rod of mass m and length l along ``axis``.
+def rod_inertia(m, l, axis: int) -> np.ndarray:
+    """Centroidal inertia (..., 3, 3) of uniform thin rods of mass m (...) and
+    length l (...) along ``axis``.
 
     ``m l^2 / 12`` about both transverse axes, zero about the rod's own axis
     (the principal moments satisfy the triangle inequality with equality).
     """
-    d = np.full(3, m * l * l / 12.0)
-    d[axis] = 0.0
-    return np.diag(d)
+    v = np.asarray(m * l * l / 12.0, float)
+    out = np.zeros(v.shape + (3, 3))
+    for k in {0, 1, 2} - {axis}:
+        out[..., k, k] = v
+    return out
 
 
-def composite(parts) -> tuple[float, np.ndarray, np.ndarray]:
-    """Mass, centroid and centroidal inertia of rigidly joined parts.
+def composite(parts) -> tuple:
+    """Mass, centroid and centroidal inertia of rigidly joined parts (batched).
 
-    ``parts`` is a sequence of ``(m, c, I_c)`` in one frame (I_c about each
-    part's own centroid).  Parallel-axis theorem:
+    ``parts`` is a sequence of ``(m, c, I_c)`` in one frame, each a mass (...)
+    (kg), a centroid (..., 3) (m) and an inertia about it (..., 3, 3) (kg m^2),
+    the leading axes (designs) broadcast.  Parallel-axis theorem:
     ``I = sum I_c + m_k (|d_k|^2 1 - d_k d_k^T)`` with ``d_k = c_k - c``.
-    When the total mass is zero the first part's centroid is kept.
+    A body of zero mass keeps its parts' rotational inertia (it counts, as in
+    every kic model) and its centroid is the frame's origin (it has none).
+    Scalars give ``(float, (3,), (3, 3))``.
     """
-    m = float(sum(p[0] for p in parts))
-    if m > 0.0:
-        c = sum(p[0] * np.asarray(p[1], float) for p in parts) / m
-    else:
-        c = np.asarray(parts[0][1], float)
-    I = np.zeros((3, 3))
-    for mk, ck, Ik in parts:
-        d = np.asarray(ck, float) - c
-        I += np.asarray(Ik, float) + mk * (d @ d * np.eye(3) - np.outer(d, d))
-    return m, np.asarray(c, float), 0.5 * (I + I.T)
+    ms, cs = [np.asarray(p[0], float) for p in parts], [np.asarray(p[1], float) for p in parts]
+    m = sum(ms)
+    moment = sum(mk[..., None] * ck for mk, ck in zip(ms, cs))
+    c = np.divide(moment, m[..., None], out=np.zeros(moment.shape), where=m[..., None] > 0)
+    I = np.zeros(c.shape + (3,))
+    for mk, ck, (_, _, Ik) in zip(ms, cs, parts):
+        d = ck - c
+        I = I + (np.asarray(Ik, float) + mk[..., None, None] * (
+            np.sum(d * d, -1)[..., None, None] * _EYE - d[..., :, None] * d[..., None, :]))
+    return (float(m) if m.ndim == 0 else m), c, 0.5 * (I + np.swapaxes(I, -1, -2))
+
+
+_EYE = np.eye(3)
 
 
 def translation(x: float = 0.0, y: float = 0.0, z: float = 0.0) -> np.ndarray:

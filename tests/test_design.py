@@ -20,7 +20,7 @@ import pytest
 
 import kic
 import mechanisms
-from mechanisms.closed import FIVE_BAR_HOME, FiveBarGeometry
+from mechanisms.geometry import FIVE_BAR_HOME, FiveBarGeometry
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = [(e1, e2, s) for e1 in (1, -1) for e2 in (1, -1) for s in (1, -1)]

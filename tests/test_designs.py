@@ -24,9 +24,8 @@ import pytest
 import kic
 import kic.indices
 import mechanisms
-from kic.closed_plan import float_fields
 from kic.designs import DesignBatch
-from mechanisms.closed import five_bar_task
+from mechanisms import five_bar_task
 
 MODE = (-1, 1, 1)
 REL = 1e-10
@@ -114,7 +113,7 @@ def test_stewart_writer_equals_builder():
     p = stewart_params(rng, 5)
     batch = mechanisms.stewart_designs(**p)
     generic = DesignBatch.from_builder(mechanisms.stewart_platform, p)
-    fb, fg = float_fields(batch.plan, batch.floats), float_fields(batch.plan, generic.floats)
+    fb, fg = batch.fields, generic.fields
     for name in fb:
         if name != "scale":
             assert np.abs(fb[name] - fg[name]).max() <= 1e-14 * max(np.abs(fg[name]).max(), 1)
@@ -129,6 +128,57 @@ def test_stewart_writer_equals_builder():
     assert np.allclose(fb["scale"][:, 0], L, rtol=1e-14, atol=0)
     assert np.allclose(batch.reference_phi[:, 18:21], np.stack(
         [0 * p["h0"], 0 * p["h0"], p["h0"]], -1), atol=0)
+
+
+def test_writer_api_from_template_fields_reference():
+    """The public write API: copies of a template model, numbers written by field
+    name, the reference (and with it the characteristic length) set per design;
+    the designs then equal the models built with those numbers."""
+    template = mechanisms.five_bar()
+    g = np.array([9.81, 3.71, 1.62])
+    batch = DesignBatch.from_template(template, 3, parameters={"g": g})
+    assert len(batch) == 3 and batch.feasible.all() and batch.actuators == ("crank1", "crank2")
+    f = batch.fields
+    f["gravity"][:] = 0.0
+    f["gravity"][:, 1] = -g                              # a view: writes the buffers
+    assert np.array_equal(batch.floats, np.stack([
+        DesignBatch.from_models([mechanisms.five_bar(g=v)]).floats[0] for v in g]))
+    q = np.array([[np.pi / 2 + 0.3, np.pi / 2 - 0.3]])
+    res = batch.loads(q, 0 * q, 0 * q)
+    for d in range(3):
+        assert rel_err(res.loads[d], mechanisms.five_bar(g=g[d]).gravity_load(q)) < REL
+    # the reference sets the characteristic length (as ClosedModel's)
+    longer = mechanisms.five_bar(coupler1=0.45, coupler2=0.45)
+    one = DesignBatch.from_template(template, 1)
+    j = one.plan.phi_names.index("tip")
+    one.fields["origin"][0, j, 0, 3] = 0.45
+    one.fields["T_b"][0, 0, 0, 3] = 0.45
+    assert one.fields["scale"][0, 0] == template.characteristic_length
+    one.set_reference(longer.reference_phi[None])
+    assert one.fields["scale"][0, 0] == pytest.approx(longer.characteristic_length,
+                                                      rel=1e-14)
+    assert np.array_equal(one.reference_phi[0], longer.reference_phi)
+    with pytest.raises(kic.ModelError, match=r"shape \(1, 5\)"):
+        one.set_reference(np.zeros(5))
+    with pytest.raises(kic.ModelError, match="number of designs"):
+        DesignBatch.from_template(template, 0)
+
+
+def test_writer_check_catches_a_mismatch():
+    """The writers check themselves against their template model: a derivation
+    that drifts from the builder's is caught, with the field named."""
+    from mechanisms import designs
+    from mechanisms.closed import five_bar_numbers
+    template = DesignBatch.from_models([mechanisms.five_bar()])
+    p = {k: np.array([v]) for k, v in dict(
+        base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35, m_crank1=1.0,
+        m_crank2=1.0, m_coupler1=0.8, m_coupler2=0.8, m_tip=0.5, g=9.81).items()}
+    designs._check_writer("five_bar_designs", template, five_bar_numbers(p),
+                          template.reference_phi)
+    p["m_tip"] = np.array([0.5 + 1e-9])
+    with pytest.raises(RuntimeError, match="field '(mass|com|inertia)'"):
+        designs._check_writer("five_bar_designs", template, five_bar_numbers(p),
+                              template.reference_phi)
 
 
 # ----------------------------------------------- against today's per-model API

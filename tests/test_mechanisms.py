@@ -290,6 +290,36 @@ def test_horn_composite_links():
     assert arm.total_mass == pytest.approx(m2 + M2 + m3 + M3)
 
 
+def test_composite_is_batched_and_keeps_a_massless_bodys_inertia():
+    """One composite-body function for one body and for D designs (the builders'
+    and the design writers'); a body of zero mass keeps its rotational inertia
+    (it counts, as in every kic model) and has its centroid at the frame origin."""
+    from mechanisms._common import composite, rod_inertia
+    rng = np.random.default_rng(3)
+    D = 5
+    m, L, M = rng.uniform(0.5, 2, D), rng.uniform(0.1, 0.6, D), rng.uniform(0, 1, D)
+    m[2] = M[2] = 0.0                                    # a massless design
+    on_x = lambda x: np.stack([x, 0 * x, 0 * x], -1)     # noqa: E731
+    Jc = np.diag([0.01, 0.02, 0.03])                     # a massless rotor's inertia
+    parts = [(m, on_x(L / 2), rod_inertia(m, L, 0)), (M, on_x(L), np.zeros((D, 3, 3))),
+             (0.0 * m, on_x(0.3 * L), np.broadcast_to(Jc, (D, 3, 3)))]
+    mt, ct, It = composite(parts)
+    assert mt.shape == (D,) and ct.shape == (D, 3) and It.shape == (D, 3, 3)
+    for d in range(D):
+        one = composite([(p[0][d], p[1][d], p[2][d]) for p in parts])
+        assert one[0] == mt[d]
+        np.testing.assert_array_equal(one[1], ct[d])
+        np.testing.assert_array_equal(one[2], It[d])
+        if d != 2:
+            ref = combine_bodies([(p[0][d], p[1][d], p[2][d]) for p in parts])
+            np.testing.assert_allclose(ct[d], ref[1], rtol=1e-14)
+            np.testing.assert_allclose(It[d], ref[2], rtol=1e-14, atol=1e-16)
+    assert mt[2] == 0.0 and np.all(ct[2] == 0.0)
+    np.testing.assert_array_equal(It[2], Jc)             # the rotor's inertia counts
+    with pytest.raises(AssertionError):                  # (the check can fail)
+        np.testing.assert_array_equal(It[0], composite(parts[:2])[2][0])
+
+
 # ------------------------------------------------------------- PUMA 560
 QN = PUMA560_POSES["qn"]
 
