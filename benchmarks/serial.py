@@ -421,7 +421,7 @@ def main(argv=None) -> int:
     backends = (["numpy", "numba"] if _compiled.available else ["numpy"]) \
         if args.backend == "both" else [args.backend]
     if not _compiled.available:
-        print("numba not installed: numpy kernels only (pip install -e '.[fast]')")
+        print("numba cannot be imported: numpy kernels only (numba is a dependency: pip install numba)")
     run_main_table(chain, model, sizes, repeats, args.stat, backends)
     if not args.no_growth:
         for b in backends:

@@ -138,7 +138,7 @@ def redundant_rates(G, H, xd, xdd, nu=None, nud=None, weights=None):
     ``phi'' = G+ (x'' - phi'^T H phi') + (1 - G+ G) nu'``, with ``G+`` the
     weighted pseudo-inverse.  The null-space motion ``nu`` (and its rate) is
     explicit: the pseudo-inverse rate law alone is not integrable
-    (method.md section 4).
+    (docs/theory.md#redundant-mechanisms).
 
     Parameters
     ----------

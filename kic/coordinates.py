@@ -4,11 +4,11 @@ A coordinate of a :class:`kic.ClosedModel` is a primitive joint (by name) or a
 coordinate object:
 
 * :class:`BodyPose`: x, y, z and three angles of a body, realised as a massless
-  virtual P-P-P-R-R-R chain from the ground (method.md section 4);
+  virtual P-P-P-R-R-R chain from the ground (docs/theory.md#coordinates-that-are-not-joints);
 * :class:`PointPosition`: world coordinates of a point on a body, a virtual
   P chain whose tip must meet the point (a 3-row point closure);
 * :class:`CoordinateFunction`: ``q = u(phi)`` with its influence coefficients
-  (method.md section 3, case c), a 1-row closure.
+  (case (c) of docs/theory.md#cases-a-b-and-c), a 1-row closure.
 
 :func:`apply_coordinates` adds the virtual joints to a copy of the mechanism
 and lists the closures they bring; the original description is never changed.
@@ -33,7 +33,7 @@ class BodyPose:
     angles yaw, pitch, roll (rad) with ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
 
     Realised as a massless virtual P-P-P-R-R-R chain from the ground to the
-    body (method.md section 4), so its influence coefficients come from the
+    body (docs/theory.md#coordinates-that-are-not-joints), so its influence coefficients come from the
     serial code.
 
     Parameters
@@ -99,7 +99,7 @@ class PointPosition:
 
 class CoordinateFunction:
     """A coordinate ``q = u(phi)`` given as a function of some joints, with its
-    influence coefficients (method.md section 3, case c).
+    influence coefficients (case (c) of docs/theory.md#cases-a-b-and-c).
 
     Parameters
     ----------

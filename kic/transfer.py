@@ -168,7 +168,7 @@ class Transfer:
         """The inverse transfer of a square (pure change of coordinates) one.
 
         ``G^q_phi = (G^phi_q)^-1``, ``H^q = -G^q o (G^q^T H^phi G^q)``
-        (method.md section 3, case (a)), and the third order likewise.
+        (case (a) of docs/theory.md#cases-a-b-and-c), and the third order likewise.
         """
         N, M = self.G.shape[-2:]
         if N != M:
@@ -213,7 +213,7 @@ def solve_transfer(G_psi, H_psi=None, D_psi=None, m: int | None = None,
     ----------
     G_psi : ndarray, shape (..., N, N)
         Rows ``[G^q_phi; G^c_phi]``: first the M new coordinates, then the
-        N - M independent constraints (method.md section 3).
+        N - M independent constraints (docs/theory.md#cases-a-b-and-c).
     H_psi, D_psi : ndarray, optional
         Their second and third order coefficients in phi.
     m : int
@@ -247,7 +247,7 @@ def solve_transfer(G_psi, H_psi=None, D_psi=None, m: int | None = None,
 def closure_transfer(system, phi: np.ndarray, order: int, max_condition: float, kins=None,
                      velocity=None):
     """The transfer G^phi_q, H^phi_qq, D^phi_qqq of a closed mechanism at assembled
-    joint values ``phi`` (n, N) (method.md, case b).
+    joint values ``phi`` (n, N) (docs/theory.md#case-b-the-coordinates-are-joints).
 
     With phi = (q, p) and the closures c(phi) = 0 of ``system`` (a
     :class:`kic.loops.LoopSystem`), block by block::
