@@ -35,7 +35,7 @@ from .actuation import (internal_loads, load_distribution, redundant_rates, task
                         weighted_pseudo_inverse)
 from .actuators import ActuatedSystem, DCMotor, NominalInputs
 from .backend import get_backend, set_backend
-from .chain import Joint, Link, SerialChain
+from .chain import Joint, Link, SerialChain, composite_body
 from .closure import ClosedModel
 from .coordinates import BodyPose, CoordinateFunction, PointPosition
 from .errors import Status
@@ -59,7 +59,7 @@ from .sensitivity import (Centroid, DesignSensitivity, Inertia, Length, Mass, Se
                           sensitivities)
 
 __all__ = [
-    "Joint", "Link", "SerialChain",
+    "Joint", "Link", "SerialChain", "composite_body",
     "Mechanism", "ClosedModel", "BodyPose", "PointPosition", "CoordinateFunction",
     "ChainKinematics", "Influence", "DynamicModel", "Loads",
     "simulate", "Simulation", "linear_dynamics", "LinearDynamics",

@@ -2,7 +2,7 @@
 
 Validation with messages that name the builder and the argument at fault
 (one model's scalars, or a design batch's arrays), rigid-body helpers
-(thin-rod inertias, composite bodies by the parallel-axis theorem, batched)
+(thin-rod inertias; composite bodies come from kic.composite_body)
 and small homogeneous transforms.
 """
 from __future__ import annotations
@@ -169,30 +169,6 @@ def rod_inertia(m, l, axis: int) -> np.ndarray:
     return out
 
 
-def composite(parts) -> tuple:
-    """Mass, centroid and centroidal inertia of rigidly joined parts (batched).
-
-    ``parts`` is a sequence of ``(m, c, I_c)`` in one frame, each a mass (...)
-    (kg), a centroid (..., 3) (m) and an inertia about it (..., 3, 3) (kg m^2),
-    the leading axes (designs) broadcast.  Parallel-axis theorem:
-    ``I = sum I_c + m_k (|d_k|^2 1 - d_k d_k^T)`` with ``d_k = c_k - c``.
-    A body of zero mass keeps its parts' rotational inertia (it counts, as in
-    every kic model) and its centroid is the frame's origin (it has none).
-    Scalars give ``(float, (3,), (3, 3))``.
-    """
-    ms, cs = [np.asarray(p[0], float) for p in parts], [np.asarray(p[1], float) for p in parts]
-    m = sum(ms)
-    moment = sum(mk[..., None] * ck for mk, ck in zip(ms, cs))
-    c = np.divide(moment, m[..., None], out=np.zeros(moment.shape), where=m[..., None] > 0)
-    I = np.zeros(c.shape + (3,))
-    for mk, ck, (_, _, Ik) in zip(ms, cs, parts):
-        d = ck - c
-        I = I + (np.asarray(Ik, float) + mk[..., None, None] * (
-            np.sum(d * d, -1)[..., None, None] * _EYE - d[..., :, None] * d[..., None, :]))
-    return (float(m) if m.ndim == 0 else m), c, 0.5 * (I + np.swapaxes(I, -1, -2))
-
-
-_EYE = np.eye(3)
 
 
 def translation(x: float = 0.0, y: float = 0.0, z: float = 0.0) -> np.ndarray:

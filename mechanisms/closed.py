@@ -24,7 +24,9 @@ import numpy as np
 import kic
 from kic.settings import DEFAULT_GRAVITY
 
-from ._common import (checked, composite, finite, gravity_magnitude, length, mass,
+from kic.chain import composite_body as composite  # the one home of joining bodies
+
+from ._common import (checked, finite, gravity_magnitude, length, mass,
                       rod_inertia, translation, vector3)
 from .geometry import (FIVE_BAR_HOME, FIVE_BAR_JOINTS, FIVE_BAR_LENGTHS, FiveBarGeometry,
                        StewartGeometry, angle, circle_meet, finite_pair, five_bar_crank_guess,
@@ -233,7 +235,7 @@ def five_bar_numbers(p: Mapping) -> dict:
 
     * ``"bodies"``: body name -> (mass (D,) kg, centroid (D, 3) m, inertia about
       it (D, 3, 3) kg m^2) in the body frame: the four rods, the tip mass on
-      coupler 1 at C (parallel-axis theorem, :func:`mechanisms._common.composite`);
+      coupler 1 at C (parallel-axis theorem, :func:`kic.composite_body`);
     * ``"origins"``: joint name -> its frame's origin (D, 3) in the parent
       body's frame (the joints' frames are not rotated);
     * ``"closures"``: joint name of the closure's A side -> the closing frame's

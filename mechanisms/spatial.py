@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kic.chain import Joint, Link, SerialChain
+from kic.chain import Joint, Link, SerialChain, composite_body
 
 from . import _common as c
 
@@ -107,10 +107,10 @@ def horn_three_dof(I1=0.05, m2=2.0, l2=0.5, m3=1.5, l3=0.4, M2=0.0, M3=0.0, delt
 
     column = Link(0.0, com=(0.0, 0.0, 0.0), inertia=np.diag([I1 / 2, I1 / 2, I1]),
                   name="column")
-    m, com, I = c.composite([(m2, (0.0, delta2, l2 / 2), c.rod_inertia(m2, l2, 2)),
+    m, com, I = composite_body([(m2, (0.0, delta2, l2 / 2), c.rod_inertia(m2, l2, 2)),
                              (M2, (0.0, delta2, l2), np.zeros((3, 3)))])
     upper = Link(m, com=com, inertia=I, name="link2")
-    m, com, I = c.composite([(m3, (0.0, delta3, l3 / 2), c.rod_inertia(m3, l3, 2)),
+    m, com, I = composite_body([(m3, (0.0, delta3, l3 / 2), c.rod_inertia(m3, l3, 2)),
                              (M3, (0.0, delta3, l3), np.zeros((3, 3)))])
     lower = Link(m, com=com, inertia=I, name="link3")
     joints = [Joint("R", axis=(0, 0, 1), name="joint1"),

@@ -294,7 +294,8 @@ def test_composite_is_batched_and_keeps_a_massless_bodys_inertia():
     """One composite-body function for one body and for D designs (the builders'
     and the design writers'); a body of zero mass keeps its rotational inertia
     (it counts, as in every kic model) and has its centroid at the frame origin."""
-    from mechanisms._common import composite, rod_inertia
+    from kic import composite_body as composite
+    from mechanisms._common import rod_inertia
     rng = np.random.default_rng(3)
     D = 5
     m, L, M = rng.uniform(0.5, 2, D), rng.uniform(0.1, 0.6, D), rng.uniform(0, 1, D)

@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..chain import Joint, Link, SerialChain, inertia_defects, inertia_scale
+from ..chain import Joint, Link, SerialChain, composite_body, inertia_defects, inertia_scale
 from ..errors import ModelError
 from ..mimic import MimicModel
 from ..settings import PARALLEL_SINE
@@ -250,7 +250,7 @@ class UrdfRobot:
                     T = self.body[n][1]
                     R = T[:3, :3]
                     parts.append((L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
-            m, c, I = _composite(parts)
+            m, c, I = parts[0] if len(parts) == 1 else composite_body(parts)
             masses.append(m)
             coms.append(c)
             inertias.append(I)
@@ -295,20 +295,6 @@ def _report(robot: UrdfRobot, tops, strict: bool) -> None:
     warnings.warn(RepairWarning(
         f"URDF {robot.name!r} loaded as the file states it, with {len(notes)} "
         f"defect(s) (strict=True refuses them):\n{lines}"), stacklevel=3)
-
-
-def _composite(parts):
-    """Mass, centroid and inertia about it of rigidly joined parts (m, c, I about c)."""
-    if len(parts) == 1:
-        return parts[0]
-    m = sum(p[0] for p in parts)
-    # a massless part may still carry rotational inertia (PUMA 560's link 1)
-    c = sum(p[0] * p[1] for p in parts) / m if m > 0 else np.zeros(3)
-    I = np.zeros((3, 3))
-    for mi, ci, Ii in parts:
-        d = ci - c
-        I += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
-    return m, c, I
 
 
 def _floats(text, what: str, default: tuple) -> list[float]:

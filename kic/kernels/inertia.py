@@ -12,7 +12,6 @@ P* of one pose (eq. 2-197)                 :func:`power_one`        :func:`power
 gravity load +dV/dq                        :func:`gravity_step`,    :func:`gravity_numpy`
                                            :func:`gravity_one`,
                                            :func:`gravity_floats`
-rigid bodies joined into one               (description time)       :func:`composite_body`
 =========================================  ======================  ==========================
 
 The zero-mass convention, the same on every path: a body counts by its mass
@@ -30,8 +29,7 @@ from .jit import jit, plain
 
 __all__ = ["inertia_tuple", "link_world", "composite_step", "link_world_into", "inertia_one",
            "power_one", "gravity_step", "gravity_one", "LinkState", "inertia_numpy",
-           "power_numpy", "gravity_numpy", "inertia_floats", "gravity_floats",
-           "composite_body"]
+           "power_numpy", "gravity_numpy", "inertia_floats", "gravity_floats"]
 
 
 # --------------------------------------------------------------------------
@@ -364,21 +362,6 @@ def gravity_numpy(d, Fc, sR, sv) -> np.ndarray:
 # --------------------------------------------------------------------------
 # rigid bodies joined into one (description time)
 # --------------------------------------------------------------------------
-def composite_body(parts) -> tuple[float, np.ndarray, np.ndarray]:
-    """Mass (kg), centroid (m) and inertia about it (kg m^2) of rigidly joined
-    bodies ``parts`` = [(mass, centroid (3,), inertia about it (3, 3)), ...], all
-    in one frame (parallel-axis theorem).  Zero total mass: the centroid is the
-    frame's origin and the inertia the sum of the parts' rotational inertias (a
-    massless rotor's inertia is kept, as on every path of the kernels)."""
-    m = float(sum(p[0] for p in parts))
-    c = (sum(p[0] * np.asarray(p[1], float) for p in parts) / m if m > 0 else np.zeros(3))
-    I = np.zeros((3, 3))
-    for mi, ci, Ii in parts:
-        r = np.asarray(ci, float) - c
-        I += np.asarray(Ii, float) + mi * (r @ r * np.eye(3) - np.outer(r, r))
-    return m, c, I
-
-
 # the plain twins, bound once (the float kernels call them per link)
 _plain_link_world = plain(__name__, "link_world")
 _plain_composite_step = plain(__name__, "composite_step")
