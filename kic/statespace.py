@@ -11,6 +11,7 @@ import numpy as np
 
 from .backend import spd_solve
 from .errors import ModelError
+from .settings import RANK_RTOL, TINY
 
 __all__ = ["StateSpaceSequence"]
 
@@ -146,6 +147,9 @@ class StateSpaceSequence:
                   nominal=nominal, trajectory=trajectory)
         if status is not None:
             out.status = np.asarray(status)
+            bad = out.status != 0
+            for M_ in (out.A, out.B, out.E, out.C, out.D):
+                M_[bad] = np.nan
         return out
 
     @property
@@ -173,13 +177,14 @@ class StateSpaceSequence:
             em = np.zeros((K, n + m, n + m))
             em[:, :n, :n] = self.A
             em[:, :n, n:] = B
-            ms = np.stack([expm(h * em[k]) for k in range(K)]) if K else em
+            ms = np.full(em.shape, np.nan)
+            for k in range(K):
+                if np.isfinite(em[k]).all():          # failed samples stay NaN
+                    ms[k] = expm(h * em[k])
             return ms[:, :n, :n], ms[:, :n, n:]
 
         Ad, Bd = hold(self.B)
         _, Ed = hold(self.E)
-        with np.errstate(invalid="ignore"):
-            Ad = np.where(np.isfinite(self.A).all((1, 2))[:, None, None], Ad, np.nan)
         return replace(self, A=Ad, B=Bd, E=Ed, dt=h)
 
     def index(self, t: float) -> int:
@@ -301,8 +306,12 @@ class StateSpaceSequence:
 
     def eigenvalues(self) -> np.ndarray:
         """Frozen-time eigenvalues of A at every point, (K, n), sorted by real part."""
-        ev = np.linalg.eigvals(self.A)
-        return np.take_along_axis(ev, np.argsort(ev.real, axis=1), axis=1)
+        ev = np.full(self.A.shape[:2], np.nan, dtype=complex)
+        good = np.isfinite(self.A).all((1, 2))            # failed samples stay NaN
+        if good.any():
+            e = np.linalg.eigvals(self.A[good])
+            ev[good] = np.take_along_axis(e, np.argsort(e.real, axis=1), axis=1)
+        return ev
 
     def variation(self) -> dict:
         """How fast A(t) and B(t) vary, to judge whether a constant model will do.
@@ -324,9 +333,9 @@ class StateSpaceSequence:
         nB = np.linalg.norm(self.B, axis=(1, 2))
         out = {
             "relative_change_A": float(np.max(np.linalg.norm(self.A - self.A[0], axis=(1, 2)))
-                                       / max(nA[0], 1e-300)),
+                                       / max(nA[0], TINY)),
             "relative_change_B": float(np.max(np.linalg.norm(self.B - self.B[0], axis=(1, 2)))
-                                       / max(nB[0], 1e-300)),
+                                       / max(nB[0], TINY)),
         }
         # the mechanical rows (accelerations) change with the configuration; the
         # electrical rows are constant and dominate ||A||, so report them apart
@@ -335,17 +344,18 @@ class StateSpaceSequence:
         Am = self.A[:, mech]
         nAm = np.linalg.norm(Am, axis=(1, 2))
         out["relative_change_mechanical"] = float(
-            np.max(np.linalg.norm(Am - Am[0], axis=(1, 2))) / max(nAm[0], 1e-300))
+            np.max(np.linalg.norm(Am - Am[0], axis=(1, 2))) / max(nAm[0], TINY))
         if len(self) > 1:
             dA = np.gradient(self.A, self.t, axis=0)
-            out["rate"] = float(np.max(np.linalg.norm(dA, axis=(1, 2)) / np.maximum(nA, 1e-300)))
+            out["rate"] = float(np.max(np.linalg.norm(dA, axis=(1, 2)) / np.maximum(nA, TINY)))
             out["rate_mechanical"] = float(np.max(np.linalg.norm(dA[:, mech], axis=(1, 2))
-                                                  / np.maximum(nAm, 1e-300)))
+                                                  / np.maximum(nAm, TINY)))
         else:
             out["rate"] = out["rate_mechanical"] = 0.0
         ev = self.eigenvalues()
         re = np.abs(ev.real)
-        out["slowest_mode"] = float(np.min(np.where(re > 1e-12, re, np.inf)))
+        floor = RANK_RTOL * np.nanmax(np.abs(ev), initial=0.0)     # zero to rounding
+        out["slowest_mode"] = float(np.min(np.where(re > floor, re, np.inf)))
         out["ratio"] = (out["rate_mechanical"] / out["slowest_mode"]
                         if np.isfinite(out["slowest_mode"]) else float("inf"))
         return out
