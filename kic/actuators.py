@@ -455,8 +455,7 @@ class ActuatedSystem:
         K, Na = len(tr), self.n_motors
         full = lambda x: _scatter(x, ok, K)                              # noqa: E731
         if ok.size:
-            sub = Trajectory(tr.t[ok], tr.q[ok], tr.qd[ok], tr.qdd[ok], tr.qddd[ok])
-            i, di, v, tau, speed, terms = self._inputs(sub, G, H, D)
+            i, di, v, tau, speed, terms = self._inputs(tr.select(ok), G, H, D)
         else:
             i = di = v = tau = speed = np.zeros((0, Na))
             terms = None

@@ -217,10 +217,7 @@ class StateSpaceSequence:
             k = self._k(k)
             sel = slice(k, k + 1)
         nom = self.nominal.select(sel) if self.nominal is not None else None
-        tr = self.trajectory
-        if tr is not None:
-            tr = type(tr)(tr.t[sel], tr.q[sel], tr.qd[sel], tr.qdd[sel],
-                          None if tr.qddd is None else tr.qddd[sel])
+        tr = None if self.trajectory is None else self.trajectory.select(sel)
         out = replace(self, t=self.t[sel], A=self.A[sel], B=self.B[sel], E=self.E[sel],
                       C=self.C[sel], D=self.D[sel], nominal=nom, trajectory=tr)
         out.status = None if self.status is None else self.status[sel]
