@@ -13,6 +13,13 @@ coordinates may differ from the model's (the legs of a Stewart platform
 modelled in platform coordinates, the cranks of a five-bar): with
 ``a' = G^a_q q'`` the reflected rotor inertia ``G^a_q^T I'_a G^a_q`` depends on
 the configuration and the linearization gains the corresponding terms.
+
+With ``L = 0`` (``electrical="quasi_static"``) the currents follow the voltages
+at once, ``i = R^-1 (v - C_E theta_m')``: the reduced model without the fast
+armature modes.  A motor's voltage, current and speed limits are checked by the
+nominal inputs (``on_limit``) and saturate the nonlinear model (:meth:`ActuatedSystem.rhs`);
+a singular actuation or closure along a trajectory is reported by sample and
+time (``on_failure``), by the closed model's condition rule.
 """
 from __future__ import annotations
 
