@@ -13,19 +13,69 @@ coordinates may differ from the model's (the legs of a Stewart platform
 modelled in platform coordinates, the cranks of a five-bar): with
 ``a' = G^a_q q'`` the reflected rotor inertia ``G^a_q^T I'_a G^a_q`` depends on
 the configuration and the linearization gains the corresponding terms.
+
+With ``L = 0`` (``electrical="quasi_static"``) the currents follow the voltages
+at once, ``i = R^-1 (v - C_E theta_m')``: the reduced model without the fast
+armature modes.  A motor's voltage, current and speed limits are checked by the
+nominal inputs (``on_limit``) and saturate the nonlinear model (:meth:`ActuatedSystem.rhs`);
+a singular actuation or closure along a trajectory is reported by sample and
+time (``on_failure``), by the closed model's condition rule.
 """
 from __future__ import annotations
 
+import copy
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
+from . import _closed_kernels as closed_kernels
 from ._array import finite_array
-from .errors import ModelError, SingularityError
+from .backend import kernels, spd_solve, use_compiled
+from .closed_plan import plan_from_model
+from .closure import ClosedModel
+from .errors import KicError, ModelError, SingularityError, Status
 from .linearize import linear_dynamics
+from .settings import (IMPLAUSIBLE_CURRENT_FACTOR, MAX_ELECTRICAL_TIME_CONSTANT,
+                       MAX_TRAVEL_PER_MOTOR_RADIAN, MOTOR_CONSTANT_RTOL, RANK_RTOL)
 from .trajectory import Trajectory
 
-__all__ = ["DCMotor", "ActuatedSystem", "NominalInputs"]
+__all__ = ["DCMotor", "ActuatedSystem", "NominalInputs", "DriveLimitError", "DriveWarning"]
+
+_ON_LIMIT = ("raise", "warn", "clip")
+_ON_FAILURE = ("raise", "nan")
+_ELECTRICAL = ("dynamic", "quasi_static")
+
+
+class DriveWarning(UserWarning):
+    """A drive that is probably mis-specified (a unit mistake) or a nominal
+    motion beyond a motor's limits with ``on_limit="warn"``."""
+
+
+class DriveLimitError(ModelError):
+    """A nominal motion needs more voltage, current or speed than a motor allows.
+
+    Attributes
+    ----------
+    motor : str
+        The motor's name.
+    quantity : str
+        ``"voltage"``, ``"current"`` or ``"speed"``.
+    value, limit : float
+        The largest magnitude needed (V, A, rad/s on the motor shaft) and the limit.
+    sample : int
+        The first sample of the trajectory that exceeds the limit ...
+    time : float
+        ... and its time (s).
+    index : tuple
+        ``(sample,)``.
+    """
+
+    def __init__(self, message: str, *, motor: str, quantity: str, value: float, limit: float,
+                 sample: int, time: float) -> None:
+        super().__init__(message)
+        self.motor, self.quantity, self.value, self.limit = motor, quantity, value, limit
+        self.sample, self.time, self.index = sample, time, (sample,)
 
 
 class DCMotor:
@@ -36,16 +86,28 @@ class DCMotor:
     resistance : float
         Armature resistance R (ohm), > 0.
     inductance : float
-        Armature inductance L (H), > 0.
+        Armature inductance L (H), >= 0.  Zero: no armature dynamics, usable in
+        the quasi-static model only (``ActuatedSystem(..., electrical="quasi_static")``).
     torque_constant : float
         C_M (N m / A), > 0.
     back_emf_constant : float
-        C_E (V s / rad), > 0.
+        C_E (V s / rad), > 0.  In SI units it equals C_M; a difference of more
+        than :data:`kic.settings.MOTOR_CONSTANT_RTOL` gives a :class:`DriveWarning`.
     rotor_inertia : float
         I_r (kg m^2), >= 0, on the motor shaft.
     rotor_damping : float
         B_r (N m s / rad), >= 0, on the motor shaft.
     name : str, optional
+    voltage_limit : float, optional
+        Largest terminal voltage magnitude (V), e.g. the supply; None: unlimited.
+    current_limit : float, optional
+        Largest armature current magnitude (A), e.g. the amplifier's; None: unlimited.
+    speed_limit : float, optional
+        Largest motor shaft speed (rad/s); None: unlimited.
+
+    The limits are checked by the nominal inputs (``ActuatedSystem.nominal``,
+    ``on_limit``) and the voltage and current limits saturate the nonlinear
+    model (``ActuatedSystem.rhs``); the speed limit is reported only.
 
     Examples
     --------
@@ -57,14 +119,23 @@ class DCMotor:
 
     def __init__(self, resistance: float, inductance: float, torque_constant: float,
                  back_emf_constant: float, rotor_inertia: float = 0.0,
-                 rotor_damping: float = 0.0, name: str | None = None) -> None:
+                 rotor_damping: float = 0.0, name: str | None = None, *,
+                 voltage_limit: float | None = None, current_limit: float | None = None,
+                 speed_limit: float | None = None) -> None:
         label = f"motor {name!r}" if name else "motor"
         vals = {}
-        for key, v, strict in (("resistance", resistance, True), ("inductance", inductance, True),
+        for key, v, strict in (("resistance", resistance, True),
+                               ("inductance", inductance, False),
                                ("torque_constant", torque_constant, True),
                                ("back_emf_constant", back_emf_constant, True),
                                ("rotor_inertia", rotor_inertia, False),
-                               ("rotor_damping", rotor_damping, False)):
+                               ("rotor_damping", rotor_damping, False),
+                               ("voltage_limit", voltage_limit, True),
+                               ("current_limit", current_limit, True),
+                               ("speed_limit", speed_limit, True)):
+            if v is None and key.endswith("_limit"):
+                vals[key] = None
+                continue
             x = finite_array(v, f"{label} {key}")
             if x.shape != () or (x <= 0 if strict else x < 0):
                 raise ModelError(f"{label}: {key} must be a finite number "
@@ -76,16 +147,41 @@ class DCMotor:
         self.back_emf_constant = vals["back_emf_constant"]
         self.rotor_inertia = vals["rotor_inertia"]
         self.rotor_damping = vals["rotor_damping"]
+        self.voltage_limit = vals["voltage_limit"]
+        self.current_limit = vals["current_limit"]
+        self.speed_limit = vals["speed_limit"]
         self.name = name
+        kt, ke = self.torque_constant, self.back_emf_constant
+        if abs(kt - ke) > MOTOR_CONSTANT_RTOL * max(kt, ke):
+            warnings.warn(f"{label}: torque constant {kt:g} N m/A and back-EMF constant "
+                          f"{ke:g} V s/rad differ by {abs(kt - ke) / max(kt, ke):.0%}; in SI "
+                          "units they are one number (a unit slip? mN m/A, V/krpm)",
+                          DriveWarning, stacklevel=2)
+        if self.time_constant > MAX_ELECTRICAL_TIME_CONSTANT:
+            warnings.warn(f"{label}: electrical time constant L/R = {self.time_constant:g} s "
+                          f"is implausibly long for a DC motor (inductance "
+                          f"{self.inductance:g} H: given in mH?)", DriveWarning, stacklevel=2)
 
     @property
     def time_constant(self) -> float:
         """Electrical time constant L/R (s)."""
         return self.inductance / self.resistance
 
+    @property
+    def rated_current(self) -> float | None:
+        """The current limit, else the stall current at the voltage limit (A), else None."""
+        if self.current_limit is not None:
+            return self.current_limit
+        if self.voltage_limit is not None:
+            return self.voltage_limit / self.resistance
+        return None
+
     def __repr__(self) -> str:
+        limits = "".join(f", {k}={getattr(self, k)}" for k in
+                         ("voltage_limit", "current_limit", "speed_limit")
+                         if getattr(self, k) is not None)
         return (f"DCMotor(R={self.resistance}, L={self.inductance}, C_M={self.torque_constant}, "
-                f"C_E={self.back_emf_constant}, name={self.name!r})")
+                f"C_E={self.back_emf_constant}{limits}, name={self.name!r})")
 
 
 class NominalInputs:
@@ -100,11 +196,29 @@ class NominalInputs:
         Terminal voltages (V) that drive the nominal motion (eq. 2-240).
     torque : ndarray (K, Na)
         Motor-side torques C_M i (N m) reflected to the actuated joints.
+    speed : ndarray (K, Na)
+        Motor shaft speeds (rad/s).
+    saturated : ndarray (K, Na) bool
+        Where ``on_limit="clip"`` clipped the voltage or the current to a limit
+        (there the nominal inputs no longer drive the trajectory).
+    status : ndarray (K,) of kic.Status
+        OK, or why a sample has NaN inputs (``on_failure="nan"``).
     """
 
-    def __init__(self, t, current, current_rate, voltage, torque) -> None:
+    def __init__(self, t, current, current_rate, voltage, torque, speed=None, saturated=None,
+                 status=None) -> None:
         self.t, self.current, self.current_rate = t, current, current_rate
         self.voltage, self.torque = voltage, torque
+        self.speed = np.full(current.shape, np.nan) if speed is None else speed
+        self.saturated = np.zeros(current.shape, bool) if saturated is None else saturated
+        self.status = (np.full(np.shape(t), Status.OK, dtype=int) if status is None
+                       else np.asarray(status))
+
+    def select(self, sel) -> "NominalInputs":
+        """The samples ``sel`` (a slice or index array) as new NominalInputs."""
+        return NominalInputs(self.t[sel], self.current[sel], self.current_rate[sel],
+                             self.voltage[sel], self.torque[sel], self.speed[sel],
+                             self.saturated[sel], self.status[sel])
 
 
 class ActuatedSystem:
@@ -121,7 +235,9 @@ class ActuatedSystem:
         to or more than the model's coordinates (more: overconstrained, the
         currents follow the load-distribution rule).
     gear_ratios : array_like (Na,), optional
-        ``N`` per motor (motor angle = N x joint coordinate); default 1.
+        ``N`` per motor (motor angle = N x joint coordinate; rad per rad, or
+        rad per m for a prismatic joint: a screw of lead p has N = 2 pi / p);
+        default 1.
     gear_jacobian : array_like (Na, Na), optional
         Instead of ratios, the constant drive-train Jacobian ``G_m`` with
         ``a' = G_m theta_m'`` (seed eq. 2-230).
@@ -130,6 +246,25 @@ class ActuatedSystem:
         copper loss ``C_M_a^-T R C_M_a^-1``.
     loads : kic.Loads, optional
         Constant applied loads, springs and dampers on the mechanism.
+    electrical : {"dynamic", "quasi_static"}, optional
+        ``"dynamic"`` keeps the armature currents as states (``L i' + R i +
+        C_E theta_m' = v``); ``"quasi_static"`` drops the inductances (the
+        currents follow the voltages at once, ``i = R^-1 (v - C_E theta_m')``):
+        the reduced model, without the fast electrical modes that make the full
+        one stiff.  Default: dynamic, or quasi-static when a motor has ``L = 0``.
+
+    Notes
+    -----
+    The nonlinear model (:meth:`rhs`) has the state ``x = (q, q', i)``
+    (2M + Na: coordinates, their rates, armature currents) in the dynamic
+    model and ``x = (q, q')`` (2M) in the quasi-static one
+    (:attr:`state_names`); the input is the motor voltages ``v`` (Na).
+    Saturation (:meth:`terminal`): the terminal voltage is ``v`` clipped to
+    each motor's ``voltage_limit``; a ``current_limit`` acts as a
+    current-limiting amplifier: with the current at the limit the voltage that
+    would drive it further is lowered to hold it there (dynamic model), or the
+    quasi-static current is clipped to the limit (the voltage is what the
+    motor then takes).
 
     Examples
     --------
@@ -144,7 +279,8 @@ class ActuatedSystem:
     """
 
     def __init__(self, model, motors: Sequence[DCMotor], joints=None, gear_ratios=None,
-                 gear_jacobian=None, weights=None, loads=None) -> None:
+                 gear_jacobian=None, weights=None, loads=None,
+                 electrical: str | None = None) -> None:
         self.model = model
         self.loads = loads
         motors = list(motors)
@@ -162,30 +298,25 @@ class ActuatedSystem:
         if Na < model.dof:
             raise ModelError(f"{Na} motors cannot drive the {model.dof} coordinates of the model "
                              "(underactuated)")
-        if gear_jacobian is not None and gear_ratios is not None:
-            raise ModelError("give gear_ratios or gear_jacobian, not both")
-        if gear_jacobian is None:
-            N = np.ones(Na) if gear_ratios is None else finite_array(gear_ratios, "gear_ratios")
-            if N.shape != (Na,) or np.any(N == 0):
-                raise ModelError(f"gear_ratios must be {Na} non-zero numbers, got {gear_ratios!r}")
-            Gm = np.diag(1.0 / N)
-        else:
-            Gm = finite_array(gear_jacobian, "gear_jacobian", (Na, Na))
-            sv = np.linalg.svd(Gm, compute_uv=False)
-            if not sv[-1] > 1e-12 * sv[0]:
-                raise SingularityError(
-                    f"the drive-train Jacobian is singular (smallest singular value {sv[-1]:.3e},"
-                    f" condition {sv[0] / sv[-1] if sv[-1] > 0 else np.inf:.3e})",
-                    sigma_min=float(sv[-1]), condition=float(sv[0] / sv[-1]) if sv[-1] > 0
-                    else np.inf, where="drive-train Jacobian G_m")
-        self.gear_jacobian = Gm
+        self.motor_names = [m.name or f"m{k + 1}" for k, m in enumerate(motors)]
+        self.electrical = self._electrical_model(electrical)
+        self.gear_jacobian = Gm = self._drive_train(gear_ratios, gear_jacobian, Na)
+        self._check_screws(Gm)
         Gi = np.linalg.inv(Gm)
+        self._motor_speed = Gi                             # theta_m' = G_m^-1 a'
         d = lambda attr: np.diag([getattr(m, attr) for m in motors])        # noqa: E731
         self.R, self.L = d("resistance"), d("inductance")
         self.C_E = d("back_emf_constant") @ Gi               # eq. 2-234
         self.C_M = Gi.T @ d("torque_constant")
         self.I_r = Gi.T @ d("rotor_inertia") @ Gi            # eq. 2-237
         self.B_r = Gi.T @ d("rotor_damping") @ Gi
+        self._R_diag = np.array([m.resistance for m in motors])
+        self._L_diag = np.array([m.inductance for m in motors])
+        lim = lambda attr: np.array([np.inf if getattr(m, attr) is None    # noqa: E731
+                                     else getattr(m, attr) for m in motors])
+        self.voltage_limits = lim("voltage_limit")
+        self.current_limits = lim("current_limit")
+        self.speed_limits = lim("speed_limit")
         if weights is None:
             CMi = np.linalg.inv(self.C_M)
             W = CMi.T @ self.R @ CMi
@@ -195,6 +326,76 @@ class ActuatedSystem:
             if W.shape != (Na, Na) or np.any(np.linalg.eigvalsh(0.5 * (W + W.T)) <= 0):
                 raise ModelError(f"weights must be positive definite ({Na}x{Na} or {Na} values)")
         self.weights = W
+        self._direct = self._direct_selection()
+        self._pose = None                    # the one-pose evaluator, built on first use
+
+    def _electrical_model(self, electrical) -> str:
+        no_L = [n for n, m in zip(self.motor_names, self.motors) if m.inductance == 0]
+        if electrical is None:
+            return "quasi_static" if no_L else "dynamic"
+        if electrical not in _ELECTRICAL:
+            raise ModelError(f"electrical must be one of {_ELECTRICAL}, got {electrical!r}")
+        if electrical == "dynamic" and no_L:
+            raise ModelError(f"motors {no_L} have no inductance: the dynamic electrical model "
+                             "needs L > 0 (use electrical='quasi_static')")
+        return electrical
+
+    @staticmethod
+    def _drive_train(gear_ratios, gear_jacobian, Na) -> np.ndarray:
+        if gear_jacobian is not None and gear_ratios is not None:
+            raise ModelError("give gear_ratios or gear_jacobian, not both")
+        if gear_jacobian is None:
+            N = np.ones(Na) if gear_ratios is None else finite_array(gear_ratios, "gear_ratios")
+            if N.shape != (Na,) or np.any(N == 0):
+                raise ModelError(f"gear_ratios must be {Na} non-zero numbers, got {gear_ratios!r}")
+            return np.diag(1.0 / N)
+        Gm = finite_array(gear_jacobian, "gear_jacobian", (Na, Na))
+        sv = np.linalg.svd(Gm, compute_uv=False)
+        if not sv[-1] > RANK_RTOL * sv[0]:
+            cond = sv[0] / sv[-1] if sv[-1] > 0 else np.inf
+            raise SingularityError(
+                f"the drive-train Jacobian is singular (smallest singular value {sv[-1]:.3e},"
+                f" condition {cond:.3e})", sigma_min=float(sv[-1]), condition=float(cond),
+                where="drive-train Jacobian G_m")
+        return Gm
+
+    def _check_screws(self, Gm) -> None:
+        """A prismatic joint moved more than a metre per motor radian: a screw's
+        lead given as the gear ratio (N = 0.005 instead of 2 pi / 0.005)."""
+        prismatic = _prismatic(self.model)[self._idx]
+        for k in np.nonzero(prismatic)[0]:
+            travel = float(np.abs(Gm[k]).max())
+            if travel > MAX_TRAVEL_PER_MOTOR_RADIAN:
+                warnings.warn(
+                    f"motor {self.motor_names[k]!r} moves the prismatic joint "
+                    f"{self.joint_names[k]!r} by {travel:g} m per motor radian: a screw's lead "
+                    "given as the gear ratio? (a screw of lead p has N = 2 pi / p rad/m)",
+                    DriveWarning, stacklevel=3)
+
+    def _direct_selection(self):
+        """``G^a_q`` when every actuated joint is a coordinate of the model (a
+        constant selection: a serial chain, a five-bar in its cranks, a Stewart
+        platform in its legs), else None."""
+        names = list(self.model.coordinate_names)
+        if not all(j in names for j in self.joint_names):
+            return None
+        S = np.zeros((self.n_motors, self.model.dof))
+        for a, j in enumerate(self.joint_names):
+            S[a, names.index(j)] = 1.0
+        return S
+
+    @property
+    def n_states(self) -> int:
+        """Length of the state of :meth:`rhs`: 2M + Na (dynamic) or 2M (quasi-static)."""
+        return 2 * self.model.dof + (self.n_motors if self.electrical == "dynamic" else 0)
+
+    @property
+    def state_names(self) -> list:
+        """Names of the entries of the state of :meth:`rhs`: ``q[c]``, ``qd[c]``, ``i[m]``."""
+        c = list(self.model.coordinate_names)
+        out = [f"q[{n}]" for n in c] + [f"qd[{n}]" for n in c]
+        return out + ([f"i[{m}]" for m in self.motor_names]
+                      if self.electrical == "dynamic" else [])
 
     @property
     def n_motors(self) -> int:
@@ -220,19 +421,117 @@ class ActuatedSystem:
         return np.einsum("nab,nb->na", WG, x), (Wi, A, x)
 
     # ---------------------------------------------------------- nominal
-    def nominal(self, trajectory: Trajectory) -> NominalInputs:
-        """Nominal currents and voltages along a trajectory (eq. 2-238 to 2-240)."""
-        return self._nominal(trajectory)[0]
+    def nominal(self, trajectory: Trajectory, on_limit: str = "raise",
+                on_failure: str = "raise") -> NominalInputs:
+        """Nominal currents and voltages along a trajectory (eq. 2-238 to 2-240).
 
-    def _nominal(self, tr: Trajectory):
+        Parameters
+        ----------
+        trajectory : Trajectory
+            The motion, with its jerk q'''.
+        on_limit : {"raise", "warn", "clip"}
+            Where the motion needs more voltage, current or motor speed than a
+            motor's limits: raise :class:`DriveLimitError` naming the first
+            sample, its time and the motor; warn (:class:`DriveWarning`) and
+            return the inputs as needed; or clip the voltages and currents to
+            the limits and flag the samples in ``saturated`` (a speed beyond
+            its limit is warned about).  Currents beyond
+            :data:`kic.settings.IMPLAUSIBLE_CURRENT_FACTOR` times a motor's
+            rating give a DriveWarning (a likely unit mistake) whatever is chosen.
+        on_failure : {"raise", "nan"}
+            A sample where the model fails (not assembled, a singular closure,
+            a singular actuation ``G^a_q`` by kic's condition rule,
+            ``model.max_condition``): raise (a :class:`kic.SingularityError` or
+            the model's error, naming the sample and its time), or NaN inputs
+            there with the reason in ``status``.
+        """
+        return self._nominal(trajectory, on_limit, on_failure)[0]
+
+    def _nominal(self, tr: Trajectory, on_limit: str = "raise", on_failure: str = "raise"):
         if not isinstance(tr, Trajectory):
             raise ModelError("give a kic.Trajectory (t, q, qd, qdd and qddd)")
         if tr.dof != self.model.dof:
             raise ModelError(f"the trajectory has {tr.dof} coordinates, the model {self.model.dof}")
-        qddd = tr.require_jerk()
-        q, qd, qdd = tr.q, tr.qd, tr.qdd
+        if on_limit not in _ON_LIMIT:
+            raise ModelError(f"on_limit must be one of {_ON_LIMIT}, got {on_limit!r}")
+        if on_failure not in _ON_FAILURE:
+            raise ModelError(f"on_failure must be 'raise' or 'nan', got {on_failure!r}")
+        tr.require_jerk()
+        status, G, H, D = self._sample_status(tr, on_failure)
+        ok = np.nonzero(status == Status.OK)[0]
+        K, Na = len(tr), self.n_motors
+        full = lambda x: _scatter(x, ok, K)                              # noqa: E731
+        if ok.size:
+            i, di, v, tau, speed, terms = self._inputs(tr.select(ok), G, H, D)
+        else:
+            i = di = v = tau = speed = np.zeros((0, Na))
+            terms = None
+        nom = NominalInputs(tr.t, full(i), full(di), full(v), full(tau), full(speed),
+                            status=status)
+        self._check_limits(nom, on_limit)
+        return nom, (ok, terms)
+
+    def _sample_status(self, tr: Trajectory, on_failure: str):
+        """The status of every sample by the model's rules (assembly, closure
+        singularity) and kic's condition rule for the actuation; raises for the
+        first failing sample with ``on_failure="raise"``.  Returns ``(status,
+        G, H, D)``, the actuation's coefficients at the good samples."""
+        K = len(tr)
+        status = np.zeros(K, dtype=int)
+        if isinstance(self.model, ClosedModel):
+            _, st = self.model.inverse_dynamics(tr.q, tr.qd, tr.qdd, loads=self.loads,
+                                                on_failure="nan")
+            status[:] = st
+            bad = np.nonzero(status != Status.OK)[0]
+            if bad.size and on_failure == "raise":
+                k = int(bad[0])
+                try:
+                    self.model.inverse_dynamics(tr.q[k], tr.qd[k], tr.qdd[k], loads=self.loads)
+                except KicError as exc:
+                    raise _at_sample(exc, k, tr.t[k]) from None
+                raise ModelError(f"sample {k} (t = {tr.t[k]:.6g} s): the model fails there "
+                                 f"({Status(status[k]).name})")
+        ok = np.nonzero(status == Status.OK)[0]
+        G = H = D = None
+        if ok.size:
+            G, H, D = self.actuation(tr.q[ok], 3)
+            cond = self._actuation_condition(G)
+            singular = ~(cond < getattr(self.model, "max_condition", np.inf))
+            if singular.any():
+                j = int(np.argmax(singular))
+                k = int(ok[j])
+                if on_failure == "raise":
+                    sv = np.linalg.svd(G[j], compute_uv=False)
+                    raise SingularityError(
+                        f"sample {k} (t = {tr.t[k]:.6g} s): the actuation of joints "
+                        f"{self.joint_names} is singular there (dimensionless condition number "
+                        f"{cond[j]:.3e} >= {self.model.max_condition:.0e}): the motors cannot "
+                        "produce every load, the currents grow without bound",
+                        sigma_min=float(sv[-1]), condition=float(cond[j]),
+                        where="actuator Jacobian G^a_q", index=(k,))
+                status[ok[singular]] = Status.SINGULAR_LOAD
+                keep = ~singular
+                ok = ok[keep]
+                G, H, D = G[keep], H[keep], D[keep]
+        return status, G, H, D
+
+    def _actuation_condition(self, G) -> np.ndarray:
+        """Dimensionless 2-norm condition number of ``G^a_q`` (n,) by the closed
+        model's rule (prismatic coordinates times, prismatic actuators over, the
+        characteristic length); 1 for actuators at the model's coordinates."""
+        if self._direct is not None or G.shape[0] == 0:
+            return np.ones(G.shape[0])
+        from .loops import scaled_condition
+        system = self.model.system
+        prismatic = system.is_prismatic
+        return scaled_condition(np.swapaxes(G, -1, -2), prismatic[system.q_idx],
+                                prismatic[self._idx], self.model.characteristic_length)
+
+    def _inputs(self, tr: Trajectory, G, H, D):
+        """Currents, their rates, voltages, torques and motor speeds at the
+        (good) samples of ``tr``, and the terms the state space reuses."""
+        q, qd, qdd, qddd = tr.q, tr.qd, tr.qdd, tr.qddd
         lin = linear_dynamics(self.model, q, qd, qdd, self.loads)
-        G, H, D = self.actuation(q, 3)
         ad = np.einsum("nam,nm->na", G, qd)
         Hv = np.einsum("nacb,nc->nab", H, qd)             # d(G)/dt = H q'
         add = np.einsum("nam,nm->na", G, qdd) + np.einsum("nab,nb->na", Hv, qd)
@@ -258,37 +557,125 @@ class ActuatedSystem:
         CMi = np.linalg.inv(self.C_M)
         i = tau @ CMi.T
         di = taud @ CMi.T
-        v = di @ self.L.T + i @ self.R.T + ad @ self.C_E.T       # eq. 2-235
-        nom = NominalInputs(tr.t, i, di, v, tau)
-        return nom, (lin, G, H, D, ad, add, y, tau)
+        v = i @ self.R.T + ad @ self.C_E.T                           # eq. 2-235
+        if self.electrical == "dynamic":
+            v = v + di @ self.L.T
+        speed = ad @ self._motor_speed.T
+        return i, di, v, tau, speed, (lin, G, H, D, ad, add, y, tau)
+
+    def _check_limits(self, nom: NominalInputs, on_limit: str) -> None:
+        """Report (or clip) nominal inputs beyond the motors' limits, and warn on
+        currents so far beyond a rating that a unit is likely wrong."""
+        t = nom.t
+        for a, m in enumerate(self.motors):
+            rated = m.rated_current
+            i = np.abs(nom.current[:, a])
+            if rated is not None and np.nanmax(i, initial=0.0) > IMPLAUSIBLE_CURRENT_FACTOR * rated:
+                k = int(np.nanargmax(i))
+                warnings.warn(
+                    f"motor {self.motor_names[a]!r}: the nominal current {i[k]:.3g} A at sample "
+                    f"{k} (t = {t[k]:.6g} s) is {i[k] / rated:.0f} times its rating {rated:.3g} A:"
+                    " check the units (torque constant in N m/A, gear ratio as motor radians "
+                    "per joint unit, a screw as 2 pi / lead)", DriveWarning, stacklevel=4)
+        found = []
+        for quantity, values, limits, unit in (
+                ("voltage", nom.voltage, self.voltage_limits, "V"),
+                ("current", nom.current, self.current_limits, "A"),
+                ("speed", nom.speed, self.speed_limits, "rad/s")):
+            with np.errstate(invalid="ignore"):
+                over = np.abs(values) > limits
+            for a in np.nonzero(over.any(axis=0))[0]:
+                k = int(np.argmax(over[:, a]))
+                peak = float(np.nanmax(np.abs(values[:, a])))
+                found.append((k, quantity, int(a), peak, float(limits[a]), unit, over[:, a]))
+        if not found:
+            return
+        found.sort(key=lambda f: f[0])
+        for k, quantity, a, peak, limit, unit, over in found:
+            message = (f"motor {self.motor_names[a]!r}: the trajectory needs {quantity} "
+                       f"{peak:.4g} {unit} (limit {limit:.4g} {unit}), first at sample {k} "
+                       f"(t = {t[k]:.6g} s)")
+            if on_limit == "raise":
+                raise DriveLimitError(message, motor=self.motor_names[a], quantity=quantity,
+                                      value=peak, limit=limit, sample=k, time=float(t[k]))
+            if on_limit == "warn" or quantity == "speed":
+                warnings.warn(message, DriveWarning, stacklevel=4)
+            else:
+                values = nom.voltage if quantity == "voltage" else nom.current
+                values[:, a] = np.clip(values[:, a], -limit, limit)
+                nom.saturated[:, a] |= over
 
     # ------------------------------------------------------- state space
-    def state_space(self, trajectory: Trajectory, outputs=None):
+    def state_space(self, trajectory: Trajectory, outputs=None, on_limit: str = "raise",
+                    on_failure: str = "raise"):
         """Linearized plant x' = A x + B dv + E dT along a trajectory.
 
         State ``x = (dq, dq', di)`` (2M + Na; minimal coordinates for closed
-        mechanisms), inputs the motor voltage deviations ``dv``, disturbance
-        ``dT`` a generalized load added to the mechanism's load.
+        mechanisms), or ``x = (dq, dq')`` in the quasi-static model; inputs the
+        motor voltage deviations ``dv``, disturbance ``dT`` a generalized load
+        added to the mechanism's load.  Every signal is a deviation from the
+        nominal motion and named so.
 
         Parameters
         ----------
         trajectory : Trajectory
-            The nominal motion (with q''').
+            The nominal motion (with its jerk).
         outputs : None or sequence
             ``None``: y = dq.  Otherwise a list whose items are ``"q"`` (all
-            coordinates), ``"qd"``, ``"i"``, or ``(body_or_link, point)``: the
-            world position deviation of a point through its G (three rows).
+            coordinates, named ``dq[c]``), ``"qd"``, ``"i"`` (currents),
+            ``"a"`` (the actuated joints' values, e.g. a Stewart platform's leg
+            lengths, ``da[joint]``), ``(body, point)`` (the world position of a
+            point of a body, ``dp[body.x]`` ...), or ``{name: (body, point)}``
+            / ``{name: (body, point, axes)}`` (a named point, ``dp[tip.x]``,
+            with ``axes`` a subset of ``"xyz"``, e.g. ``"xy"`` for a planar
+            mechanism).
+        on_limit, on_failure : str
+            As :meth:`nominal`; with ``on_failure="nan"`` the failing samples'
+            matrices are NaN and ``status`` says why.
 
         Returns
         -------
         kic.StateSpaceSequence
         """
         from .statespace import StateSpaceSequence
-        nom, (lin, G, H, D, ad, add, y, tau) = self._nominal(trajectory)
+        nom, (ok, terms) = self._nominal(trajectory, on_limit, on_failure)
         tr = trajectory
-        q, qd, qdd = tr.q, tr.qd, tr.qdd
-        n, M = q.shape
-        Na = self.n_motors
+        K, M, Na = len(tr), self.model.dof, self.n_motors
+        status = nom.status
+        blank = lambda *shape: np.full((K,) + shape, np.nan)              # noqa: E731
+        I_, C_, K_, G_, H_ = blank(M, M), blank(M, M), blank(M, M), blank(Na, M), blank(Na, M)
+        if ok.size:
+            Ihat, Chat, Khat, G, Hv = self._linear_terms(tr, ok, terms)
+            spd = _spd_ok(Ihat)
+            if not spd.all():
+                k = int(ok[np.argmin(spd)])
+                if on_failure == "raise":
+                    try:
+                        spd_solve(Ihat[~spd][:1], np.zeros((1, M)),
+                                  "inertia of the mechanism with the rotors")
+                    except SingularityError as exc:
+                        raise _at_sample(exc, k, tr.t[k]) from None
+                status[ok[~spd]] = Status.SINGULAR_LOAD
+            sel = ok[spd]
+            I_[sel], C_[sel], K_[sel], G_[sel], H_[sel] = (Ihat[spd], Chat[spd], Khat[spd],
+                                                          G[spd], Hv[spd])
+        good = status == Status.OK
+        names = list(self.model.coordinate_names)
+        q_eval = tr.q.copy()
+        q_eval[~good] = np.nan
+        C, Dm, out_names = self._outputs(outputs, q_eval, good, G_, H_, names,
+                                         self.motor_names, self.n_states)
+        L = self.L if self.electrical == "dynamic" else None
+        return StateSpaceSequence.electromechanical(
+            tr.t, I_, C_, K_, G_, H_, self.C_M, self.C_E, L, self.R, C,
+            coordinates=names, motors=self.motor_names, outputs=out_names, nominal=nom,
+            trajectory=tr, D=Dm, status=status)
+
+    def _linear_terms(self, tr: Trajectory, ok, terms):
+        """I, C, K of the mechanism with the rotors, G^a_q and d(G^a_q q')/dq at
+        the good samples ``ok`` (eq. 2-225 with the reflected rotor terms)."""
+        lin, G, H, D, ad, add, y, tau = terms
+        qd, qdd = tr.qd[ok], tr.qdd[ok]
         Hv = np.einsum("nacb,nc->nab", H, qd)                      # [a, c] d a'/dq_c
         dadd_dq = (np.einsum("nace,ne->nac", H, qdd)
                    + np.einsum("nacde,nd,ne->nac", D, qd, qd))      # d a''/dq_c
@@ -299,69 +686,303 @@ class ActuatedSystem:
         # the motor torques tau = C_M i act through G^T(q): their q-derivative
         Khat = (lin.K + np.einsum("nacb,na->nbc", H, y - tau)
                 + Gt @ (self.I_r @ dadd_dq + self.B_r @ Hv))
-        names = self._coordinate_names()
-        motors = [m.name or f"m{k + 1}" for k, m in enumerate(self.motors)]
-        C, out_names = self._outputs(outputs, q, names, motors, n, M, Na)
-        return StateSpaceSequence.electromechanical(
-            tr.t, Ihat, Chat, Khat, G, Hv, self.C_M, self.C_E, self.L, self.R, C,
-            coordinates=names, motors=motors, outputs=out_names, nominal=nom, trajectory=tr)
+        return Ihat, Chat, Khat, G, Hv
 
-    def _coordinate_names(self):
-        return list(self.model.coordinate_names)
-
-    def _outputs(self, outputs, q, names, motors, n, M, Na):
-        N = 2 * M + Na
+    def _outputs(self, outputs, q, good, G, Hv, names, motors, N):
+        """Output rows C (K, p, N) and D (K, p, Na), and their names."""
+        K, M, Na = q.shape[0], self.model.dof, self.n_motors
         if outputs is None:
             outputs = ["q"]
-        rows, labels = [], []
+        if isinstance(outputs, (str, dict)):
+            outputs = [outputs]
+        rows, drows, labels = [], [], []
+
+        def add(Cq, label, Dq=None):
+            rows.append(Cq)
+            drows.append(np.zeros((K, Cq.shape[1], Na)) if Dq is None else Dq)
+            labels.extend(label)
+
         for item in outputs:
-            if item == "q":
-                Cq = np.zeros((n, M, N))
-                Cq[:, :, :M] = np.eye(M)
-                rows.append(Cq)
-                labels += [f"q[{c}]" for c in names]
-            elif item == "qd":
-                Cq = np.zeros((n, M, N))
-                Cq[:, :, M:2 * M] = np.eye(M)
-                rows.append(Cq)
-                labels += [f"qd[{c}]" for c in names]
-            elif item == "i":
-                Cq = np.zeros((n, Na, N))
-                Cq[:, :, 2 * M:] = np.eye(Na)
-                rows.append(Cq)
-                labels += [f"i[{m}]" for m in motors]
-            elif isinstance(item, tuple) and len(item) == 2:
-                body, point = item
-                Gp = self.model.kinematics(q, 1).point(body, point).G.reshape(n, 3, M)
-                Cq = np.zeros((n, 3, N))
-                Cq[:, :, :M] = Gp
-                rows.append(Cq)
-                labels += [f"{body}.{a}" for a in "xyz"]
+            if isinstance(item, str) and item in ("q", "qd"):
+                Cq = np.zeros((K, M, N))
+                Cq[:, :, (0 if item == "q" else M):(M if item == "q" else 2 * M)] = np.eye(M)
+                add(Cq, [f"d{item}[{c}]" for c in names])
+            elif isinstance(item, str) and item == "i":
+                Cq = np.zeros((K, Na, N))
+                Dq = None
+                if self.electrical == "dynamic":
+                    Cq[:, :, 2 * M:] = np.eye(Na)
+                else:                     # di = R^-1 (dv - C_E (dG dq + G dq'))
+                    Ri = np.linalg.inv(self.R)
+                    Cq[:, :, :M] = -Ri @ self.C_E @ Hv
+                    Cq[:, :, M:2 * M] = -Ri @ self.C_E @ G
+                    Dq = np.broadcast_to(Ri, (K, Na, Na)).copy()
+                add(Cq, [f"di[{m}]" for m in motors], Dq)
+            elif isinstance(item, str) and item == "a":
+                Cq = np.zeros((K, Na, N))
+                Cq[:, :, :M] = G
+                add(Cq, [f"da[{j}]" for j in self.joint_names])
+            elif isinstance(item, (tuple, dict)):
+                for name, (body, point, axes) in _points(item):
+                    Gp = np.full((K, 3, M), np.nan)
+                    if good.any():
+                        Gp[good] = self.model.kinematics(q[good], 1).point(body, point) \
+                            .G.reshape(-1, 3, M)
+                    sel = ["xyz".index(c) for c in axes]
+                    Cq = np.zeros((K, len(sel), N))
+                    Cq[:, :, :M] = Gp[:, sel]
+                    add(Cq, [f"dp[{name}.{c}]" for c in axes])
             else:
-                raise ModelError(f"unknown output {item!r}: use 'q', 'qd', 'i' or "
-                                 "(body, point)")
-        return np.concatenate(rows, axis=1), labels
+                raise ModelError(f"unknown output {item!r}: use 'q', 'qd', 'i', 'a', "
+                                 "(body, point) or {name: (body, point[, axes])}")
+        if len(set(labels)) != len(labels):
+            raise ModelError(f"output names repeat: {labels}")
+        return np.concatenate(rows, axis=1), np.concatenate(drows, axis=1), labels
 
     # --------------------------------------------------- nonlinear model
-    def rhs(self, t, x, v, disturbance=None) -> np.ndarray:
-        """The nonlinear state equations, x = (q, q', i), for simulation.
+    def terminal(self, t, x, v):
+        """The motors' terminal voltages and currents in state ``x`` under the
+        commanded voltages ``v`` (Na,), after saturation (see the class notes):
+        ``(voltage (Na,) V, current (Na,) A, saturated (Na,) bool)``.  The
+        electrical power delivered is ``voltage @ current``."""
+        q, qd, i_state = self._split(x)
+        _, _, G, ad, _ = self._pose_terms(t, q, qd)
+        return self._terminal(i_state, ad, self._voltage(v))
 
-        ``v`` (Na,) motor voltages (V); ``disturbance`` (M,) an extra generalized
-        load on the mechanism.
-        """
+    def _terminal(self, i_state, ad, v):
+        e = self.C_E @ ad                                   # back-EMF per motor (V)
+        vmax, imax = self.voltage_limits, self.current_limits
+        vc = np.clip(v, -vmax, vmax)
+        sat = vc != v
+        if self.electrical == "dynamic":
+            # a current-limiting amplifier: at the limit, no voltage that drives it further
+            push = vc - self._R_diag * i_state - e
+            hold = (np.abs(i_state) >= imax) & (push * i_state > 0)
+            if hold.any():
+                vc = np.where(hold, self._R_diag * i_state + e, vc)
+                sat = sat | hold
+            return vc, i_state, sat
+        i = (vc - e) / self._R_diag
+        ic = np.clip(i, -imax, imax)
+        limited = ic != i
+        if limited.any():
+            vc = np.where(limited, self._R_diag * ic + e, vc)
+        return vc, ic, sat | limited
+
+    def _voltage(self, v) -> np.ndarray:
+        v = np.asarray(v, dtype=float)
+        if v.shape != (self.n_motors,) or not np.all(np.isfinite(v)):
+            raise ModelError(f"the voltages must be {self.n_motors} finite numbers (V) for "
+                             f"motors {self.motor_names}, got {v!r}")
+        return v
+
+    def _split(self, x):
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.n_states,):
+            raise ModelError(f"the state must have {self.n_states} entries {self.state_names} "
+                             f"({self.electrical} model), got shape {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise ModelError(f"the state contains NaN or infinite values: {x}")
         M = self.model.dof
-        q, qd, i = x[:M], x[M:2 * M], x[2 * M:]
-        G, H, _ = self.actuation(q, 2)
-        G, H = G[0], H[0]
-        ad = G @ qd
-        tau = self.C_M @ i
-        # mechanism + rotors: (I* + G^T I_r G) q'' = G^T (tau - I_r H(q',q') - B_r a') - bias
-        Hqq = np.einsum("acb,c,b->a", H, qd, qd)
-        bias = self.model.inverse_dynamics(q, qd, np.zeros(M), loads=self.loads)
-        I = self.model.dynamics(q).I_star + G.T @ self.I_r @ G
-        rhs = G.T @ (tau - self.I_r @ Hqq - self.B_r @ ad) - bias
+        q = np.ascontiguousarray(x[:M])
+        qd = np.ascontiguousarray(x[M:2 * M])
+        return q, qd, (x[2 * M:] if self.electrical == "dynamic" else None)
+
+    def _pose_terms(self, t, q, qd):
+        ev = self._pose
+        if ev is None or ev.compiled != use_compiled():
+            ev = self._pose = _PoseEvaluator(self)
+        try:
+            return ev(q, qd)
+        except KicError as exc:
+            raise _at_time(exc, t) from None
+
+    def rhs(self, t, x, v, disturbance=None) -> np.ndarray:
+        """The nonlinear state equations for simulation: ``x'`` (:attr:`n_states`).
+
+        ``x = (q, q', i)`` (dynamic) or ``(q, q')`` (quasi-static), ``v`` (Na,)
+        the commanded motor voltages (V), saturated by the motors' limits (see
+        the class notes and :meth:`terminal`); ``disturbance`` (M,) an extra
+        generalized load on the mechanism.  Mechanism and rotors::
+
+            (I* + G^T I_r G) q'' = G^T (C_M i - I_r h - B_r a') - bias - w
+
+        with ``a' = G q'``, ``h = a''`` at ``q'' = 0``; armature
+        ``L i' = v - R i - C_E a'``.  Evaluated on the compiled kernels where
+        the model has them (the last pose's joint values as the warm start), and
+        solved by kic's SPD rule: a singular inertia raises
+        :class:`kic.SingularityError` naming ``t``.
+        """
+        q, qd, i_state = self._split(x)
+        I, bias, G, ad, h = self._pose_terms(t, q, qd)
+        vc, i, _ = self._terminal(i_state, ad, self._voltage(v))
+        r = G.T @ (self.C_M @ i - self.I_r @ h - self.B_r @ ad) - bias
         if disturbance is not None:
-            rhs = rhs - np.asarray(disturbance, float)
-        qdd = np.linalg.solve(I, rhs)
-        di = np.linalg.solve(self.L, v - self.R @ i - self.C_E @ ad)
+            w = np.asarray(disturbance, dtype=float)
+            if w.shape != bias.shape:
+                raise ModelError(f"disturbance must have {bias.size} entries, got {w.shape}")
+            r = r - w
+        Ihat = I + (self._J if self._direct is not None else G.T @ self.I_r @ G)
+        M = bias.size
+        qdd = np.empty(M)
+        if not kernels().cholesky_solve(Ihat, r, np.zeros((M, M)), qdd):
+            try:
+                spd_solve(Ihat, r, "inertia of the mechanism with the rotors")
+            except SingularityError as exc:
+                raise _at_time(exc, t) from None
+        if self.electrical == "quasi_static":
+            return np.concatenate([qd, qdd])
+        di = (vc - self._R_diag * i - self.C_E @ ad) / self._L_diag
         return np.concatenate([qd, qdd, di])
+
+    @property
+    def _J(self) -> np.ndarray:
+        """The reflected rotor inertia in the coordinates when it is constant."""
+        J = self.__dict__.get("_J_const")
+        if J is None:
+            S = self._direct
+            J = self.__dict__["_J_const"] = S.T @ self.I_r @ S
+        return J
+
+
+class _PoseEvaluator:
+    """What :meth:`ActuatedSystem.rhs` needs at one pose (q, q'): I* (M, M), the
+    bias loads (M,) (velocity terms, gravity, loads), ``G^a_q`` (Na, M), the
+    actuator rates a' and their accelerations h at q'' = 0 (Na,).
+
+    Closed models the compiled kernels cover (no applied loads, assembly modes
+    checked block by block) are evaluated there, each pose assembled from the
+    last one's joint values; everything else through the model's public methods
+    (which also raise, with the model's report, where a kernel call fails)."""
+
+    def __init__(self, system: ActuatedSystem) -> None:
+        model = system.model
+        self.system, self.model = system, model
+        self.compiled = use_compiled()
+        self.plan = None
+        self.phi = None
+        M, Na = model.dof, system.n_motors
+        self.zero = np.zeros(M)
+        self.h0 = np.zeros(Na)
+        self.act = np.asarray(system._idx, dtype=np.int64)
+        self.closed = isinstance(model, ClosedModel)
+        if (self.closed and system.loads is None and self.compiled and closed_kernels.load()
+                and len(model.mode_parts) == len(model.block_mode)):
+            self.plan = plan_from_model(model)
+            self.mode = np.array(model.block_mode, dtype=float)
+            self.empty = np.zeros(0, dtype=np.int64)
+
+    def __call__(self, q, qd):
+        if self.plan is not None:
+            out = self._kernels(q, qd)
+            if out is not None:
+                return out
+        return self._public(q, qd)
+
+    def _kernels(self, q, qd):
+        model, S = self.model, self.system._direct
+        if self.phi is None:
+            phi0, path = model.reference_phi, True
+        else:
+            phi0, path = self.phi, False
+        bias, phi, status, _ = closed_kernels.one(self.plan, "inverse_dynamics", q, qd,
+                                                  self.zero, self.empty, phi0, path, self.mode)
+        if status != 0:
+            return None            # the public path answers, or raises with the report
+        I, st = closed_kernels.inertia(self.plan, phi)[:2]
+        if st[0] != 0:
+            return None
+        self.phi = phi
+        if S is not None:
+            return I[0], bias, S, S @ qd, self.h0
+        G = closed_kernels.transfer(self.plan, phi)[0][0][self.act]
+        phid, phidd = closed_kernels.rates(self.plan, q, qd, self.zero, phi)[:2]
+        return I[0], bias, G, phid[0][self.act], phidd[0][self.act]
+
+    def _public(self, q, qd):
+        system, model, S = self.system, self.model, self.system._direct
+        loads = system.loads
+        if self.closed:
+            phi = np.asarray(model.assemble(q, start=self.phi), dtype=float).reshape(-1)
+            bias = model.inverse_dynamics(q, qd, self.zero, loads=loads, start=phi)
+            I = model.dynamics(q, start=phi).I_star
+            self.phi = phi
+        else:
+            bias = model.inverse_dynamics(q, qd, self.zero, loads=loads)
+            I = model.dynamics(q).I_star
+        bias = np.asarray(bias, dtype=float).reshape(-1)
+        I = np.asarray(I, dtype=float).reshape(bias.size, bias.size)
+        if S is not None:
+            return I, bias, S, S @ qd, self.h0
+        G, H, _ = system.actuation(q, 2)
+        G, H = G[0], H[0]
+        return I, bias, G, G @ qd, np.einsum("acb,c,b->a", H, qd, qd)
+
+
+def _prismatic(model) -> np.ndarray:
+    """Which joints (phi order) of a model are prismatic."""
+    if isinstance(model, ClosedModel):
+        return np.asarray(model.system.is_prismatic, dtype=bool)
+    return ~np.asarray(model.is_revolute, dtype=bool)
+
+
+def _points(item):
+    """(name, (body, point, axes)) of a point output item."""
+    if isinstance(item, tuple):
+        if not 2 <= len(item) <= 3:
+            raise ModelError(f"a point output is (body, point[, axes]), got {item!r}")
+        specs = [(str(item[0]), (item[0], item[1], item[2] if len(item) > 2 else "xyz"))]
+    else:
+        specs = []
+        for name, spec in item.items():
+            if not isinstance(spec, tuple) or not 2 <= len(spec) <= 3:
+                raise ModelError(f"output {name!r}: give (body, point) or (body, point, axes), "
+                                 f"got {spec!r}")
+            specs.append((str(name), (spec[0], spec[1], spec[2] if len(spec) > 2 else "xyz")))
+    for name, (_, _, axes) in specs:
+        if not isinstance(axes, str) or not axes or any(c not in "xyz" for c in axes) \
+                or len(set(axes)) != len(axes):
+            raise ModelError(f"output {name!r}: axes must be distinct letters of 'xyz', "
+                             f"got {axes!r}")
+    return specs
+
+
+def _scatter(x, rows, K):
+    """``x`` (n, ...) placed at ``rows`` of a NaN array of K rows."""
+    out = np.full((K,) + x.shape[1:], np.nan)
+    out[rows] = x
+    return out
+
+
+def _spd_ok(A) -> np.ndarray:
+    """Which of the stacked matrices (n, M, M) pass kic's SPD rule (the
+    factorization of :func:`kic.backend.spd_solve`, one failing matrix at a time)."""
+    ok = np.ones(A.shape[0], dtype=bool)
+    rhs = np.zeros(A.shape[:2])
+    while ok.any():
+        idx = np.nonzero(ok)[0]
+        try:
+            spd_solve(A[idx], rhs[idx])
+            return ok
+        except SingularityError as exc:
+            ok[idx[exc.index[0] if exc.index else 0]] = False
+    return ok
+
+
+def _at_sample(exc: KicError, k: int, t: float) -> KicError:
+    """The same error, said of sample k (time t) of a trajectory."""
+    new = copy.copy(exc)
+    new.args = (f"sample {k} (t = {float(t):.6g} s): {exc}",)
+    new.index = (k,)
+    return new
+
+
+def _at_time(exc: KicError, t) -> KicError:
+    """The same error, said of the state at time t of a simulation."""
+    new = copy.copy(exc)
+    try:
+        when = f"t = {float(t):.6g} s"
+    except (TypeError, ValueError):
+        when = f"t = {t!r}"
+    new.args = (f"{when}: {exc}",)
+    return new

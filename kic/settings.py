@@ -12,7 +12,8 @@ __all__ = [
     "CLOSURE_TOLERANCE", "NEWTON_MAX_ITERATIONS", "NEWTON_MAX_STEP", "EXACT_START",
     "SPD_PIVOT_RTOL", "MAX_CONDITION", "RANK_RTOL", "JACOBI_SWEEPS", "JACOBI_RTOL",
     "LANE_WIDTH", "FROBENIUS_MARGIN", "DEFAULT_GRAVITY", "SWITCH_CONDITION",
-    "INERTIA_RTOL", "TINY", "PARALLEL_SINE", "WRITER_RTOL",
+    "INERTIA_RTOL", "TINY", "PARALLEL_SINE", "WRITER_RTOL", "MOTOR_CONSTANT_RTOL",
+    "MAX_ELECTRICAL_TIME_CONSTANT", "MAX_TRAVEL_PER_MOTOR_RADIAN", "IMPLAUSIBLE_CURRENT_FACTOR",
 ]
 
 # ---------------------------------------------------------------- loop closure
@@ -105,3 +106,23 @@ WRITER_RTOL = 1e-12
 """A design writer's numbers must equal its builder's model's to this fraction
 of each field's largest entry (round-off of another order of operations is
 accepted; a writer that drifts from the builder is not)."""
+
+# ------------------------------------------------------------------- drives
+MOTOR_CONSTANT_RTOL = 0.05
+"""In SI units a DC motor's torque constant (N m/A) and back-EMF constant
+(V s/rad) are one number; datasheets round them a little, so a larger relative
+difference is taken as a unit slip (mN m/A, V/krpm) and warned about."""
+
+MAX_ELECTRICAL_TIME_CONSTANT = 0.1
+"""Armature time constant L/R (s) above which an inductance is taken as a unit
+slip (mH read as H): brushed DC motors have 0.01-10 ms."""
+
+MAX_TRAVEL_PER_MOTOR_RADIAN = 1.0
+"""Travel (m) of a prismatic joint per motor radian above which a drive train
+is taken as a unit slip (a screw's lead given as the gear ratio): a 5 mm screw
+gives 0.0008 m/rad, a 0.1 m pulley 0.1 m/rad."""
+
+IMPLAUSIBLE_CURRENT_FACTOR = 10.0
+"""A nominal current this many times a motor's rating (its current limit, else
+its stall current at the voltage limit) is reported as a likely unit mistake,
+whatever ``on_limit`` says: no drive runs there, even briefly."""

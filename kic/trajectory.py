@@ -66,6 +66,13 @@ class Trajectory:
     def dof(self) -> int:
         return self.q.shape[1]
 
+    def select(self, sel) -> "Trajectory":
+        """The samples ``sel`` (a slice, an index array or a boolean mask; times
+        stay increasing) as a new Trajectory."""
+        pick = lambda x: None if x is None else x[sel]                 # noqa: E731
+        return Trajectory(self.t[sel], self.q[sel], self.qd[sel], self.qdd[sel],
+                          pick(self.qddd))
+
     def require_jerk(self, what: str = "nominal voltages") -> np.ndarray:
         if self.qddd is None:
             raise ModelError(f"{what} need the third derivative q''' of the trajectory: this "

@@ -394,7 +394,7 @@ def test_state_space_stewart_against_finite_differences():
     Gp = _fd(kin, tr.q[2], np.full(6, 1e-6))
     assert rel_err(ss.C[2, 6:, :6], Gp, floor=0) < 1e-8
     assert np.all(ss.C[2, 6:, 6:] == 0) and np.allclose(ss.C[2, :6, :6], np.eye(6))
-    assert ss.outputs[6:] == ["platform.x", "platform.y", "platform.z"]
+    assert ss.outputs[6:] == ["dp[platform.x]", "dp[platform.y]", "dp[platform.z]"]
     assert max(errs.values()) < RTOL_FD
 
 
@@ -635,7 +635,7 @@ def test_four_bar_one_motor_is_3x3_with_the_reduced_ode_eigenvalues():
 
 # ============================================================ bad input
 @pytest.mark.parametrize("field, value", [
-    ("resistance", 0.0), ("resistance", -1.0), ("inductance", 0.0), ("inductance", np.nan),
+    ("resistance", 0.0), ("resistance", -1.0), ("inductance", -1e-3), ("inductance", np.nan),
     ("torque_constant", -0.1), ("back_emf_constant", np.inf), ("rotor_inertia", -1e-6),
     ("rotor_damping", np.nan), ("resistance", "abc"), ("torque_constant", [0.1, 0.2])])
 def test_bad_motor_parameters(field, value):
@@ -788,7 +788,7 @@ def test_to_control_named(small_ss):
     assert sys.state_labels == ["dq[crank1]", "dq[crank2]", "dqd[crank1]", "dqd[crank2]",
                                 "di[m1]", "di[m2]"]
     assert sys.input_labels == ["dv[m1]", "dv[m2]"]
-    assert sys.output_labels == ["q[crank1]", "q[crank2]", "i[m1]", "i[m2]"]
+    assert sys.output_labels == ["dq[crank1]", "dq[crank2]", "di[m1]", "di[m2]"]
     assert np.array_equal(sys.A, ss.A[7]) and np.array_equal(sys.B, ss.B[7])
     assert np.array_equal(sys.C, ss.C[7]) and np.array_equal(sys.D, ss.D[7])
     assert np.allclose(np.sort_complex(sys.poles()), np.sort_complex(ss.eigenvalues()[7]))
@@ -796,7 +796,7 @@ def test_to_control_named(small_ss):
     assert dist.input_labels == ["dv[m1]", "dv[m2]", "dT[crank1]", "dT[crank2]"]
     assert np.array_equal(dist.B[:, 2:], ss.E[-1])
     # signals can be addressed by name in python-control
-    assert sys[["q[crank2]"], ["dv[m1]"]].D.shape == (1, 1)
+    assert sys[["dq[crank2]"], ["dv[m1]"]].D.shape == (1, 1)
     with pytest.raises(kic.ModelError, match="out of range"):
         ss.to_control(21)
 
