@@ -7,7 +7,7 @@ For required loads ``T(q, q', q'')`` (the dynamic model with its loads)::
 with ``C = dT/dq' = q'^T (P* + P*^T)`` (plus viscous damping) and
 ``K = dT/dq`` at fixed rates (the position-derivative term).  For a serial
 chain K is assembled link by link from the first- to third-order influence
-coefficients (method.md section 5):
+coefficients (docs/theory.md#the-linearized-model-eq-2-225-to-2-227):
 
     K[m,n] += H_c[:,n,m] . (p' - m g) + g_c_m . m da_c/dq_n + H_rot[:,n,m] . L'
             + g_rot_m . (dI/dq_n alpha + I dalpha/dq_n + dw/dq_n x I w
