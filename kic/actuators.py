@@ -31,7 +31,8 @@ import numpy as np
 
 from . import _closed_kernels as closed_kernels
 from ._array import finite_array
-from .backend import kernels, spd_solve, use_compiled
+from .backend import spd_solve, use_compiled
+from .kernels import linalg
 from .closed_plan import plan_from_model
 from .closure import ClosedModel
 from .errors import KicError, ModelError, SingularityError, Status
@@ -825,7 +826,7 @@ class ActuatedSystem:
         Ihat = I + (self._J if self._direct is not None else G.T @ self.I_r @ G)
         M = bias.size
         qdd = np.empty(M)
-        if not kernels().cholesky_solve(Ihat, r, np.zeros((M, M)), qdd):
+        if not linalg.cholesky_solve(Ihat, r, np.zeros((M, M)), qdd):
             try:
                 spd_solve(Ihat, r, "inertia of the mechanism with the rotors")
             except SingularityError as exc:
