@@ -103,8 +103,9 @@ several at once (the compiled frames took 1.6x longer at 1024)."""
 
 
 def blocks(N: int) -> list[slice]:
-    """Slices of at most :data:`BLOCK` configurations covering ``range(N)``."""
-    return [slice(i, min(i + BLOCK, N)) for i in range(0, N, BLOCK)]
+    """Slices of at most :data:`BLOCK` configurations covering ``range(N)``; one
+    empty slice for an empty batch (numpy's convention: empty in, empty out)."""
+    return [slice(i, min(i + BLOCK, N)) for i in range(0, N, BLOCK)] or [slice(0, 0)]
 
 
 def prefix_sum(x: np.ndarray, axis: int = 1) -> np.ndarray:

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from ._array import as_batch, blocks, from_batch, match_batch
+from ._array import as_batch, blocks, from_batch, match_batch, numeric
 from .backend import kernels, spd_solve
 from .errors import ModelError, located
 from .kinematics import Pose
@@ -260,7 +260,7 @@ def _rows(chain, *named):
     names the culprit.
     """
     M = chain.dof
-    arrays = [np.asarray(x, dtype=float) for x, _ in named]
+    arrays = [numeric(x, name) for x, name in named]
     shape = arrays[0].shape
     if shape and shape[-1] == M and all(a.shape == shape for a in arrays) \
             and all(np.isfinite(a).all() for a in arrays):
@@ -290,7 +290,7 @@ def chain_inverse_dynamics(chain, q, qd, qdd, loads=None) -> np.ndarray:
     tau = k.inverse_dynamics(d, q_, qd_, qdd_)
     if loads:
         tau += _applied_rows(chain, loads, q_, qd_, batch)
-    return tau.reshape(batch + (chain.dof,))
+    return _finite_result(tau, batch, "joint loads").reshape(batch + (chain.dof,))
 
 
 def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
@@ -304,14 +304,14 @@ def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
     if not loads:
         qdd, ok = k.forward_dynamics(d, q_, qd_, tau_)
         if ok.all():
-            return qdd.reshape(batch + (chain.dof,))
+            return _finite_result(qdd, batch, "accelerations").reshape(batch + (chain.dof,))
     # loads, or I* singular somewhere (spd_solve names the configuration)
     bias = k.inverse_dynamics(d, q_, qd_, np.zeros(q_.shape))
     if loads:
         bias += _applied_rows(chain, loads, q_, qd_, batch)
     with located(batch, q_.shape[0]):
         qdd = spd_solve(k.inertia(d, q_), tau_ - bias, "effective inertia I*")
-    return qdd.reshape(batch + (chain.dof,))
+    return _finite_result(qdd, batch, "accelerations").reshape(batch + (chain.dof,))
 
 
 def chain_gravity_load(chain, q) -> np.ndarray:
@@ -320,7 +320,8 @@ def chain_gravity_load(chain, q) -> np.ndarray:
     if k.gravity_load_one(d, q, out):
         return out
     (q_,), batch = _rows(chain, (q, "q"))
-    return k.gravity_load(d, q_).reshape(batch + (chain.dof,))
+    return _finite_result(k.gravity_load(d, q_), batch, "gravity load").reshape(
+        batch + (chain.dof,))
 
 
 def chain_kinetic_energy(chain, q, qd) -> np.ndarray:
@@ -329,6 +330,17 @@ def chain_kinetic_energy(chain, q, qd) -> np.ndarray:
 
 def chain_potential_energy(chain, q) -> np.ndarray:
     return ChainDynamics(chain, q).potential_energy
+
+
+def _finite_result(x: np.ndarray, batch: tuple, what: str) -> np.ndarray:
+    """``x`` (N, ...) if finite; finite inputs whose result overflows float64 (rates
+    of 1e160, say) are a ModelError naming the first such configuration."""
+    if np.isfinite(x).all():
+        return x
+    bad = int(np.argmax(~np.isfinite(x.reshape(x.shape[0], -1)).all(-1)))
+    where = f" at batch index {np.unravel_index(bad, batch)}" if batch else ""
+    raise ModelError(f"the {what} overflow float64{where}: the inputs are too large for "
+                     "the model's units (finite inputs, non-finite result)")
 
 
 def _require_mass(chain) -> None:

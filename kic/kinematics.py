@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import cross, kernels
-from ._array import as_batch, from_batch, match_batch
+from ._array import as_batch, from_batch, match_batch, numeric
 from .errors import ModelError
 
 __all__ = ["Influence", "ChainKinematics", "Pose", "link_frames"]
@@ -186,7 +186,7 @@ class Influence:
         return self.G.shape[-1]
 
     def _rates(self, name, x):
-        x = np.asarray(x, dtype=float)
+        x = numeric(x, name)
         if x.ndim == 0 or x.shape[-1] != self.dof:
             raise ModelError(f"{name} must have shape (..., {self.dof}), got {x.shape}")
         if not np.all(np.isfinite(x)):

@@ -180,7 +180,7 @@ def _rnea1(P, q, qd, qdd, out):
     A, t, R, p = frame_buffers(M)
     frames_into(base, isR, O, q, A, t, R, p)
     rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, True, np.empty((M, 6)), out)
-    return True
+    return _finite(M, out)            # finite inputs that overflow: the caller reports it
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1])")
@@ -192,7 +192,7 @@ def _gravity1(P, q, out):
     A, t, R, p = frame_buffers(M)
     frames_into(base, isR, O, q, A, t, R, p)
     gravity_one(mass, com, grav, A, t, R, p, out)
-    return True
+    return _finite(M, out)
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[:, ::1])")
@@ -207,7 +207,7 @@ def _inertia1(P, q, out):
     frames_into(base, isR, O, q, A, t, R, p)
     link_world_into(R, p, com, Iloc, c, Iw)
     inertia_pose(mass, c, Iw, A, t, np.empty((M, 6)), out)
-    return True
+    return _finite(M * M, out.ravel())
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
@@ -217,7 +217,7 @@ def _forward1(P, q, qd, tau, out):
     if not (_finite(M, q) and _finite(M, qd) and _finite(M, tau)) or out.shape[0] != M:
         return False
     return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
-                        _forward_buffers(M))
+                        _forward_buffers(M)) and _finite(M, out)
 
 
 # --------------------------------------------------------------------------

@@ -51,7 +51,14 @@ def _floats(x, M: int):
     if type(x) is not np.ndarray or x.shape != (M,) or x.dtype != np.float64:
         return None
     v = x.tolist()
-    return v if math.isfinite(math.fsum(v)) else None      # NaN, inf (or an overflow)
+    return v if all(map(math.isfinite, v)) else None        # NaN or inf
+
+
+def _finite_into(out, values) -> bool:
+    """``out[:] = values`` (a list, or a list of lists); False when a value is not
+    finite (finite inputs that overflow: the caller's validating path reports it)."""
+    out[:] = values
+    return bool(np.isfinite(out).all())
 
 
 def inverse_dynamics_one(d, q, qd, qdd, out) -> bool:
@@ -61,8 +68,7 @@ def inverse_dynamics_one(d, q, qd, qdd, out) -> bool:
     q, qd, qdd = _floats(q, M), _floats(qd, M), _floats(qdd, M)
     if q is None or qd is None or qdd is None:
         return False
-    out[:] = loads_floats(d, frames_floats(d, q), qd, qdd)
-    return True
+    return _finite_into(out, loads_floats(d, frames_floats(d, q), qd, qdd))
 
 
 def gravity_load_one(d, q, out) -> bool:
@@ -70,8 +76,7 @@ def gravity_load_one(d, q, out) -> bool:
     q = _floats(q, d.dof)
     if q is None:
         return False
-    out[:] = gravity_floats(d, frames_floats(d, q))
-    return True
+    return _finite_into(out, gravity_floats(d, frames_floats(d, q)))
 
 
 def inertia_one(d, q, out) -> bool:
@@ -79,8 +84,7 @@ def inertia_one(d, q, out) -> bool:
     q = _floats(q, d.dof)
     if q is None:
         return False
-    out[:] = inertia_floats(d, frames_floats(d, q))
-    return True
+    return _finite_into(out, inertia_floats(d, frames_floats(d, q)))
 
 
 def forward_dynamics_one(d, q, qd, tau, out) -> bool:
@@ -95,8 +99,7 @@ def forward_dynamics_one(d, q, qd, tau, out) -> bool:
     if not _plain_cholesky_solve(inertia_floats(d, frames), [t - b for t, b in zip(tau, bias)],
                                  [[0.0] * M for _ in range(M)], x):
         return False
-    out[:] = x
-    return True
+    return _finite_into(out, x)
 
 
 # --------------------------------------------------------------------------
