@@ -200,7 +200,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     may_cross = bifurcation == "cross"
     last_step = recent_step = None
     compiled = (closed and tau is None and not loads and times is None and method == "DOP853"
-                and np.ndim(atol) == 0 and hasattr(model, "free_motion_steps"))
+                and np.ndim(atol) == 0)
     while True:
         stretch_max = max_step if step_limit is None else min(max_step, step_limit)
         # after a failed step, the first step too is short (the solver's own choice
@@ -395,15 +395,16 @@ def _scipy_stretch(model, method, t, y, t_end, phi, rtol, atol, max_step, first,
 def _compiled_stretch(model, t, y, t_end, phi, rtol, atol, max_step, first, switching,
                       threshold, relax, rec, history) -> _Stretch | None:
     """The same as :func:`_scipy_stretch` for the free motion of a closed model
-    with DOP853, in compiled calls (:meth:`kic.ClosedModel.free_motion_steps`);
+    with DOP853, in compiled calls (the model's ``evaluation.free_motion_steps``);
     None where the compiled path does not serve."""
     M = model.dof
     nfev, step, last = 0, first or 0.0, None
     stop = threshold if switching else np.inf
     cond = current_condition(history)
     while True:
-        out = model.free_motion_steps(t, y, t_end, phi, rtol=rtol, atol=atol, step=step,
-                                      max_step=max_step, stop_condition=stop, relax=relax)
+        out = model.evaluation.free_motion_steps(t, y, t_end, phi, rtol=rtol, atol=atol,
+                                                 step=step, max_step=max_step,
+                                                 stop_condition=stop, relax=relax)
         if out is None:
             return None
         nfev += out["nfev"]
@@ -482,7 +483,7 @@ def _solver(model, method, t, y, t1, rtol, atol, max_step, first, tau_fn, check_
         number of the coordinates there."""
         if not closed:
             return q, 1.0
-        fast = model.track(q, warm["phi"])
+        fast = model.evaluation.track(q, warm["phi"])
         if fast is not None:
             warm["phi"] = fast[0]
             return fast
