@@ -13,14 +13,21 @@ the same questions with the same numbers:
   numpy path wherever they decline (a pose they could not assemble in the
   model's mode, a failure to raise with the numpy path's reports, loads).
 
-:func:`evaluation_for` chooses one per model, as the backend in force
-(:func:`kic.set_backend`) and the model's closures allow, the way scipy's
-``Rotation`` chooses its backend per instance; the model asks for it again only
-when the backend or its ``max_condition`` changes.  Callers never branch on
-the backend: they call the chosen evaluation, whose compiled-only entries
-(:meth:`NumpyEvaluation.one`, :meth:`~NumpyEvaluation.batch`,
-:meth:`~NumpyEvaluation.track`, :meth:`~NumpyEvaluation.free_motion_steps`)
-answer None on the numpy path.
+:func:`evaluation_for` chooses one per model as the backend in force
+(:func:`kic.set_backend`) says, the way scipy's ``Rotation`` chooses its
+backend per instance; the model (:attr:`kic.ClosedModel.evaluation`) asks for
+it again only when the backend or its ``max_condition`` changes.  The compiled
+kernels are loaded and the plan built on the first compiled call, not before a
+numpy-only question (kinematics, conditions); for closures the kernels do not
+cover (coordinate functions, loops reduced per configuration) the compiled
+entries decline.  Callers never branch on the backend: they call the chosen
+evaluation, whose compiled-only entries (:meth:`NumpyEvaluation.one`,
+:meth:`~NumpyEvaluation.batch`, :meth:`~NumpyEvaluation.track`,
+:meth:`~NumpyEvaluation.free_motion_steps`) answer None where they decline, and
+the numpy path answers.
+
+Every other module reaches the closed kernels through this one (the import
+below is the only one in :mod:`kic` outside the design batches).
 """
 from __future__ import annotations
 
@@ -40,7 +47,6 @@ from .transfer import closure_transfer
 __all__ = ["NumpyEvaluation", "CompiledEvaluation", "evaluation_for"]
 
 _F8 = np.dtype(np.float64)
-_UNSET = object()
 _NO_ACTUATORS = np.zeros(0, np.int64)
 # plain ints for the per-call checks (comparing with enum members costs microseconds)
 _UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
@@ -453,7 +459,8 @@ class CompiledEvaluation(NumpyEvaluation):
 
     def __init__(self, model, mode, block_mode) -> None:
         super().__init__(model, mode, block_mode)
-        self._plan: object = _UNSET
+        self._plan = None
+        self._planned = False
 
     @property
     def plan(self):
@@ -462,8 +469,9 @@ class CompiledEvaluation(NumpyEvaluation):
         a numpy-only question such as :meth:`kic.ClosedModel.kinematics`); None
         for closures the kernels do not cover (coordinate functions, loops
         reduced per configuration): every compiled entry then declines."""
-        if self._plan is _UNSET:
+        if not self._planned:
             self._plan = plan_from_model(self.model) if compiled_closed.load() else None
+            self._planned = True
         return self._plan
 
     def off_mode(self, phi, status) -> np.ndarray:

@@ -255,6 +255,12 @@ class ClosedModel:
             raise ModelError(f"on_failure must be 'raise' or 'nan', got {on_failure!r}")
 
     # ---------------------------------------------------------- evaluation
+    def __getstate__(self) -> dict:
+        # chosen again where the model is unpickled (another process, another backend)
+        state = self.__dict__.copy()
+        state.pop("_evaluations", None)
+        return state
+
     @property
     def evaluation(self) -> NumpyEvaluation:
         """How this model is evaluated (:mod:`kic.closed_eval`): the compiled
@@ -266,7 +272,7 @@ class ClosedModel:
         if chosen is None:
             chosen = self._evaluations = {}
         ev = chosen.get(key)
-        if ev is None:
+        if ev is None or ev.model is not self:          # (a copy chooses its own)
             ev = chosen[key] = evaluation_for(self, self._mode, self._block_mode)
         return ev
 
