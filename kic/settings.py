@@ -91,3 +91,20 @@ SWITCH_CONDITION = 30.0
 """A closed model's simulation switches coordinates when their condition
 number passes this (well before :data:`MAX_CONDITION`: the integrator's error
 grows with the condition long before the model is singular)."""
+
+BRIDGE_CONDITION = 1e4
+"""Where no set of joint coordinates does better than this dimensionless
+condition number, a closed model's simulation takes the motion across the
+singular configuration of the mechanism ahead (closer in, a state in joint
+coordinates carries errors amplified by the condition)."""
+
+CROSSING_RTOL = 1e-6
+"""A crossing of a singular configuration by the motion's Taylor expansion is
+accepted when the closure corrects the expansion's rates by at most this
+fraction of the speed, and the energy changes by at most this fraction of the
+energy (beyond it the motion turned sharply: it did not follow the expansion)."""
+
+LANDING_TOLERANCE = 1e3 * CLOSURE_TOLERANCE
+"""Closure residual a point put back on the closure after a crossing (minimum-norm
+Gauss-Newton over every joint) must reach: projection from a point off the
+closure stops on a looser residual than Newton in independent coordinates."""
