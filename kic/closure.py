@@ -113,7 +113,7 @@ class ClosedModel:
         self.reference_phi = phi0
         self._mode = np.ascontiguousarray(found, dtype=float)
         # the compiled kernels check det A per block; where blocks refine, the finer
-        # signs are checked on their results here
+        # signs are checked on their results (kic.closed_eval)
         self._block_mode = np.ascontiguousarray(self.system.block_mode(self._mode))
         physical = set(mech.primitive_joints)
         names = self.system.coordinate_names
