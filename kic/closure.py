@@ -23,28 +23,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import _closed_kernels as closed_kernels
 from ._array import blocks, from_batch, match_batch
-from .assembly import Assembly, assemble, first_guess, in_mode, project
-from .backend import spd_solve, use_compiled
-from .closed_plan import plan_from_model
+from .assembly import Assembly, assemble, project
+from .backend import use_compiled
+from .closed_eval import NumpyEvaluation, evaluation_for
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
 from .dynamics import DynamicModel
-from .errors import ClosureError, ModelError, SingularityError, Status, located
-from .loads import Loads
+from .errors import ModelError, Status, located
 from .kinematics import Influence
 from .limits import JointLimits, outside_limits_error
-from .loops import LoopSystem
+from .loops import LoopSystem, scaled_condition
+from .settings import MAX_CONDITION
 from .transfer import Transfer, closure_transfer
 
 __all__ = ["ClosedModel", "ClosedKinematics", "ClosedDynamics", "BodyPose", "PointPosition",
            "CoordinateFunction"]
 
 _FAILURE_MODES = ("raise", "nan")
-_F8 = np.dtype(np.float64)
-_NO_ACTUATORS = np.zeros(0, np.int64)
-# plain ints for the per-call checks (comparing with enum members costs microseconds)
-_UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
 
 
 class ClosedModel:
@@ -89,7 +84,7 @@ class ClosedModel:
         ``guess(q) -> phi`` (n, N): a first guess for the position solver.
     """
 
-    max_condition = 1e6
+    max_condition = MAX_CONDITION
 
     def __init__(self, mech, coordinates, reference=None, guess=None,
                  cuts: Sequence[str] = (), name: str | None = None, mode=None) -> None:
@@ -118,9 +113,8 @@ class ClosedModel:
         self.reference_phi = phi0
         self._mode = np.ascontiguousarray(found, dtype=float)
         # the compiled kernels check det A per block; where blocks refine, the finer
-        # signs are checked on their results here
+        # signs are checked on their results (kic.closed_eval)
         self._block_mode = np.ascontiguousarray(self.system.block_mode(self._mode))
-        self._refined = len(self.system.mode_parts) > len(self.system.blocks)
         physical = set(mech.primitive_joints)
         names = self.system.coordinate_names
         self.actuators = list(names) if all(n in physical for n in names) else []
@@ -184,18 +178,6 @@ class ClosedModel:
         entries block by block; what the compiled kernels check)."""
         return tuple(int(s) for s in self._block_mode)
 
-    def _off_mode(self, phi, status) -> np.ndarray:
-        """Poses a kernel assembled (status OK) outside the finer mode (n,)."""
-        status = np.asarray(status).reshape(-1)
-        bad = np.zeros(status.shape, bool)
-        if not self._refined:
-            return bad
-        ok = np.nonzero(status == 0)[0]
-        if ok.size:
-            found = self.system.mode(np.asarray(phi, float).reshape(-1, self.N)[ok])
-            bad[ok] = ~in_mode(found, self._mode)
-        return bad
-
     @property
     def limits(self) -> JointLimits:
         """The mechanism's joint limits when the model was built (read-only
@@ -229,16 +211,6 @@ class ClosedModel:
         """The mechanism's bodies (ground excluded)."""
         return [b for b in self.mechanism.bodies if b != self.mechanism.ground]
 
-    def _actuator_index(self, actuators) -> np.ndarray:
-        """joint_indices of ``actuators``, kept for the last list asked (a control
-        loop asks for the same actuators every time)."""
-        key = tuple(actuators) if not isinstance(actuators, str) else (actuators,)
-        cached = self.__dict__.get("_last_actuators")
-        if cached is None or cached[0] != key:
-            cached = (key, np.ascontiguousarray(self.joint_indices(actuators), np.int64))
-            self._last_actuators = cached
-        return cached[1]
-
     def joint_indices(self, names: Sequence[str]) -> np.ndarray:
         """Positions of the named joints in phi."""
         if isinstance(names, str):
@@ -256,78 +228,12 @@ class ClosedModel:
         Elements between points on bodies of two different open chains need both
         poses: they are resolved into world forces at the joint values ``phi``
         (n, N) (and rates ``phid`` (n, N) where they are damped)."""
-        s = self.system
-        owner = {b: (ci, s.chains[ci].link_names[li]) for b, (ci, li) in s.owner.items()}
-        joints = {j: ci for j, (ci, _) in s.joint_owner.items()}
-        cross: list = []
-        parts = loads.split(owner, joints, len(s.chains), cross=cross)
-        if not cross:
-            return parts
-        if phi is None:
-            raise ModelError("loads with elements between bodies of different open chains "
-                             "need the joint values phi")
-        forces = Loads()
-        for e, (Pa, Pb, u, length, rate) in zip(cross, self._element_states(cross, phi, phid)):
-            T = e.tension(length, rate)[:, None] * u
-            if e.body_a is not None:
-                forces.force(e.body_a, T, point=e.point_a)
-            if e.body_b is not None:
-                forces.force(e.body_b, -T, point=e.point_b)
-        extra = forces.split(owner, joints, len(s.chains))
-        return [a if b is None else b if a is None else a.combined(b)
-                for a, b in zip(parts, extra)]
-
-    def _element_states(self, elements, phi, phid, rates: bool = True) -> list:
-        """(Pa, Pb, u, length, rate) of elements between body points at phi (n, N)."""
-        phi = np.asarray(phi, dtype=float).reshape(-1, self.N)
-        kins: dict = {}
-
-        def state(body, p):
-            if body is None:                   # the ground: a world point at rest
-                P = np.broadcast_to(p, (phi.shape[0], 3))
-                return P, np.zeros(P.shape)
-            ci, li = self.system.owner[body]
-            chain, idx = self.open_chains[ci]
-            if ci not in kins:
-                kins[ci] = chain.kinematics(phi[:, idx], 1)
-            P = kins[ci].link_point(li, p)
-            if phid is None:
-                return P, None
-            G = kins[ci].point(li, p).G
-            return P, np.einsum("nkm,nm->nk", G, np.asarray(phid, float).reshape(-1, self.N)[:, idx])
-
-        out = []
-        for e in elements:
-            (Pa, va), (Pb, vb) = state(e.body_a, e.point_a), state(e.body_b, e.point_b)
-            d = Pb - Pa
-            length = np.linalg.norm(d, axis=-1)
-            u = d / np.where(length > 0, length, 1.0)[:, None]
-            if e.conservative or not rates:
-                rate = np.zeros(length.shape)
-            elif va is None:
-                raise ModelError("these loads include dampers or force laws between bodies: "
-                                 "the rates are needed")
-            else:
-                rate = ((vb - va) * u).sum(-1)
-            out.append((Pa, Pb, u, length, rate))
-        return out
+        return self.evaluation.split_loads(loads, phi, phid)
 
     def loads_energy_at(self, loads, phi) -> np.ndarray:
         """Potential energy (J) of the conservative ``loads`` at joint values phi
         (n, N) (springs, constant forces and joint torques, springs between points)."""
-        phi = np.asarray(phi, dtype=float).reshape(-1, self.N)
-        s = self.system
-        owner = {b: (ci, s.chains[ci].link_names[li]) for b, (ci, li) in s.owner.items()}
-        joints = {j: ci for j, (ci, _) in s.joint_owner.items()}
-        cross: list = []
-        E = np.zeros(phi.shape[0])
-        for (chain, idx), cl in zip(self.open_chains,
-                                    loads.split(owner, joints, len(s.chains), cross=cross)):
-            if cl is not None:
-                E = E + chain.dynamics(phi[:, idx]).loads_energy(cl)
-        for e, st in zip(cross, self._element_states(cross, phi, None, rates=False)):
-            E = E + e.energy(st[3])
-        return E
+        return self.evaluation.loads_energy(loads, phi)
 
     def __repr__(self) -> str:
         return (f"<ClosedModel {self.name or ''} in {self.coordinate_names}: "
@@ -348,165 +254,27 @@ class ClosedModel:
         if on_failure not in _FAILURE_MODES:
             raise ModelError(f"on_failure must be 'raise' or 'nan', got {on_failure!r}")
 
-    def _start(self, start, n: int):
-        if start is None:
-            return None
-        s = np.asarray(start, dtype=float)
-        if s.shape[-1:] != (self.N,) or not np.all(np.isfinite(s)):
-            raise ModelError(f"start must give the {self.N} joint values {self.phi_names} "
-                             f"(..., {self.N}) finite, got shape {s.shape}")
-        return s.reshape(-1, self.N) if s.size // self.N == n else s.reshape(-1, self.N)[:1]
+    # ---------------------------------------------------------- evaluation
+    def __getstate__(self) -> dict:
+        # chosen again where the model is unpickled (another process, another backend)
+        state = self.__dict__.copy()
+        state.pop("_evaluations", None)
+        return state
 
-    # ------------------------------------------------------ compiled kernels
-    def _plan(self):
-        """The model flattened for the compiled kernels (built once per
-        ``max_condition``), or None where the numpy path serves: the numpy backend,
-        or closures the kernels do not cover (coordinate functions, loops reduced
-        per configuration)."""
-        if not use_compiled() or not closed_kernels.load():
-            return None
-        cached = self.__dict__.get("_kernel_plan")
-        if cached is None or cached[0] != self.max_condition:
-            cached = (self.max_condition, plan_from_model(self))
-            self._kernel_plan = cached
-        return cached[1]
-
-    def _one(self, what: str, q, qd, x, start, act=_NO_ACTUATORS, singular=False):
-        """The compiled path for one configuration given as float vectors, with no
-        argument handling beyond a type check: the output, or None where anything
-        is unusual (another layout, a batch, no plan, a failed pose: the general
-        path then answers or raises with its reports).  With ``singular``, a pose
-        assembled but singular gives (NaN output, status): no other start helps."""
-        M = self.dof
-        for a in (q, qd, x):
-            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != (M,) \
-                    or not a.flags.c_contiguous:
-                return None
-        if start is None:
-            phi0, path = self.reference_phi, True
-        elif type(start) is np.ndarray and start.shape == (self.N,) and start.dtype == _F8:
-            phi0, path = start, False
-        else:
-            return None
-        plan = self._plan()
-        if plan is None:
-            return None
-        out, phi_one, status, _ = closed_kernels.one(plan, what, q, qd, x, act, phi0, path,
-                                                     self._block_mode)
-        if status == 0 and self._refined and self._off_mode(phi_one, [0])[0]:
-            return None
-        if singular and status in (Status.SINGULAR, Status.SINGULAR_LOAD):
-            return np.full(out.shape, np.nan), status
-        return out if status == 0 else None
-
-    def free_motion_steps(self, t: float, y, t_end: float, start, *, rtol: float,
-                          atol: float, step: float = 0.0, max_step: float = np.inf,
-                          stop_condition: float = np.inf, relax: float = np.inf,
-                          capacity: int = 2048) -> dict | None:
-        """Steps of the free motion (gravity only: no input, no applied loads) from
-        time ``t`` (s) and state ``y = (q, q')`` (2M,) towards ``t_end``, in one
-        compiled call: scipy's DOP853 (Dormand-Prince 8(5,3), its coefficients,
-        error norm and step-size control, step for step), every trial point
-        assembled from the joint values of the last accepted step (``start`` (N,)
-        first), every accepted step assembled and recorded with the worst block
-        condition number there.  ``step`` > 0 is the first step size (s); 0 lets
-        the integrator choose it as scipy does.  Once a step's condition is at
-        most ``relax``, ``stop_condition`` falls to ``relax`` (hysteresis: a
-        raised threshold holds only while the condition stays high).
-
-        Returns None where the compiled path does not serve (the numpy backend,
-        assembly modes finer than the blocks, closures the kernels do not
-        cover); else a dict: ``code`` (0 reached ``t_end``; 1 stopped after a
-        step whose condition exceeded ``stop_condition``; 2 a trial point failed
-        with :class:`kic.Status` ``status``; 3 the step size underflowed; 4
-        ``capacity`` steps recorded; 5 an accepted point could not be assembled
-        (``status``), not recorded), the recorded ``t`` (k,), ``y`` (k, 2M),
-        ``phi`` (k, N) and ``condition`` (k,), the ``state`` ``(t, y, phi)``
-        where it stopped (the last accepted step; the unrecorded point for code
-        5), the ``step`` size to try next (for code 2: the one that failed),
-        ``last_step`` (the last accepted one), ``nfev`` and the ``threshold``
-        (``stop_condition``) in effect at the end.
-        """
-        plan = self._plan()
-        if plan is None or self._refined:
-            return None
-        y = np.ascontiguousarray(y, dtype=float)
-        start = np.ascontiguousarray(start, dtype=float)
-        if y.shape != (2 * self.dof,) or start.shape != (self.N,):
-            raise ModelError(f"free_motion_steps: y must have {2 * self.dof} values and start "
-                             f"{self.N}, got {y.shape} and {start.shape}")
-        # scipy's own floor on the relative tolerance
-        rtol = max(float(rtol), 100 * np.finfo(float).eps)
-        (code, k, ts, ys, phis, conds, t_stop, y_stop, phi_stop, h, nfev, status, last,
-         threshold) = closed_kernels.free_motion(plan, self._block_mode, t, t_end, y, start,
-                                                 step, rtol, atol, max_step, stop_condition,
-                                                 relax, capacity)
-        return {"code": int(code), "t": ts[:k], "y": ys[:k], "phi": phis[:k],
-                "condition": conds[:k], "state": (float(t_stop), y_stop, phi_stop),
-                "step": float(h), "last_step": float(last), "nfev": int(nfev),
-                "status": int(status), "threshold": float(threshold)}
-
-    def track(self, q, start) -> tuple | None:
-        """Joint values (N,) at one configuration q (M,) assembled from ``start``
-        (N,), and the condition number of the coordinates there: the lean call a
-        simulation makes at every step; None where the general path must answer."""
-        plan = self._plan()
-        if plan is None or type(q) is not np.ndarray or q.shape != (self.dof,) \
-                or q.dtype != _F8 or type(start) is not np.ndarray \
-                or start.shape != (self.N,):
-            return None
-        _, phi, status, cond = closed_kernels.one(
-            plan, "assemble", np.ascontiguousarray(q), q, q, _NO_ACTUATORS,
-            np.ascontiguousarray(start, dtype=float), False, self._block_mode)
-        if status == 0 and self._refined and self._off_mode(phi, [0])[0]:
-            return None
-        return (phi, cond) if status == 0 else None
-
-    def _compiled(self, what: str, qf, start, on_failure, *rates, act=None):
-        """One compiled call for the whole batch: (output, status), or None where
-        the numpy path must answer (no plan; or configurations the kernel could not
-        assemble in the mode, or failures to raise with the numpy path's reports)."""
-        plan = self._plan()
-        if plan is None:
-            return None
-        fn = getattr(closed_kernels, what)
-        args = rates + ((act,) if act is not None else ())
-        at = 1 if what == "assemble" else 2           # where the kernel puts the status
-        # from the warm start, else from the guess function (a closed form: Newton
-        # then converges in a step), else from the reference along the batch (each
-        # pose from the previous one); poses that land outside the mode try the
-        # continuation along the batch, then the numpy path
-        def call(q_, phi0, **kw):
-            res = fn(plan, q_, *args_for(q_), phi0, mode=self._block_mode, **kw)
-            status = np.array(res[at], int)
-            status[self._off_mode(res[at - 1], status)] = _OTHER_MODE
-            return res[0], status
-
-        def args_for(q_):
-            if q_ is qf:
-                return args
-            return tuple(a[idx] if a.shape[0] == qf.shape[0] else a
-                         for a in args[:len(rates)]) + args[len(rates):]
-
-        idx = None
-        if start is not None:
-            out, status = call(qf, self._start(start, qf.shape[0]))
-        elif self.guess is not None:
-            out, status = call(qf, first_guess(self.system, qf, self.reference_phi, None,
-                                               self.guess))
-        else:
-            out, status = call(qf, self.reference_phi, path=True)
-        lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
-        if lost.any() and start is None and self.guess is not None:
-            idx = np.nonzero(lost)[0]
-            again, st = call(qf[idx], self.reference_phi, path=True)
-            out = out.copy()
-            out[idx] = again
-            status[idx] = st
-            lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
-        if lost.any() or (on_failure == "raise" and status.any()):
-            return None                # continuation, or the numpy path's error report
-        return out, status
+    @property
+    def evaluation(self) -> NumpyEvaluation:
+        """How this model is evaluated (:mod:`kic.closed_eval`): the compiled
+        kernels with the numpy path as fallback, or the numpy path alone, chosen
+        once for the backend in force (:func:`kic.set_backend`) and
+        :attr:`max_condition` (chosen again only when either changes)."""
+        key = (use_compiled(), self.max_condition)
+        chosen = self.__dict__.get("_evaluations")
+        if chosen is None:
+            chosen = self._evaluations = {}
+        ev = chosen.get(key)
+        if ev is None or ev.model is not self:          # (a copy chooses its own)
+            ev = chosen[key] = evaluation_for(self, self._mode, self._block_mode)
+        return ev
 
     # ------------------------------------------------------------ assembly
     def assembly(self, q, start=None) -> Assembly:
@@ -523,30 +291,7 @@ class ClosedModel:
             Explicit warm start of every joint (e.g. the previous step of a path).
         """
         qf, batch = self._flat(q)
-        plan = self._plan()
-        if plan is not None:
-            s = self.reference_phi if start is None else self._start(start, qf.shape[0])
-            phi, status, res, cond, sign = closed_kernels.assemble(
-                plan, qf, s, path=start is None, mode=self._block_mode)
-            status = np.array(status, int)
-            status[self._off_mode(phi, status)] = _OTHER_MODE
-            if not np.any((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)):
-                ok = status == Status.OK
-                if self._refined:
-                    sign = np.zeros((ok.size, len(self._mode)))
-                    if ok.any():
-                        sign[ok] = self.system.mode(phi[ok])
-                sign = np.where(ok[:, None], sign, 0.0)
-                cond = np.where(ok, cond.max(axis=1) if cond.shape[1] else 1.0, np.nan)
-                return Assembly(phi.reshape(batch + (self.N,)), status.reshape(batch),
-                                res.reshape(batch), sign.reshape(batch + (-1,)),
-                                phi.reshape(batch + (self.N,)), cond.reshape(batch))
-        asm = assemble(self.system, qf, self._mode, self.reference_phi,
-                       self._start(start, qf.shape[0]), self.guess)
-        cond = self._conditions(asm)
-        return Assembly(asm.phi.reshape(batch + (self.N,)), asm.status.reshape(batch),
-                        asm.residual.reshape(batch), asm.mode.reshape(batch + (-1,)),
-                        asm.attempt.reshape(batch + (self.N,)), cond.reshape(batch))
+        return self.evaluation.assembly(qf, batch, start)
 
     def best_coordinates(self, phi, max_candidates: int = 5000) -> tuple[list, float]:
         """The set of M joint coordinates in which the closure is best conditioned
@@ -569,7 +314,6 @@ class ClosedModel:
         from itertools import combinations
         from math import comb
 
-        from .loops import scaled_condition
         s = self.system
         phi = np.asarray(phi, dtype=float).reshape(self.N)
         physical = [i for i, n in enumerate(s.phi_names)
@@ -690,10 +434,7 @@ class ClosedModel:
         """
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
-        fast = self._compiled("assemble", qf, start, on_failure)
-        if fast is None:
-            asm = self._assembled(qf, batch, start, on_failure)
-            fast = asm.phi, asm.status
+        fast = self.evaluation.assemble(qf, batch, start, on_failure)
         limits = self.__dict__.get("_limits")
         if limits is not None and limits.checked:   # on the assembled phi, after the solver
             status = limits.status(fast[0], fast[1])
@@ -704,42 +445,6 @@ class ClosedModel:
                 fast = np.where(outside[:, None], np.nan, fast[0]), status
         phi = fast[0].reshape(batch + (self.N,))
         return (phi, fast[1].reshape(batch)) if on_failure == "nan" else phi
-
-    def _assembled(self, qf, batch, start=None, on_failure="raise") -> Assembly:
-        asm = assemble(self.system, qf, self._mode, self.reference_phi,
-                       self._start(start, qf.shape[0]), self.guess)
-        if on_failure == "raise" and not asm.ok.all():
-            self._raise_failures(asm, batch)
-        return asm
-
-    def _raise_failures(self, asm: Assembly, batch: tuple) -> None:
-        bad = np.nonzero(~asm.ok)[0]
-        indices = [tuple(int(i) for i in np.unravel_index(k, batch)) if batch else ()
-                   for k in bad]
-        status = [Status(int(asm.status[k])) for k in bad]
-        first = bad[0]
-        res, _ = self.system.residuals(asm.attempt[first:first + 1])
-        norms = [float(np.linalg.norm(r)) for r in res]
-        loop = self.system.loops[int(np.argmax(norms))].name if norms else None
-        why = ("it closes only in another assembly mode than the model's "
-               f"{self.mode}" if status[0] == Status.OTHER_MODE else
-               "outside the workspace, or not reachable in the model's assembly mode "
-               f"{self.mode}")
-        if not batch:
-            where = ""
-        elif len(indices) == 1:
-            where = f" at batch index {indices[0]}"
-        else:
-            where = f" at batch indices {', '.join(str(i) for i in indices[:10])}" + (
-                f" and {len(indices) - 10} more" if len(indices) > 10 else "")
-        raise ClosureError(
-            f"{len(bad)} configuration(s) of {self.name or 'the model'} cannot be assembled "
-            f"(loop {loop!r} stays open): "
-            f"{why} (worst closure residual {asm.residual[first]:.3e}, rad or relative to the "
-            f"characteristic length {self.system.length:.4g} m){where}",
-            loop=loop, residual=float(asm.residual[first]),
-            index=indices[0] if batch else None, indices=indices if batch else [],
-            status=status)
 
     def condition(self, q, on_failure: str = "raise") -> np.ndarray:
         """Dimensionless 2-norm condition number of the dependent-joint Jacobian
@@ -761,28 +466,11 @@ class ClosedModel:
         """
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
-        asm = self._assembled(qf, batch, on_failure=on_failure)
-        cond = self._conditions(asm)
+        ev = self.evaluation
+        asm = ev.assembled(qf, batch, on_failure=on_failure)
+        cond = ev.conditions(asm)
         return (cond.reshape(batch), asm.status.reshape(batch)) if on_failure == "nan" \
             else cond.reshape(batch)
-
-    def _conditions(self, asm: Assembly) -> np.ndarray:
-        """Worst dimensionless block condition (n,), NaN where not assembled."""
-        n = asm.phi.shape[0]
-        cond = np.full(n, np.nan)
-        ok = asm.ok
-        if not ok.any():
-            return cond
-        cond[ok] = self._block_conditions(asm.phi[ok])
-        return cond
-
-    def _block_conditions(self, phi: np.ndarray) -> np.ndarray:
-        rows, _ = self.system.rows(phi, 1, residual=False)
-        c = np.ones(phi.shape[0])
-        for block in self.system.blocks:
-            A, _ = self.system.block_matrices(rows, block, phi.shape[0], need_q=False)
-            c = np.maximum(c, self.system.condition(A, block))
-        return c
 
     def condition_at(self, phi) -> np.ndarray:
         """:meth:`condition` of these coordinates at joint values ``phi`` (..., N)
@@ -790,43 +478,15 @@ class ClosedModel:
         phi = np.asarray(phi, dtype=float)
         if phi.shape[-1:] != (self.N,):
             raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
-        return self._block_conditions(phi.reshape(-1, self.N)).reshape(phi.shape[:-1])
-
-    # ------------------------------------------------------------- transfer
-    def _evaluate(self, qf, batch, fn, tail, on_failure, start=None):
-        """Run ``fn(phi, sl)`` -> (n_sl,) + tail over the assembled configurations,
-        in blocks of configurations; with ``on_failure="nan"`` failed ones give NaN
-        and a status."""
-        n = qf.shape[0]
-        asm = self._assembled(qf, batch, start, on_failure)
-        out = np.full((n,) + tail, np.nan)
-        status = asm.status.copy()
-        if on_failure == "nan":
-            cond = self._conditions(asm)
-            status[asm.ok & ~(cond < self.max_condition)] = Status.SINGULAR
-        good = np.nonzero(status == Status.OK)[0]
-        for part in blocks(good.size):
-            idx = good[part]
-            with located(batch, idx.size, int(idx[0]) if idx.size else 0):
-                if on_failure == "raise" or idx.size == 0:
-                    out[idx] = fn(asm.phi[idx], idx)
-                    continue
-                try:
-                    out[idx] = fn(asm.phi[idx], idx)
-                except SingularityError:
-                    for k in idx:                # find which configurations, one by one
-                        try:
-                            out[k] = fn(asm.phi[k:k + 1], np.array([k]))[0]
-                        except SingularityError:
-                            status[k] = Status.SINGULAR_LOAD
-        return out, status
+        return self.evaluation.block_conditions(phi.reshape(-1, self.N)).reshape(
+            phi.shape[:-1])
 
     def transfer_at(self, q, order: int = 2):
         """Joint values and the transfer at ``q``: ``(phi (n, N), Transfer)`` with
         ``G^phi_q`` (n, N, M), H and D to ``order`` (batch flattened)."""
         qf, batch = self._flat(q)
         with located(batch, qf.shape[0]):
-            asm = self._assembled(qf, batch)
+            asm = self.evaluation.assembled(qf, batch)
             tr, _ = closure_transfer(self.system, asm.phi, order, self.max_condition)
         return asm.phi, tr
 
@@ -836,7 +496,7 @@ class ClosedModel:
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd_ = np.zeros_like(qd) if qdd is None else match_batch(qdd, self.dof, batch, "qdd").T
         with located(batch, qf.shape[0]):
-            phi = self._assembled(qf, batch, start).phi
+            phi = self.evaluation.assembled(qf, batch, start).phi
             _, _, phid, phidd, _ = closure_transfer(self.system, phi, 1, self.max_condition,
                                                     velocity=(qd, qdd_))
         if qdd is None:
@@ -869,58 +529,6 @@ class ClosedModel:
     def potential_energy(self, q) -> np.ndarray:
         return self.dynamics(q).potential_energy
 
-    def _joint_loads(self, phi, phid, phidd, chain_loads) -> np.ndarray:
-        """Joint loads of every open chain at (phi, phi', phi''), summed into phi (n, N)."""
-        T = np.zeros(phi.shape)
-        for (chain, idx), cl in zip(self.open_chains, chain_loads):
-            if chain.total_mass <= 0 and cl is None:
-                continue
-            T[:, idx] += chain.inverse_dynamics(phi[:, idx], phid[:, idx], phidd[:, idx],
-                                                loads=cl)
-        return T
-
-    def _loads_for(self, loads, phi=None, phid=None) -> list:
-        if loads is None or not loads:
-            return [None] * len(self.system.chains)
-        return self.split_loads(loads, phi, phid)
-
-    @staticmethod
-    def _per_configuration(loads) -> bool:
-        """Loads that must be split at every batch of configurations: varying along
-        the batch, or elements between bodies of two chains."""
-        return loads is not None and (loads.batched or bool(loads.elements))
-
-    def _required(self, qf, qd, qdd, loads, batch, actuators=None, on_failure="raise",
-                  start=None):
-        """T_q (n, M) and, with ``actuators``, ``G^a_q`` (n, Na, M) flattened in the tail."""
-        each = self._per_configuration(loads)
-        chain_loads = None if each else self._loads_for(loads)
-        na = 0 if actuators is None else len(actuators)
-        M = self.dof
-
-        def fn(phi, idx):
-            tr, _, phid, phidd, _ = closure_transfer(self.system, phi, 1, self.max_condition,
-                                                     velocity=(qd[idx], qdd[idx]))
-            cl = self._loads_for(loads, phi, phid) if each else chain_loads
-            T = tr.load(self._joint_loads(phi, phid, phidd, cl))
-            if not na:
-                return T
-            return np.concatenate([T, tr.G[:, actuators].reshape(len(idx), -1)], axis=1)
-
-        if loads is not None and loads.batched and qf.shape[0] > 1:
-            # loads varying along the batch cannot be split into sub-blocks
-            asm = self._assembled(qf, batch, start, on_failure)
-            if not asm.ok.all():
-                raise ModelError("batched loads need every configuration assembled")
-            with located(batch, qf.shape[0]):
-                out = fn(asm.phi, np.arange(qf.shape[0]))
-            status = asm.status
-        else:
-            out, status = self._evaluate(qf, batch, fn, (M + na * M,), on_failure, start)
-        T = out[:, :M]
-        Ga = out[:, M:].reshape(-1, na, M) if na else None
-        return T, Ga, status
-
     def inverse_dynamics(self, q, qd, qdd, loads=None, on_failure: str = "raise", start=None):
         """Required loads at the coordinates, ``T_q = sum_c G_c^T T_c`` (..., M) (N m, N).
 
@@ -931,20 +539,15 @@ class ClosedModel:
         start of the assembly (..., N).
         """
         if loads is None and on_failure == "raise":
-            fast = self._one("inverse_dynamics", q, qd, qdd, start)
+            fast = self.evaluation.one("inverse_dynamics", q, qd, qdd, start)
             if fast is not None:
                 return fast                      # an array of its own
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd = match_batch(qdd, self.dof, batch, "qdd").T
-        fast = None if loads else self._compiled("inverse_dynamics", qf, start, on_failure,
-                                                 qd, qdd)
-        if fast is None:
-            T, _, status = self._required(qf, qd, qdd, loads, batch, on_failure=on_failure,
-                                          start=start)
-        else:
-            T, status = fast
+        T, status = self.evaluation.inverse_dynamics(qf, batch, qd, qdd, loads, on_failure,
+                                                     start)
         T = T.reshape(batch + (self.dof,))
         return (T, status.reshape(batch)) if on_failure == "nan" else T
 
@@ -982,10 +585,9 @@ class ClosedModel:
         Na > M (overconstrained); :func:`kic.internal_loads` spans the rest.
         With ``on_failure="nan"`` returns ``(tau, status)``.
         """
-        from .actuation import load_distribution
+        ev = self.evaluation
         if loads is None and weights is None and on_failure == "raise":
-            act = self._actuator_index(actuators)
-            fast = self._one("actuator_loads", q, qd, qdd, start, act)
+            fast = ev.one("actuator_loads", q, qd, qdd, start, ev.actuator_index(actuators))
             if fast is not None:
                 return fast
         self._check_failure_mode(on_failure)
@@ -993,60 +595,18 @@ class ClosedModel:
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd = match_batch(qdd, self.dof, batch, "qdd").T
         idx = self.joint_indices(actuators)
-        fast = None if loads or weights is not None else self._compiled(
-            "actuator_loads", qf, start, on_failure, qd, qdd, act=idx)
-        if fast is not None:
-            tau, status = fast
-            tau = tau.reshape(batch + (len(idx),))
-            return (tau, status.reshape(batch)) if on_failure == "nan" else tau
-        T, G, status = self._required(qf, qd, qdd, loads, batch, idx, on_failure, start)
-        tau = np.full((qf.shape[0], len(idx)), np.nan)
-        ok = status == Status.OK
-        if G.shape[-2] == G.shape[-1]:
-            # checked like the closures: near a singularity of the actuation the
-            # loads grow without bound and a SingularityError says so
-            Gt = np.swapaxes(G[ok], -1, -2)
-            good = self._actuation_regular(Gt, idx, batch, np.nonzero(ok)[0], on_failure)
-            sel = np.nonzero(ok)[0][good]
-            tau[sel] = np.linalg.solve(Gt[good], T[sel][..., None])[..., 0]
-            status[np.nonzero(ok)[0][~good]] = Status.SINGULAR_LOAD
-        elif ok.any():
-            tau[ok] = load_distribution(G[ok], T[ok], weights)
+        tau, status = ev.actuator_loads(qf, batch, qd, qdd, idx, weights, loads, on_failure,
+                                        start)
         tau = tau.reshape(batch + (len(idx),))
         return (tau, status.reshape(batch)) if on_failure == "nan" else tau
-
-    def _actuation_regular(self, Gt, idx, batch, where, on_failure) -> np.ndarray:
-        """Which actuation Jacobians (G^a_q)^T are regular (dimensionless condition
-        below max_condition); raises for the first singular one unless "nan"."""
-        if Gt.shape[0] == 0:
-            return np.ones(0, bool)
-        s = self.system
-        length_q = s.is_prismatic[s.q_idx]
-        length_a = s.is_prismatic[idx]
-        from .loops import scaled_condition
-        cond = scaled_condition(Gt, length_q, length_a, s.length)
-        good = cond < self.max_condition
-        if not good.all() and on_failure == "raise":
-            k = int(np.argmin(good))
-            sv = np.linalg.svd(Gt[k], compute_uv=False)
-            index = tuple(int(i) for i in np.unravel_index(int(where[k]), batch)) \
-                if batch else None
-            raise SingularityError(
-                f"singular actuator Jacobian G^a_q for joints "
-                f"{[s.phi_names[d] for d in idx]}: smallest singular value {sv[-1]:.3e}, "
-                f"dimensionless condition number {cond[k]:.3e}"
-                + (f" at batch index {index}" if index is not None else ""),
-                sigma_min=float(sv[-1]), condition=float(cond[k]),
-                where="actuator Jacobian G^a_q", index=index)
-        return good
 
     def forward_dynamics(self, q, qd, tau, loads=None, on_failure: str = "raise", start=None):
         """``q'' = I*_q^-1 (T - q'^T P*_q q' - T_L)`` (..., M).  With
         ``on_failure="nan"`` returns ``(qdd, status)``; ``start`` an explicit warm
         start of the assembly (..., N)."""
         if loads is None and on_failure in ("raise", "nan"):
-            fast = self._one("forward_dynamics", q, qd, tau, start,
-                             singular=on_failure == "nan")
+            fast = self.evaluation.one("forward_dynamics", q, qd, tau, start,
+                                       singular=on_failure == "nan")
             if fast is not None:
                 if isinstance(fast, tuple):
                     return fast[0], np.asarray(int(fast[1]))
@@ -1055,42 +615,10 @@ class ClosedModel:
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         tau = match_batch(tau, self.dof, batch, "tau").T
-        fast = None if loads else self._compiled("forward_dynamics", qf, start, on_failure,
-                                                 qd, tau)
-        if fast is not None:
-            qdd, status = fast
-            qdd = qdd.reshape(batch + (self.dof,))
-            return (qdd, status.reshape(batch)) if on_failure == "nan" else qdd
-        each = self._per_configuration(loads)
-        chain_loads = None if each else self._loads_for(loads)
-
-        def fn(phi, idx):
-            tr, _, phid, phidd, _ = closure_transfer(
-                self.system, phi, 1, self.max_condition,
-                velocity=(qd[idx], np.zeros((len(idx), self.dof))))
-            cl = self._loads_for(loads, phi, phid) if each else chain_loads
-            bias = tr.load(self._joint_loads(phi, phid, phidd, cl))
-            I = self._inertia(phi, tr)
-            return spd_solve(I, tau[idx] - bias,
-                             f"effective inertia I* in {self.coordinate_names}")
-
-        if loads is not None and loads.batched and qf.shape[0] > 1:
-            asm = self._assembled(qf, batch, start, on_failure="raise")
-            with located(batch, qf.shape[0]):
-                qdd = fn(asm.phi, np.arange(qf.shape[0]))
-            status = asm.status
-        else:
-            qdd, status = self._evaluate(qf, batch, fn, (self.dof,), on_failure, start)
+        qdd, status = self.evaluation.forward_dynamics(qf, batch, qd, tau, loads, on_failure,
+                                                       start)
         qdd = qdd.reshape(batch + (self.dof,))
         return (qdd, status.reshape(batch)) if on_failure == "nan" else qdd
-
-    def _inertia(self, phi, tr) -> np.ndarray:
-        I = 0.0
-        for chain, idx in self.open_chains:
-            if chain.total_mass <= 0:
-                continue
-            I = I + tr.rows(idx).inertia(chain.dynamics(phi[:, idx]).I_star)
-        return I
 
 
 class ClosedKinematics:
@@ -1114,7 +642,7 @@ class ClosedKinematics:
         self.q = qf.reshape(self._batch + (model.dof,))
         system = model.system
         with located(self._batch, qf.shape[0]):
-            phi = model._assembled(qf, self._batch, start).phi
+            phi = model.evaluation.assembled(qf, self._batch, start).phi
             self._kins = system.kinematics(phi, order)
             self._tr, _ = closure_transfer(system, phi, order, model.max_condition,
                                            kins=self._kins)
@@ -1172,7 +700,7 @@ class ClosedDynamics(DynamicModel):
         super().__init__(qf.reshape(batch + (model.dof,)), batch)
         self.model = model
         with located(batch, qf.shape[0]):
-            self._phi = model._assembled(qf, batch, start).phi
+            self._phi = model.evaluation.assembled(qf, batch, start).phi
         self.phi = self._phi.reshape(batch + (model.N,))
         self._parts = [(sl, {}) for sl in blocks(qf.shape[0])]
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import ModelError
+from .model import ChainModel, ClosedLoopModel
 
 __all__ = ["Skeleton", "skeleton", "draw", "animate", "workspace_map", "pareto_front",
            "tradeoff"]
@@ -91,7 +92,7 @@ def _apply(F: np.ndarray, p) -> np.ndarray:
 
 
 def _is_serial(model) -> bool:
-    return hasattr(model, "frames") and hasattr(model, "tool_frame")
+    return isinstance(model, ChainModel)
 
 
 def _serial_skeleton(chain, q) -> Skeleton:
@@ -241,7 +242,7 @@ def skeleton(model, q, points=None) -> Skeleton:
     """
     if _is_serial(model):
         sk = _serial_skeleton(model, q)
-    elif hasattr(model, "mechanism") and hasattr(model, "kinematics"):
+    elif isinstance(model, ClosedLoopModel):
         sk = _closed_skeleton(model, q)
     else:
         raise ModelError(f"cannot draw a {type(model).__name__}: give a kic.SerialChain or "

@@ -56,9 +56,9 @@ import numpy as np
 
 from ._array import match_batch
 from .chain import Joint, Link, SerialChain
-from .closure import ClosedModel
 from .errors import ModelError, located
 from .linearize import linear_dynamics
+from .model import ClosedLoopModel
 
 __all__ = ["Length", "Mass", "Centroid", "Inertia", "Sensitivities", "DesignSensitivity",
            "sensitivities"]
@@ -385,7 +385,7 @@ class DesignSensitivity:
         if isinstance(model, SerialChain):
             self._serial = True
             self.gravity = model.gravity
-        elif isinstance(model, ClosedModel):
+        elif isinstance(model, ClosedLoopModel):
             self._serial = False
             self.gravity = model.mechanism.gravity
         else:
@@ -450,7 +450,7 @@ class DesignSensitivity:
         self._massive = [(position[chain.joint_names[j]], link)
                          for j, link in enumerate(chain.links) if link.mass > 0]
 
-    def _augment_closed(self, model: ClosedModel) -> None:
+    def _augment_closed(self, model: ClosedLoopModel) -> None:
         mech = model.mechanism
         aug = mech.copy()
         names = []

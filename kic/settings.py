@@ -14,6 +14,7 @@ __all__ = [
     "LANE_WIDTH", "FROBENIUS_MARGIN", "DEFAULT_GRAVITY", "SWITCH_CONDITION",
     "INERTIA_RTOL", "TINY", "PARALLEL_SINE", "WRITER_RTOL", "MOTOR_CONSTANT_RTOL",
     "MAX_ELECTRICAL_TIME_CONSTANT", "MAX_TRAVEL_PER_MOTOR_RADIAN", "IMPLAUSIBLE_CURRENT_FACTOR",
+    "BRIDGE_CONDITION", "CROSSING_RTOL", "LANDING_TOLERANCE",
 ]
 
 # ---------------------------------------------------------------- loop closure
@@ -126,3 +127,20 @@ IMPLAUSIBLE_CURRENT_FACTOR = 10.0
 """A nominal current this many times a motor's rating (its current limit, else
 its stall current at the voltage limit) is reported as a likely unit mistake,
 whatever ``on_limit`` says: no drive runs there, even briefly."""
+
+BRIDGE_CONDITION = 1e4
+"""Where no set of joint coordinates does better than this dimensionless
+condition number, a closed model's simulation takes the motion across the
+singular configuration of the mechanism ahead (closer in, a state in joint
+coordinates carries errors amplified by the condition)."""
+
+CROSSING_RTOL = 1e-6
+"""A crossing of a singular configuration by the motion's Taylor expansion is
+accepted when the closure corrects the expansion's rates by at most this
+fraction of the speed, and the energy changes by at most this fraction of the
+energy (beyond it the motion turned sharply: it did not follow the expansion)."""
+
+LANDING_TOLERANCE = 1e3 * CLOSURE_TOLERANCE
+"""Closure residual a point put back on the closure after a crossing (minimum-norm
+Gauss-Newton over every joint) must reach: projection from a point off the
+closure stops on a looser residual than Newton in independent coordinates."""

@@ -1,9 +1,18 @@
 """Time simulation of a model's forward dynamics (seed eq. 2-146).
 
 The seed recommends multistep predictor-corrector methods (Adams) over
-single-step ones for their efficiency per function evaluation; the default
-here is LSODA, which runs Adams while the problem is non-stiff and switches
-to BDF when it becomes stiff.
+single-step ones for their efficiency per function evaluation; LSODA runs
+Adams while the problem is non-stiff and switches to BDF when it becomes
+stiff.  The default is DOP853, for the tight tolerances mechanisms are
+simulated at.
+
+:func:`simulate` is a loop over stretches of integration in one set of
+coordinates (``_integrate``); the state between them (``_Motion``: the model in
+use, the time and state, and what the switching policy remembers) changes
+where a stretch must leave its coordinates (``_leave``): a switch to better
+ones, a crossing of a singular configuration of the mechanism, or shorter
+steps.  The policy's thresholds are in :mod:`kic.settings`, its counts and
+factors below.
 """
 from __future__ import annotations
 
@@ -15,7 +24,9 @@ from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 
 from ._array import finite_array
 from .errors import ClosureError, KicError, ModelError, SingularityError, Status
-from .loops import TOLERANCE
+from .model import ClosedLoopModel
+from .settings import (BRIDGE_CONDITION, CROSSING_RTOL, LANDING_TOLERANCE, SWITCH_CONDITION,
+                       TINY)
 
 __all__ = ["simulate", "Simulation"]
 
@@ -68,17 +79,21 @@ class Simulation:
     crossings: list = field(default_factory=list)
 
 
-#: dimensionless condition number above which, when no set of joint coordinates
-#: does better, a closed model's motion is taken across the singular
-#: configuration ahead (see ``_cross``)
-BRIDGE_CONDITION = 1e4
-
-#: default ``switch_condition`` of :func:`simulate`: the errors of a motion
-#: integrated in independent coordinates reach the other joints multiplied by
-#: the condition number of the closure there, so a set is left well before it
-#: degrades (the default five-bar falling for 10 s: energy drift 1e-8 at 100,
-#: 2.5e-9 at 30, the same wall time)
-SWITCH_CONDITION = 30.0
+#: the policy of a closed model's simulation where its coordinates degrade (counts
+#: and factors; the condition thresholds are :data:`kic.settings.SWITCH_CONDITION`
+#: and :data:`kic.settings.BRIDGE_CONDITION`)
+RETRIES = 6                  # approaches in shorter steps before a failure is final
+SHORT_STEPS = 64             # a shortened step size holds for about this many steps
+APPROACH_STEPS = 8           # an approach again covers the last stretch in this many
+RETRY_SHRINK = 4             # after a failed trial point, steps this much shorter
+SWITCH_GAIN = 2.0            # switch only to a set this much better conditioned
+LOOK_AGAIN = 2.0             # no better set yet: look again when the condition grows so
+AFTER_CROSSING = 10.0        # after a crossing, look again when it grows this much
+CROSS_FROM = BRIDGE_CONDITION / 4    # farther out than this, approach before crossing
+CLEAR = BRIDGE_CONDITION / 10        # a near pass ends once some set is this good
+BRIEF_PASS = 0.5             # s: a near pass lasting longer is not a pass
+FURTHEST_CROSSING = 0.1      # rad (or m / L) of motion: the longest expansion across
+CROSSING_TRIES = 11          # expansions of 2, 4, ... 2**11 times the estimated time
 
 _METHODS = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF": BDF,
             "LSODA": LSODA}
@@ -124,8 +139,11 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
 
     Parameters
     ----------
-    model : SerialChain or ClosedModel (any model with ``forward_dynamics`` and
-        ``dynamics``)
+    model : kic.model.Model
+        A :class:`kic.SerialChain`, :class:`kic.ClosedModel` or any model with
+        the shared interface; a :class:`kic.model.ClosedLoopModel` has its
+        joint values tracked, its coordinates switched and its singular
+        configurations crossed.
     t_span : (float, float)
         Start and end times (s).
     q0, qd0 : array_like, shape (M,)
@@ -166,6 +184,59 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     >>> sim.conservative, bool(sim.energy_drift < 1e-6)
     (True, True)
     """
+    run, t0, y0 = _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
+                           max_step, switch_condition, bifurcation)
+    rec = _Record(model, run.closed)
+    phi = model.assemble(y0[:model.dof]) if run.closed else None
+    if run.times is None or (run.times.size and run.times[0] <= t0):
+        rec.add(model, t0, y0, phi)
+    motion = _Motion(model, t0, y0, phi, threshold=switch_condition, may_cross=run.cross)
+    while True:
+        stretch = _integrate(run, motion, rec)
+        if stretch.leave:
+            _leave(run, motion, stretch, rec)
+        elif stretch.t >= run.t1:
+            break
+        else:
+            # the short steps have taken the motion past the difficulty: go on freely
+            motion.t, motion.y, motion.phi = stretch.t, stretch.y, stretch.phi
+            motion.step_limit, motion.retries = None, 0
+    return rec.result(model, loads, tau, motion.nfev)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the caller asked for, fixed for the whole simulation."""
+
+    t1: float                   # the end (s)
+    method: str
+    rtol: float
+    atol: float
+    max_step: float
+    times: np.ndarray | None    # the output times, or None: the solver's steps
+    tau_fn: Callable            # tau(t, q, qd) -> (M,)
+    check_tau: bool             # tau is the caller's function: check its answers
+    free: bool                  # no input (tau None)
+    loads: object
+    closed: bool                # a closed model: its joint values are tracked
+    switching: bool             # a closed model's free motion may change coordinates
+    compiled: bool              # the compiled free motion may serve
+    switch_condition: float
+    cross: bool                 # singular configurations of the mechanism are crossed
+
+    @property
+    def conservative(self) -> bool:
+        return self.free and (self.loads is None or self.loads.conservative)
+
+    @property
+    def relax(self) -> float:
+        """The threshold a raised one falls back to once the condition is below it."""
+        return self.switch_condition if self.switching else np.inf
+
+
+def _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max_step,
+             switch_condition, bifurcation) -> tuple[_Run, float, np.ndarray]:
+    """The checked options, the start time (s) and the start state (q0, qd0)."""
     M = model.dof
     q0 = finite_array(q0, "q0", (M,))
     qd0 = finite_array(qd0, "qd0", (M,))
@@ -182,142 +253,200 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     else:
         tau_c = finite_array(tau, "tau", (M,))
         tau_fn = lambda t, q, qd: tau_c                    # noqa: E731
-    closed = hasattr(model, "assembly")        # a closed model tracks its joint values
+    closed = isinstance(model, ClosedLoopModel)
     switching = (closed and tau is None and np.isfinite(switch_condition)
                  and all(n in model.mechanism.primitive_joints for n in model.coordinate_names))
     times = None if t_eval is None else np.sort(finite_array(t_eval, "t_eval"))
-    rec = _Record(model, closed)
-    current = model
-    phi = model.assemble(q0) if closed else None
-    y = np.concatenate([q0, qd0])
-    t = t0
-    nfev = 0
-    if times is None or (times.size and times[0] <= t0):
-        rec.add(current, t0, y, phi)
-    threshold = switch_condition
-    history: list = []                  # (t, condition, y, phi) of the accepted steps
-    step_limit, retries = None, 0       # shorter steps after a step failed
-    may_cross = bifurcation == "cross"
-    last_step = recent_step = None
     compiled = (closed and tau is None and not loads and times is None and method == "DOP853"
-                and np.ndim(atol) == 0 and hasattr(model, "free_motion_steps"))
-    while True:
-        stretch_max = max_step if step_limit is None else min(max_step, step_limit)
-        # after a failed step, the first step too is short (the solver's own choice
-        # would try a point beyond the singularity again), and short steps hold for
-        # a short while only
-        first = stretch_max if step_limit is not None else recent_step
-        t_end = t1 if step_limit is None else min(t1, t + 64 * stretch_max)
-        if first is not None:
-            first = min(first, max_step, t_end - t)
-            first = first if first > 0 else None      # (at the end already)
-        relax = switch_condition if switching else np.inf
-        stretch = None
-        if compiled:
-            stretch = _compiled_stretch(current, t, y, t_end, phi, rtol, atol, stretch_max,
-                                        first, switching, threshold, relax, rec, history)
-        if stretch is None:
-            stretch = _scipy_stretch(current, method, t, y, t_end, phi, rtol, atol, stretch_max,
-                                     first, tau_fn, callable(tau), loads, closed, switching,
-                                     threshold, relax, times, rec, history)
-        nfev += stretch.nfev
-        threshold = stretch.threshold
-        # the step that failed in this stretch, if any (not an older one)
-        last_step = stretch.tried
-        recent_step = stretch.step or recent_step
-        if not stretch.leave:
-            if stretch.t >= t1:
-                break
-            # the short steps have taken the motion past the difficulty: go on freely
-            t, y, phi, step_limit, retries = stretch.t, stretch.y, stretch.phi, None, 0
-            continue
-        t, ys, phis, cond = stretch.t, stretch.y, stretch.phi, stretch.condition
-        names, best = current.best_coordinates(phis)
-        crossed = None
-        if not best < BRIDGE_CONDITION and may_cross:
-            # every set of coordinates is poor here: the mechanism nears a singular
-            # configuration of its own (a bifurcation); cross it along the motion from
-            # the last step still below BRIDGE_CONDITION (closer in, the state in these
-            # coordinates carries errors amplified by the condition)
-            below = [h for h in history if h[1] <= BRIDGE_CONDITION]
-            if below and below[-1][0] < t:
-                if below[-1][1] < BRIDGE_CONDITION / 4 and retries < 6:
-                    # too far out to cross from: approach again in shorter steps
-                    step_limit, retries = (t - below[-1][0]) / 8, retries + 1
-                    t, _, y, phi = below[-1]
-                    rec.truncate(t)
-                    history = [h for h in history if h[0] <= t]
-                    threshold = BRIDGE_CONDITION / 4
-                    continue
-                t, cond, ys, phis = below[-1]
-                rec.truncate(t)
-                names, best = current.best_coordinates(phis)
-            crossed = _cross(current, t, ys, phis, best, history, loads,
-                             tau is None and (loads is None or loads.conservative))
-            if crossed is None and tau is None and not loads:
-                # a near pass (the motion turns sharply there: no expansion follows
-                # it): integrate it in every joint value, with the closure as constraints
-                crossed = _joint_space_pass(current, t, ys, phis, t1, rtol, atol, times, rec)
-            may_cross = crossed is not None     # a failed crossing: integrate on instead
-            if crossed is None and not best < current.max_condition:
-                raise SingularityError(
-                    f"the mechanism itself is singular near t = {t:g} s: every set of "
-                    f"independent joint coordinates is singular there (best dimensionless "
-                    f"condition number {best:.3e}, for {names}), so its mobility changes "
-                    "(a bifurcation), and no configuration beyond it continues the motion",
-                    condition=float(best), where="closure Jacobian (bifurcation)")
-        if crossed is not None:
-            new, t_after, y, phi, info = crossed
-            may_cross = bifurcation == "cross"
-            if times is not None and "jerk" in info:
-                for te in times[(times > t) & (times < t_after)]:
-                    rec.add_joints(float(te), *_taylor(info, te - t, current))
-            rec.crossings.append(info["report"])
-            current, M, t = new, new.dof, t_after
-            if times is None:
-                rec.add(current, t, y, phi)
-            # leaving the singular configuration the condition falls: look again only
-            # if it grows 10x
-            threshold = max(switch_condition, 10 * info["report"]["condition_after"])
-            history, step_limit, retries = [], None, 0
-            continue
-        if sorted(names) != sorted(current.coordinate_names) and best < cond / 2:
-            new = current.in_coordinates(names, reference=phis, name=current.name)
-            rate = current.joint_rates(ys[:M], ys[M:], start=phis)
-            idx = new.joint_indices(new.coordinate_names)
-            y = np.concatenate([phis[idx], rate[idx]])
-            rec.switches.append((t, list(current.coordinate_names),
-                                 list(new.coordinate_names), float(cond)))
-            current, M = new, new.dof
-            threshold, history, step_limit, retries = switch_condition, [], None, 0
-            may_cross = bifurcation == "cross"
-        elif np.isfinite(cond):
-            y, step_limit, retries = ys, None, 0
-            # no better set yet: look again when it doubles (a better set may appear
-            # soon; the errors of these coordinates grow with their condition), and
-            # past BRIDGE_CONDITION
-            threshold = 2 * cond if cond >= BRIDGE_CONDITION else min(2 * cond,
-                                                                      BRIDGE_CONDITION)
-        elif retries < 6 and (last_step or recent_step):
-            # a trial point jumped over the singular configuration of these coordinates
-            # before the condition said so: approach it again in shorter steps (than
-            # the one that failed, or, where the solver failed before its first step,
-            # than the last step taken)
-            y, retries = ys, retries + 1
-            step_limit = (last_step or step_limit or recent_step) / 4
-            threshold = min(threshold, 2 * current_condition(history))
-        else:
-            why = ("every set is poorly conditioned there: the mechanism itself is at or "
-                   "near a singular configuration (a bifurcation, where its mobility changes)"
-                   if not best < BRIDGE_CONDITION else "no other set does better there")
-            raise SingularityError(
-                f"the coordinates {current.coordinate_names} fail in a step after t = {t:g} s; "
-                f"{why} (best dimensionless condition number {best:.3e}, for {names})",
-                condition=float(best), where="closure Jacobian (bifurcation)"
-                if not best < BRIDGE_CONDITION else "closure Jacobian")
-        phi = phis
-    return rec.result(model, loads, tau, nfev)
+                and np.ndim(atol) == 0)
+    run = _Run(t1, method, rtol, atol, max_step, times, tau_fn, callable(tau), tau is None,
+               loads, closed, switching, compiled, switch_condition, bifurcation == "cross")
+    return run, t0, np.concatenate([q0, qd0])
 
+
+@dataclass
+class _Motion:
+    """Where the integration stands: the model (coordinates) in use, the state at
+    time t, and what the switching policy remembers."""
+
+    model: object
+    t: float
+    y: np.ndarray               # (q, q') in the model's coordinates (2M,)
+    phi: np.ndarray | None      # every joint value (closed models)
+    threshold: float            # condition at which the coordinates are looked at again
+    may_cross: bool             # a crossing may be tried (none failed since the last)
+    history: list = field(default_factory=list)   # (t, condition, y, phi) of the steps
+    step_limit: float | None = None    # shorter steps after a step failed
+    retries: int = 0            # approaches in shorter steps so far
+    recent_step: float | None = None   # the last accepted step size (s)
+    nfev: int = 0
+
+    def restart(self, run: _Run, model, t: float, y, phi, threshold: float) -> None:
+        """Begin afresh in ``model`` (new coordinates, or beyond a crossing)."""
+        self.model, self.t, self.y, self.phi = model, t, y, phi
+        self.threshold, self.history, self.step_limit, self.retries = threshold, [], None, 0
+        self.may_cross = run.cross
+
+
+@dataclass
+class _End:
+    """Where the coordinates in use must be left: the state there, its condition,
+    and the best set of coordinates there with their condition."""
+
+    t: float
+    y: np.ndarray
+    phi: np.ndarray
+    condition: float
+    names: list
+    best: float
+
+
+def _integrate(run: _Run, motion: _Motion, rec) -> "_Stretch":
+    """One stretch of integration in the coordinates in use (compiled where it
+    serves), until the end or until the coordinates must be left."""
+    limit = motion.step_limit
+    stretch_max = run.max_step if limit is None else min(run.max_step, limit)
+    # after a failed step, the first step too is short (the solver's own choice
+    # would try a point beyond the singularity again), and short steps hold for
+    # a short while only
+    first = stretch_max if limit is not None else motion.recent_step
+    t_end = run.t1 if limit is None else min(run.t1, motion.t + SHORT_STEPS * stretch_max)
+    if first is not None:
+        first = min(first, run.max_step, t_end - motion.t)
+        first = first if first > 0 else None      # (at the end already)
+    stretch = None
+    if run.compiled:
+        stretch = _compiled_stretch(run, motion, t_end, stretch_max, first, rec)
+    if stretch is None:
+        stretch = _scipy_stretch(run, motion, t_end, stretch_max, first, rec)
+    motion.nfev += stretch.nfev
+    motion.threshold = stretch.threshold
+    motion.recent_step = stretch.step or motion.recent_step
+    return stretch
+
+
+def _leave(run: _Run, motion: _Motion, stretch: "_Stretch", rec) -> None:
+    """The coordinates in use must be left where ``stretch`` ended: cross a
+    singular configuration of the mechanism, switch to better coordinates, or go
+    on in these (looking again later, or in shorter steps); raises where none
+    of these can."""
+    end = _End(stretch.t, stretch.y, stretch.phi, stretch.condition,
+               *motion.model.best_coordinates(stretch.phi))
+    if not end.best < BRIDGE_CONDITION and motion.may_cross:
+        if _approach(motion, end, rec):
+            return
+        crossed = _bifurcation(run, motion, end, rec)
+        if crossed is not None:
+            _after_crossing(run, motion, end, crossed, rec)
+            return
+    model, cond = motion.model, end.condition
+    if sorted(end.names) != sorted(model.coordinate_names) and end.best < cond / SWITCH_GAIN:
+        _switch(run, motion, end, rec)
+        return
+    if np.isfinite(cond):
+        motion.step_limit, motion.retries = None, 0
+        # no better set yet: look again when it doubles (a better set may appear
+        # soon; the errors of these coordinates grow with their condition), and
+        # past BRIDGE_CONDITION
+        motion.threshold = (LOOK_AGAIN * cond if cond >= BRIDGE_CONDITION
+                            else min(LOOK_AGAIN * cond, BRIDGE_CONDITION))
+    elif motion.retries < RETRIES and (stretch.tried or motion.recent_step):
+        # a trial point jumped over the singular configuration of these coordinates
+        # before the condition said so: approach it again in shorter steps (than
+        # the one that failed, or, where the solver failed before its first step,
+        # than the last step taken)
+        motion.retries += 1
+        motion.step_limit = (stretch.tried or motion.step_limit
+                             or motion.recent_step) / RETRY_SHRINK
+        motion.threshold = min(motion.threshold, LOOK_AGAIN * current_condition(motion.history))
+    else:
+        bifurcation = not end.best < BRIDGE_CONDITION
+        why = ("every set is poorly conditioned there: the mechanism itself is at or "
+               "near a singular configuration (a bifurcation, where its mobility changes)"
+               if bifurcation else "no other set does better there")
+        raise SingularityError(
+            f"the coordinates {model.coordinate_names} fail in a step after t = {end.t:g} s; "
+            f"{why} (best dimensionless condition number {end.best:.3e}, for {end.names})",
+            condition=float(end.best), where="closure Jacobian (bifurcation)"
+            if bifurcation else "closure Jacobian")
+    motion.t, motion.y, motion.phi = end.t, end.y, end.phi
+
+
+def _approach(motion: _Motion, end: _End, rec) -> bool:
+    """Every set of coordinates is poor at ``end``: the mechanism nears a singular
+    configuration of its own (a bifurcation).  It is crossed from the last step
+    still below BRIDGE_CONDITION (closer in, the state in these coordinates
+    carries errors amplified by the condition): ``end`` moves back there; or,
+    where that step is too far out to cross from, the motion approaches again in
+    shorter steps from it (True)."""
+    below = [h for h in motion.history if h[1] <= BRIDGE_CONDITION]
+    if not (below and below[-1][0] < end.t):
+        return False
+    t, cond, y, phi = below[-1]
+    rec.truncate(t)
+    if cond < CROSS_FROM and motion.retries < RETRIES:
+        motion.step_limit, motion.retries = (end.t - t) / APPROACH_STEPS, motion.retries + 1
+        motion.t, motion.y, motion.phi = t, y, phi
+        motion.history = [h for h in motion.history if h[0] <= t]
+        motion.threshold = CROSS_FROM
+        return True
+    end.t, end.condition, end.y, end.phi = t, cond, y, phi
+    end.names, end.best = motion.model.best_coordinates(phi)
+    return False
+
+
+def _bifurcation(run: _Run, motion: _Motion, end: _End, rec):
+    """Take the motion across the singular configuration of the mechanism ahead
+    of ``end`` (:func:`_cross`), or integrate a near pass in every joint value
+    (:func:`_joint_space_pass`): what :func:`_cross` returns, or None where
+    neither serves and the coordinates in use can go on; raises where they
+    cannot."""
+    model = motion.model
+    crossed = _cross(model, end.t, end.y, end.phi, end.best, motion.history, run.loads,
+                     run.conservative)
+    if crossed is None and run.free and not run.loads:
+        # a near pass (the motion turns sharply there: no expansion follows it):
+        # integrate it in every joint value, with the closure as constraints
+        crossed = _joint_space_pass(model, end.t, end.y, end.phi, run.t1, run.rtol, run.atol,
+                                    run.times, rec)
+    motion.may_cross = crossed is not None     # a failed crossing: integrate on instead
+    if crossed is None and not end.best < model.max_condition:
+        raise SingularityError(
+            f"the mechanism itself is singular near t = {end.t:g} s: every set of "
+            f"independent joint coordinates is singular there (best dimensionless "
+            f"condition number {end.best:.3e}, for {end.names}), so its mobility changes "
+            "(a bifurcation), and no configuration beyond it continues the motion",
+            condition=float(end.best), where="closure Jacobian (bifurcation)")
+    return crossed
+
+
+def _after_crossing(run: _Run, motion: _Motion, end: _End, crossed, rec) -> None:
+    """Record a crossing and go on beyond it in the coordinates best there."""
+    new, t_after, y, phi, info = crossed
+    if run.times is not None and "jerk" in info:
+        for te in run.times[(run.times > end.t) & (run.times < t_after)]:
+            rec.add_joints(float(te), *_taylor(info, te - end.t, motion.model))
+    rec.crossings.append(info["report"])
+    if run.times is None:
+        rec.add(new, t_after, y, phi)
+    # leaving the singular configuration the condition falls: look again only if it
+    # grows 10x
+    threshold = max(run.switch_condition, AFTER_CROSSING * info["report"]["condition_after"])
+    motion.restart(run, new, t_after, y, phi, threshold)
+
+
+def _switch(run: _Run, motion: _Motion, end: _End, rec) -> None:
+    """Go on in the coordinates ``end.names``, the state carried across exactly
+    (the rates through the transfer)."""
+    model = motion.model
+    M = model.dof
+    new = model.in_coordinates(end.names, reference=end.phi, name=model.name)
+    rate = model.joint_rates(end.y[:M], end.y[M:], start=end.phi)
+    idx = new.joint_indices(new.coordinate_names)
+    rec.switches.append((end.t, list(model.coordinate_names), list(new.coordinate_names),
+                         float(end.condition)))
+    motion.restart(run, new, end.t, np.concatenate([end.phi[idx], rate[idx]]), end.phi,
+                   run.switch_condition)
 
 
 @dataclass
@@ -335,17 +464,16 @@ class _Stretch:
     step: float | None = None   # the last accepted step size (s), if any
 
 
-def _scipy_stretch(model, method, t, y, t_end, phi, rtol, atol, max_step, first, tau_fn,
-                   check_tau, loads, closed, switching, threshold, relax, times, rec,
-                   history) -> _Stretch:
+def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _Stretch:
     """Integrate in one set of coordinates with scipy's solver, stepped here, until
     t_end or until these coordinates must be left: a step's condition number
-    passed ``threshold`` (which falls to ``relax`` once the condition is at most
-    that), or a trial point failed."""
+    passed the threshold (which falls to ``run.relax`` once the condition is at
+    most that), or a trial point failed."""
+    model, t, y, phi = motion.model, motion.t, motion.y, motion.phi
+    threshold, history, switching = motion.threshold, motion.history, run.switching
     M = model.dof
     try:
-        solver, warm = _solver(model, method, t, y, t_end, rtol, atol, max_step, first, tau_fn,
-                               check_tau, loads, phi, closed)
+        solver, warm = _solver(run, model, t, y, t_end, max_step, first, phi)
     except (SingularityError, ClosureError):
         # the solver's first evaluations (its initial step) met the singularity
         if not switching:
@@ -372,8 +500,8 @@ def _scipy_stretch(model, method, t, y, t_end, phi, rtol, atol, max_step, first,
                                "small)")
             return _Stretch(solver.t, solver.y.copy(), warm["phi"], np.inf, True, solver.nfev,
                             None, threshold, solver.step_size)
-        if times is not None:
-            inside = times[(times > t_old) & (times <= solver.t)]
+        if run.times is not None:
+            inside = run.times[(run.times > t_old) & (run.times <= solver.t)]
             if inside.size:
                 dense = solver.dense_output()
                 for te in inside:
@@ -381,10 +509,10 @@ def _scipy_stretch(model, method, t, y, t_end, phi, rtol, atol, max_step, first,
                     rec.add(model, float(te), yi, warm["track"](yi[:M])[0])
         phi_step, cond = warm["track"](solver.y[:M])
         history.append((solver.t, cond, solver.y.copy(), phi_step))
-        if times is None:
+        if run.times is None:
             rec.add(model, solver.t, solver.y, phi_step)
-        if cond <= relax:
-            threshold = min(threshold, relax)
+        if cond <= run.relax:
+            threshold = min(threshold, run.relax)
         if switching and cond > threshold:
             return _Stretch(solver.t, solver.y.copy(), phi_step, cond, True, solver.nfev, None,
                             threshold, solver.step_size)
@@ -392,18 +520,23 @@ def _scipy_stretch(model, method, t, y, t_end, phi, rtol, atol, max_step, first,
                     threshold, solver.step_size)
 
 
-def _compiled_stretch(model, t, y, t_end, phi, rtol, atol, max_step, first, switching,
-                      threshold, relax, rec, history) -> _Stretch | None:
+def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
+                      rec) -> _Stretch | None:
     """The same as :func:`_scipy_stretch` for the free motion of a closed model
-    with DOP853, in compiled calls (:meth:`kic.ClosedModel.free_motion_steps`);
-    None where the compiled path does not serve."""
+    with DOP853, in compiled calls (the model's evaluation's
+    :meth:`~kic.closed_eval.CompiledEvaluation.free_motion_steps`); None where
+    the compiled path does not serve."""
+    model, t, y, phi = motion.model, motion.t, motion.y, motion.phi
+    threshold, history, switching, relax = (motion.threshold, motion.history, run.switching,
+                                            run.relax)
     M = model.dof
     nfev, step, last = 0, first or 0.0, None
     stop = threshold if switching else np.inf
     cond = current_condition(history)
     while True:
-        out = model.free_motion_steps(t, y, t_end, phi, rtol=rtol, atol=atol, step=step,
-                                      max_step=max_step, stop_condition=stop, relax=relax)
+        out = model.evaluation.free_motion_steps(t, y, t_end, phi, rtol=run.rtol,
+                                                 atol=run.atol, step=step, max_step=max_step,
+                                                 stop_condition=stop, relax=relax)
         if out is None:
             return None
         nfev += out["nfev"]
@@ -449,11 +582,11 @@ def _assembled(model, q, start):
     return asm.phi, float(asm.condition)
 
 
-def _solver(model, method, t, y, t1, rtol, atol, max_step, first, tau_fn, check_tau, loads,
-            phi, closed):
+def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     """The integrator for one stretch in one set of coordinates, and its warm start."""
     M = model.dof
     warm = {"phi": phi}
+    tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
 
     def rhs(t, x):
         q, qd = x[:M], x[M:]
@@ -482,7 +615,7 @@ def _solver(model, method, t, y, t1, rtol, atol, max_step, first, tau_fn, check_
         number of the coordinates there."""
         if not closed:
             return q, 1.0
-        fast = model.track(q, warm["phi"])
+        fast = model.evaluation.track(q, warm["phi"])
         if fast is not None:
             warm["phi"] = fast[0]
             return fast
@@ -490,8 +623,8 @@ def _solver(model, method, t, y, t1, rtol, atol, max_step, first, tau_fn, check_
         return warm["phi"], cond
 
     warm["track"] = track
-    solver = _METHODS[method](rhs, t, y, t1, rtol=rtol, atol=atol, max_step=max_step,
-                              first_step=first)
+    solver = _METHODS[run.method](rhs, t, y, t1, rtol=run.rtol, atol=run.atol,
+                                  max_step=max_step, first_step=first)
     return solver, warm
 
 
@@ -540,8 +673,9 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
     (minimum-norm Gauss-Newton) with its rates projected on the closure's
     tangent.  h is a fraction of a millisecond near BRIDGE_CONDITION.  A
     conservative motion keeps its energy across: the rates are scaled to the
-    energy before (the correction is reported).  Returns (model in the best coordinates there, t + h, state, phi, info), or
-    None when no point beyond is regular.
+    energy before (the correction is reported).  Returns (model in the best
+    coordinates there, t + h, state, phi, info), or None when no point beyond
+    is regular.
     """
     M = model.dof
     q, qd = y[:M], y[M:]
@@ -562,15 +696,15 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
             dt = (1 / pts[1][1]) / -slope
     before = _joint_energy(model, phi[None], phid[None], loads)[0]
     # twice the estimate first; longer where the estimate fell short (the landing still
-    # before the singular configuration), up to 0.1 rad of motion
-    for h in 2.0 ** np.arange(1, 12) * dt:
-        if h * speed > 0.1:
+    # before the singular configuration), up to FURTHEST_CROSSING of motion
+    for h in 2.0 ** np.arange(1, CROSSING_TRIES + 1) * dt:
+        if h * speed > FURTHEST_CROSSING:
             break
         info = {"phi": phi, "phid": phid, "phidd": phidd}
         phi_b, phid_b = _taylor(info, h, model)
         _, residual = model.project(phi_b)
         names, best = model.best_coordinates(phi_b)
-        if not (residual < 1e3 * TOLERANCE and best < condition):
+        if not (residual < LANDING_TOLERANCE and best < condition):
             continue
         try:
             for _ in range(2):                  # correctors
@@ -583,14 +717,14 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
         # motion passing near, not through, the singular configuration turns sharply
         # there, and no expansion follows it)
         predicted = phid + h * phidd + h * h / 2 * info["jerk"]
-        if np.linalg.norm((phid_b - predicted) * scale) > 1e-6 * speed:
+        if np.linalg.norm((phid_b - predicted) * scale) > CROSSING_RTOL * speed:
             return None
         names, best = model.best_coordinates(phi_b)
         new = model.in_coordinates(names, reference=phi_b, name=model.name)
         idx = new.joint_indices(new.coordinate_names)
         after = _joint_energy(model, phi_b[None], phid_b[None], loads)[0]
         kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], loads)[0]
-        if conservative and abs(after - before) > 1e-6 * max(abs(before), kinetic):
+        if conservative and abs(after - before) > CROSSING_RTOL * max(abs(before), kinetic):
             return None
         if conservative:
             # the motion keeps its energy across, as everywhere: put back the O(h^3)
@@ -610,7 +744,7 @@ def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
     constraints (:meth:`kic.ClosedModel.joint_space_dynamics`, Lagrange
     multipliers), which needs no independent coordinates and controls the error
     of every joint's value and rate, from (t, y, phi) until some set of
-    coordinates is well conditioned again (below BRIDGE_CONDITION / 10, after
+    coordinates is well conditioned again (below :data:`CLEAR`, after
     the worst point) or t1.  The end is put back on the closure (positions by
     minimum-norm Gauss-Newton, rates on its tangent) and its energy restored by
     scaling the rates (reported as ``energy_jump``).  Returns what :func:`_cross`
@@ -648,19 +782,19 @@ def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
                     samples += [(float(te), dense(te)) for te in inside]
             elif solver.t < t1:
                 samples.append((solver.t, x.copy()))
-            if best < BRIDGE_CONDITION / 10 and best < worst:
+            if best < CLEAR and best < worst:
                 break
-            if solver.t - t > 0.5:
+            if solver.t - t > BRIEF_PASS:
                 return None                     # not a brief pass
     except (np.linalg.LinAlgError, KicError):
         return None
     phi_b, residual = model.project(solver.y[:N])
-    if not residual < 1e3 * TOLERANCE:
+    if not residual < LANDING_TOLERANCE:
         return None
     phid_b = _tangent(model, phi_b, solver.y[N:])
     after = _joint_energy(model, phi_b[None], phid_b[None], None)[0]
     kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], None)[0]
-    if not abs(after - before) <= 1e-6 * max(abs(before), kinetic):
+    if not abs(after - before) <= CROSSING_RTOL * max(abs(before), kinetic):
         return None
     if kinetic > 0 and kinetic + before - after > 0:
         phid_b = phid_b * np.sqrt((kinetic + before - after) / kinetic)
@@ -736,7 +870,7 @@ class _Record:
         conservative = tau is None and (loads is None or loads.conservative)
         if ke is None:
             ke = energy - _joint_energy(model, phi, np.zeros_like(phi), loads) if K else energy
-        scale = max(abs(float(energy[0])), float(np.max(ke)) if K else 0.0, 1e-300)
+        scale = max(abs(float(energy[0])), float(np.max(ke)) if K else 0.0, TINY)
         drift = float(np.max(np.abs(energy - energy[0]))) / scale if K else 0.0
         return Simulation(t, q_user, qd_user, energy, drift, conservative, int(nfev), phi,
                           self.switches, self.crossings)

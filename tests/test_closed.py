@@ -297,10 +297,23 @@ def test_planar_loops_keep_three_rows():
 
 
 def test_condition_grows_towards_a_singularity():
+    """The cranks opened symmetrically, ``q = (pi/2 + s, pi/2 - s)``, stretch the
+    couplers towards one line (s = pi/2: the elbows 0.7 m apart, the couplers'
+    length together): there the closure cannot give the dependent joints.  On
+    the way the condition grows without bound, as 1 / sin of the angle between
+    the couplers (from the geometry alone: each coupler makes alpha with the
+    base, ``cos alpha = (0.1 + 0.25 sin s) / 0.35``)."""
     fb = mechanisms.five_bar(crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35)
-    q = np.array([np.pi / 2 + 0.3, np.pi / 2 - 0.3])
-    c = fb.condition(np.stack([q, q + [0.0, 0.0]]))
-    assert c.shape == (2,) and np.all(c >= 1.0)
+    away = np.array([0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4])     # pi/2 - s (rad)
+    s = np.pi / 2 - away
+    c, status = fb.condition(np.stack([np.pi / 2 + s, np.pi / 2 - s], axis=-1),
+                             on_failure="nan")
+    assert np.all(status == kic.Status.OK)
+    assert np.all(np.diff(c) > 0) and c[0] > 1.0
+    assert c[-1] > 1e4                                   # 1e-4 rad from the singularity
+    alpha = np.arccos((0.1 + 0.25 * np.sin(s)) / 0.35)
+    growth = c * np.sin(2 * alpha)                       # the couplers meet at pi - 2 alpha
+    assert np.ptp(growth) < 0.03 * growth[-1]
 
 
 # ------------------------------------------------------------- bad input

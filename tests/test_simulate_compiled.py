@@ -1,4 +1,4 @@
-"""The compiled free motion of closed models (``ClosedModel.free_motion_steps``,
+"""The compiled free motion of closed models (``ClosedModel.evaluation.free_motion_steps``,
 used by ``kic.simulate`` with DOP853 where numba is present) against scipy's
 DOP853 stepped from Python over the numpy backend, and its stopping rules."""
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 
 import kic
 import mechanisms
-from kic import _closed_kernels
+from kic.closed_eval import compiled_closed
 
-pytestmark = pytest.mark.skipif(not _closed_kernels.available,
+pytestmark = pytest.mark.skipif(not compiled_closed.available,
                                 reason="the compiled integrator needs numba (the fast extra)")
 
 
@@ -57,14 +57,14 @@ def test_free_motion_steps_stops_and_continues(hanging):
     fb, q0 = hanging
     phi0 = fb.assemble(q0)
     y0 = np.concatenate([q0, [0.0, 0.0]])
-    whole = fb.free_motion_steps(0.0, y0, 0.5, phi0, rtol=1e-9, atol=1e-11)
+    whole = fb.evaluation.free_motion_steps(0.0, y0, 0.5, phi0, rtol=1e-9, atol=1e-11)
     assert whole["code"] == 0 and whole["t"][-1] == 0.5
     assert whole["nfev"] > 12 * len(whole["t"])          # 12 evaluations per step
     # in pieces of 3 steps: the same steps (the state and step size carried over)
     t, y, phi, step, times = 0.0, y0, phi0, 0.0, []
     while t < 0.5:
-        part = fb.free_motion_steps(t, y, 0.5, phi, rtol=1e-9, atol=1e-11, step=step,
-                                    capacity=3)
+        part = fb.evaluation.free_motion_steps(t, y, 0.5, phi, rtol=1e-9, atol=1e-11,
+                                               step=step, capacity=3)
         assert part["code"] in (0, 4)
         times.extend(part["t"])
         (t, y, phi), step = part["state"], part["step"]
@@ -85,16 +85,15 @@ def test_free_motion_steps_condition_rules():
     fb = mechanisms.five_bar()
     y0 = np.concatenate([fb.reference, [0.0, 0.0]])
     cond0 = float(fb.condition(fb.reference))
-    free = fb.free_motion_steps(0.0, y0, 0.5, fb.reference_phi, rtol=1e-10, atol=1e-12,
-                                capacity=10 ** 6)
+    steps = fb.evaluation.free_motion_steps
+    free = steps(0.0, y0, 0.5, fb.reference_phi, rtol=1e-10, atol=1e-12, capacity=10 ** 6)
     assert free["code"] == 2 and free["status"] == kic.Status.SINGULAR
     assert 0.3 < free["state"][0] < 0.3254
-    stop = fb.free_motion_steps(0.0, y0, 0.5, fb.reference_phi, rtol=1e-10, atol=1e-12,
-                                stop_condition=100.0)
+    stop = steps(0.0, y0, 0.5, fb.reference_phi, rtol=1e-10, atol=1e-12, stop_condition=100.0)
     assert stop["code"] == 1 and stop["condition"][-1] > 100.0
     assert np.all(stop["condition"][:-1] <= 100.0)
-    relaxed = fb.free_motion_steps(0.0, y0, 0.5, fb.reference_phi, rtol=1e-10, atol=1e-12,
-                                   stop_condition=1e9, relax=2 * cond0)
+    relaxed = steps(0.0, y0, 0.5, fb.reference_phi, rtol=1e-10, atol=1e-12,
+                    stop_condition=1e9, relax=2 * cond0)
     assert relaxed["code"] == 1 and relaxed["threshold"] == 2 * cond0
     assert relaxed["condition"][-1] > 2 * cond0
     assert relaxed["state"][0] < stop["state"][0]
@@ -104,9 +103,9 @@ def test_free_motion_steps_declines_what_it_does_not_cover(hanging):
     fb, q0 = hanging
     kic.set_backend("numpy")
     try:
-        assert fb.free_motion_steps(0.0, np.r_[q0, 0.0, 0.0], 0.1, fb.assemble(q0),
-                                    rtol=1e-9, atol=1e-11) is None
+        assert fb.evaluation.free_motion_steps(0.0, np.r_[q0, 0.0, 0.0], 0.1,
+                                               fb.assemble(q0), rtol=1e-9, atol=1e-11) is None
     finally:
         kic.set_backend("numba")
     with pytest.raises(kic.ModelError, match="y must have 4"):
-        fb.free_motion_steps(0.0, q0, 0.1, fb.assemble(q0), rtol=1e-9, atol=1e-11)
+        fb.evaluation.free_motion_steps(0.0, q0, 0.1, fb.assemble(q0), rtol=1e-9, atol=1e-11)

@@ -1,0 +1,646 @@
+"""How a closed model is evaluated: compiled kernels or numpy, chosen once per model.
+
+A :class:`kic.ClosedModel` is a description (its coordinates, loops, assembly
+mode); evaluating it at q is this module's business.  Two evaluations answer
+the same questions with the same numbers:
+
+* :class:`NumpyEvaluation`: the staged path of arrays: assembly
+  (:mod:`kic.assembly`), transfer (:mod:`kic.transfer`) and each open chain's
+  own model, in blocks of configurations;
+* :class:`CompiledEvaluation`: the compiled kernels of the closed layer (one
+  pose per loop iteration, from a :class:`kic.closed_plan.ClosedPlan`) for one
+  configuration, for a batch and for the free motion, falling back to the
+  numpy path wherever they decline (a pose they could not assemble in the
+  model's mode, a failure to raise with the numpy path's reports, loads).
+
+:func:`evaluation_for` chooses one per model as the backend in force
+(:func:`kic.set_backend`) says, the way scipy's ``Rotation`` chooses its
+backend per instance; the model (:attr:`kic.ClosedModel.evaluation`) asks for
+it again only when the backend or its ``max_condition`` changes.  The compiled
+kernels are loaded and the plan built on the first compiled call, not before a
+numpy-only question (kinematics, conditions); for closures the kernels do not
+cover (coordinate functions, loops reduced per configuration) the compiled
+entries decline.  Callers never branch on the backend: they call the chosen
+evaluation, whose compiled-only entries (:meth:`NumpyEvaluation.one`,
+:meth:`~NumpyEvaluation.batch`, :meth:`~NumpyEvaluation.track`,
+:meth:`~NumpyEvaluation.free_motion_steps`) answer None where they decline, and
+the numpy path answers.
+
+Every other module reaches the closed kernels through this one (the import
+below is the only one in :mod:`kic` outside the design batches).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _closed_kernels as compiled_closed   # the one import of the closed kernels
+from ._array import blocks
+from .actuation import load_distribution
+from .assembly import Assembly, assemble, first_guess, in_mode
+from .backend import spd_solve, use_compiled
+from .closed_plan import plan_from_model
+from .errors import ClosureError, ModelError, SingularityError, Status, located
+from .loads import Loads
+from .loops import scaled_condition
+from .transfer import closure_transfer
+
+__all__ = ["NumpyEvaluation", "CompiledEvaluation", "evaluation_for"]
+
+_F8 = np.dtype(np.float64)
+_NO_ACTUATORS = np.zeros(0, np.int64)
+# plain ints for the per-call checks (comparing with enum members costs microseconds)
+_UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
+
+
+def evaluation_for(model, mode: np.ndarray, block_mode: np.ndarray) -> "NumpyEvaluation":
+    """The evaluation of ``model`` under the backend in force: compiled where the
+    compiled kernels are in force, else numpy.  ``mode`` (P,) and ``block_mode``
+    (B,) are the model's assembly mode (float64)."""
+    if use_compiled() and compiled_closed.available:
+        return CompiledEvaluation(model, mode, block_mode)
+    return NumpyEvaluation(model, mode, block_mode)
+
+
+class NumpyEvaluation:
+    """A closed model evaluated by the staged numpy path.
+
+    Every method takes the configurations flattened, ``qf`` (n, M), with the
+    ``batch`` shape they came in (for the reports), and rates batch-first
+    (n, M); the model checks the arguments and shapes the answers.
+    """
+
+    compiled = False
+
+    def __init__(self, model, mode: np.ndarray, block_mode: np.ndarray) -> None:
+        self.model = model
+        self.system = model.system
+        self.mode = mode
+        self.block_mode = block_mode
+        # the compiled kernels check det A per block; where blocks refine, the finer
+        # signs are checked on their results
+        self.refined = len(self.system.mode_parts) > len(self.system.blocks)
+        self._last_actuators: tuple | None = None
+
+    # ------------------------------------------- compiled entries (none here)
+    def one(self, what: str, q, qd, x, start, act=_NO_ACTUATORS, singular: bool = False):
+        """The compiled answer for one configuration, or None (see
+        :meth:`CompiledEvaluation.one`)."""
+        return None
+
+    def batch(self, what: str, qf, start, on_failure, *rates, act=None):
+        """The compiled answer for a batch, or None (see :meth:`CompiledEvaluation.batch`)."""
+        return None
+
+    def track(self, q, start):
+        """Joint values and condition at one configuration, or None (see
+        :meth:`CompiledEvaluation.track`)."""
+        return None
+
+    def free_motion_steps(self, t, y, t_end, start, **options):
+        """Compiled steps of the free motion, or None (see
+        :meth:`CompiledEvaluation.free_motion_steps`)."""
+        return None
+
+    # ----------------------------------------------------------- arguments
+    def start(self, start, n: int):
+        """An explicit warm start as (n, N) or (1, N) rows, checked; None stays None."""
+        if start is None:
+            return None
+        N = self.system.N
+        s = np.asarray(start, dtype=float)
+        if s.shape[-1:] != (N,) or not np.all(np.isfinite(s)):
+            raise ModelError(f"start must give the {N} joint values {self.model.phi_names} "
+                             f"(..., {N}) finite, got shape {s.shape}")
+        return s.reshape(-1, N) if s.size // N == n else s.reshape(-1, N)[:1]
+
+    def actuator_index(self, actuators) -> np.ndarray:
+        """joint_indices of ``actuators``, kept for the last list asked (a control
+        loop asks for the same actuators every time)."""
+        key = tuple(actuators) if not isinstance(actuators, str) else (actuators,)
+        cached = self._last_actuators
+        if cached is None or cached[0] != key:
+            cached = (key, np.ascontiguousarray(self.model.joint_indices(actuators), np.int64))
+            self._last_actuators = cached
+        return cached[1]
+
+    # ------------------------------------------------------------ assembly
+    def assembly(self, qf, batch, start) -> Assembly:
+        """:meth:`kic.ClosedModel.assembly` of the flattened configurations."""
+        m, N = self.model, self.system.N
+        asm = assemble(self.system, qf, self.mode, m.reference_phi,
+                       self.start(start, qf.shape[0]), m.guess)
+        cond = self.conditions(asm)
+        return Assembly(asm.phi.reshape(batch + (N,)), asm.status.reshape(batch),
+                        asm.residual.reshape(batch), asm.mode.reshape(batch + (-1,)),
+                        asm.attempt.reshape(batch + (N,)), cond.reshape(batch))
+
+    def assemble(self, qf, batch, start, on_failure) -> tuple[np.ndarray, np.ndarray]:
+        """Joint values (n, N) and status (n,), raising unless ``on_failure="nan"``."""
+        fast = self.batch("assemble", qf, start, on_failure)
+        if fast is None:
+            asm = self.assembled(qf, batch, start, on_failure)
+            fast = asm.phi, asm.status
+        return fast
+
+    def assembled(self, qf, batch, start=None, on_failure="raise") -> Assembly:
+        """The numpy assembly, raising for failed configurations unless "nan"."""
+        m = self.model
+        asm = assemble(self.system, qf, self.mode, m.reference_phi,
+                       self.start(start, qf.shape[0]), m.guess)
+        if on_failure == "raise" and not asm.ok.all():
+            self.raise_failures(asm, batch)
+        return asm
+
+    def raise_failures(self, asm: Assembly, batch: tuple) -> None:
+        m, s = self.model, self.system
+        bad = np.nonzero(~asm.ok)[0]
+        indices = [tuple(int(i) for i in np.unravel_index(k, batch)) if batch else ()
+                   for k in bad]
+        status = [Status(int(asm.status[k])) for k in bad]
+        first = bad[0]
+        res, _ = s.residuals(asm.attempt[first:first + 1])
+        norms = [float(np.linalg.norm(r)) for r in res]
+        loop = s.loops[int(np.argmax(norms))].name if norms else None
+        why = ("it closes only in another assembly mode than the model's "
+               f"{m.mode}" if status[0] == Status.OTHER_MODE else
+               "outside the workspace, or not reachable in the model's assembly mode "
+               f"{m.mode}")
+        if not batch:
+            where = ""
+        elif len(indices) == 1:
+            where = f" at batch index {indices[0]}"
+        else:
+            where = f" at batch indices {', '.join(str(i) for i in indices[:10])}" + (
+                f" and {len(indices) - 10} more" if len(indices) > 10 else "")
+        raise ClosureError(
+            f"{len(bad)} configuration(s) of {m.name or 'the model'} cannot be assembled "
+            f"(loop {loop!r} stays open): "
+            f"{why} (worst closure residual {asm.residual[first]:.3e}, rad or relative to the "
+            f"characteristic length {s.length:.4g} m){where}",
+            loop=loop, residual=float(asm.residual[first]),
+            index=indices[0] if batch else None, indices=indices if batch else [],
+            status=status)
+
+    def conditions(self, asm: Assembly) -> np.ndarray:
+        """Worst dimensionless block condition (n,), NaN where not assembled."""
+        cond = np.full(asm.phi.shape[0], np.nan)
+        ok = asm.ok
+        if ok.any():
+            cond[ok] = self.block_conditions(asm.phi[ok])
+        return cond
+
+    def block_conditions(self, phi: np.ndarray) -> np.ndarray:
+        """Worst dimensionless block condition (n,) at assembled joint values (n, N)."""
+        s = self.system
+        rows, _ = s.rows(phi, 1, residual=False)
+        c = np.ones(phi.shape[0])
+        for block in s.blocks:
+            A, _ = s.block_matrices(rows, block, phi.shape[0], need_q=False)
+            c = np.maximum(c, s.condition(A, block))
+        return c
+
+    # --------------------------------------------------------------- loads
+    def _owners(self) -> tuple[dict, dict]:
+        """Body -> (chain, link name) and joint -> chain, for :meth:`kic.Loads.split`."""
+        s = self.system
+        owner = {b: (ci, s.chains[ci].link_names[li]) for b, (ci, li) in s.owner.items()}
+        return owner, {j: ci for j, (ci, _) in s.joint_owner.items()}
+
+    def split_loads(self, loads, phi=None, phid=None) -> list:
+        """:meth:`kic.ClosedModel.split_loads`."""
+        n_chains = len(self.system.chains)
+        owner, joints = self._owners()
+        cross: list = []
+        parts = loads.split(owner, joints, n_chains, cross=cross)
+        if not cross:
+            return parts
+        if phi is None:
+            raise ModelError("loads with elements between bodies of different open chains "
+                             "need the joint values phi")
+        forces = Loads()
+        for e, (Pa, Pb, u, length, rate) in zip(cross, self._element_states(cross, phi, phid)):
+            T = e.tension(length, rate)[:, None] * u
+            if e.body_a is not None:
+                forces.force(e.body_a, T, point=e.point_a)
+            if e.body_b is not None:
+                forces.force(e.body_b, -T, point=e.point_b)
+        extra = forces.split(owner, joints, n_chains)
+        return [a if b is None else b if a is None else a.combined(b)
+                for a, b in zip(parts, extra)]
+
+    def _element_states(self, elements, phi, phid, rates: bool = True) -> list:
+        """(Pa, Pb, u, length, rate) of elements between body points at phi (n, N)."""
+        N = self.system.N
+        phi = np.asarray(phi, dtype=float).reshape(-1, N)
+        chains = self.model.open_chains
+        kins: dict = {}
+
+        def state(body, p):
+            if body is None:                   # the ground: a world point at rest
+                P = np.broadcast_to(p, (phi.shape[0], 3))
+                return P, np.zeros(P.shape)
+            ci, li = self.system.owner[body]
+            chain, idx = chains[ci]
+            if ci not in kins:
+                kins[ci] = chain.kinematics(phi[:, idx], 1)
+            P = kins[ci].link_point(li, p)
+            if phid is None:
+                return P, None
+            G = kins[ci].point(li, p).G
+            return P, np.einsum("nkm,nm->nk", G, np.asarray(phid, float).reshape(-1, N)[:, idx])
+
+        out = []
+        for e in elements:
+            (Pa, va), (Pb, vb) = state(e.body_a, e.point_a), state(e.body_b, e.point_b)
+            d = Pb - Pa
+            length = np.linalg.norm(d, axis=-1)
+            u = d / np.where(length > 0, length, 1.0)[:, None]
+            if e.conservative or not rates:
+                rate = np.zeros(length.shape)
+            elif va is None:
+                raise ModelError("these loads include dampers or force laws between bodies: "
+                                 "the rates are needed")
+            else:
+                rate = ((vb - va) * u).sum(-1)
+            out.append((Pa, Pb, u, length, rate))
+        return out
+
+    def loads_energy(self, loads, phi) -> np.ndarray:
+        """:meth:`kic.ClosedModel.loads_energy_at`."""
+        phi = np.asarray(phi, dtype=float).reshape(-1, self.system.N)
+        owner, joints = self._owners()
+        cross: list = []
+        E = np.zeros(phi.shape[0])
+        for (chain, idx), cl in zip(self.model.open_chains,
+                                    loads.split(owner, joints, len(self.system.chains),
+                                                cross=cross)):
+            if cl is not None:
+                E = E + chain.dynamics(phi[:, idx]).loads_energy(cl)
+        for e, st in zip(cross, self._element_states(cross, phi, None, rates=False)):
+            E = E + e.energy(st[3])
+        return E
+
+    # ------------------------------------------------------------ dynamics
+    def evaluate(self, qf, batch, fn, tail, on_failure, start=None):
+        """Run ``fn(phi, idx)`` -> (n_idx,) + tail over the assembled configurations,
+        in blocks of configurations; with ``on_failure="nan"`` failed ones give NaN
+        and a status."""
+        n = qf.shape[0]
+        asm = self.assembled(qf, batch, start, on_failure)
+        out = np.full((n,) + tail, np.nan)
+        status = asm.status.copy()
+        if on_failure == "nan":
+            cond = self.conditions(asm)
+            status[asm.ok & ~(cond < self.model.max_condition)] = Status.SINGULAR
+        good = np.nonzero(status == Status.OK)[0]
+        for part in blocks(good.size):
+            idx = good[part]
+            with located(batch, idx.size, int(idx[0]) if idx.size else 0):
+                if on_failure == "raise" or idx.size == 0:
+                    out[idx] = fn(asm.phi[idx], idx)
+                    continue
+                try:
+                    out[idx] = fn(asm.phi[idx], idx)
+                except SingularityError:
+                    for k in idx:                # find which configurations, one by one
+                        try:
+                            out[k] = fn(asm.phi[k:k + 1], np.array([k]))[0]
+                        except SingularityError:
+                            status[k] = Status.SINGULAR_LOAD
+        return out, status
+
+    def _over_batch(self, qf, batch, fn, on_failure, start):
+        """:meth:`evaluate`, or one pass over the whole batch where the loads vary
+        along it (they cannot be split into sub-blocks of configurations)."""
+        asm = self.assembled(qf, batch, start, on_failure)
+        if not asm.ok.all():
+            raise ModelError("batched loads need every configuration assembled")
+        with located(batch, qf.shape[0]):
+            out = fn(asm.phi, np.arange(qf.shape[0]))
+        return out, asm.status
+
+    def joint_loads(self, phi, phid, phidd, chain_loads) -> np.ndarray:
+        """Joint loads of every open chain at (phi, phi', phi''), summed into phi (n, N)."""
+        T = np.zeros(phi.shape)
+        for (chain, idx), cl in zip(self.model.open_chains, chain_loads):
+            if chain.total_mass <= 0 and cl is None:
+                continue
+            T[:, idx] += chain.inverse_dynamics(phi[:, idx], phid[:, idx], phidd[:, idx],
+                                                loads=cl)
+        return T
+
+    def loads_for(self, loads, phi=None, phid=None) -> list:
+        if loads is None or not loads:
+            return [None] * len(self.system.chains)
+        return self.split_loads(loads, phi, phid)
+
+    @staticmethod
+    def per_configuration(loads) -> bool:
+        """Loads that must be split at every batch of configurations: varying along
+        the batch, or elements between bodies of two chains."""
+        return loads is not None and (loads.batched or bool(loads.elements))
+
+    def inertia(self, phi, tr) -> np.ndarray:
+        """I*_q (n, M, M) from the open chains' I* and the transfer."""
+        I = 0.0
+        for chain, idx in self.model.open_chains:
+            if chain.total_mass <= 0:
+                continue
+            I = I + tr.rows(idx).inertia(chain.dynamics(phi[:, idx]).I_star)
+        return I
+
+    def required(self, qf, batch, qd, qdd, loads, actuators=None, on_failure="raise",
+                 start=None):
+        """T_q (n, M) and, with ``actuators``, ``G^a_q`` (n, Na, M), and the status."""
+        each = self.per_configuration(loads)
+        chain_loads = None if each else self.loads_for(loads)
+        na = 0 if actuators is None else len(actuators)
+        M, max_condition = self.model.dof, self.model.max_condition
+
+        def fn(phi, idx):
+            tr, _, phid, phidd, _ = closure_transfer(self.system, phi, 1, max_condition,
+                                                     velocity=(qd[idx], qdd[idx]))
+            cl = self.loads_for(loads, phi, phid) if each else chain_loads
+            T = tr.load(self.joint_loads(phi, phid, phidd, cl))
+            if not na:
+                return T
+            return np.concatenate([T, tr.G[:, actuators].reshape(len(idx), -1)], axis=1)
+
+        if loads is not None and loads.batched and qf.shape[0] > 1:
+            out, status = self._over_batch(qf, batch, fn, on_failure, start)
+        else:
+            out, status = self.evaluate(qf, batch, fn, (M + na * M,), on_failure, start)
+        return out[:, :M], (out[:, M:].reshape(-1, na, M) if na else None), status
+
+    def inverse_dynamics(self, qf, batch, qd, qdd, loads, on_failure, start):
+        """T_q (n, M) and the status (n,)."""
+        fast = None if loads else self.batch("inverse_dynamics", qf, start, on_failure,
+                                             qd, qdd)
+        if fast is not None:
+            return fast
+        T, _, status = self.required(qf, batch, qd, qdd, loads, on_failure=on_failure,
+                                     start=start)
+        return T, status
+
+    def forward_dynamics(self, qf, batch, qd, tau, loads, on_failure, start):
+        """q'' (n, M) and the status (n,)."""
+        fast = None if loads else self.batch("forward_dynamics", qf, start, on_failure,
+                                             qd, tau)
+        if fast is not None:
+            return fast
+        m = self.model
+        each = self.per_configuration(loads)
+        chain_loads = None if each else self.loads_for(loads)
+
+        def fn(phi, idx):
+            tr, _, phid, phidd, _ = closure_transfer(
+                self.system, phi, 1, m.max_condition,
+                velocity=(qd[idx], np.zeros((len(idx), m.dof))))
+            cl = self.loads_for(loads, phi, phid) if each else chain_loads
+            bias = tr.load(self.joint_loads(phi, phid, phidd, cl))
+            return spd_solve(self.inertia(phi, tr), tau[idx] - bias,
+                             f"effective inertia I* in {m.coordinate_names}")
+
+        if loads is not None and loads.batched and qf.shape[0] > 1:
+            asm = self.assembled(qf, batch, start, on_failure="raise")
+            with located(batch, qf.shape[0]):
+                return fn(asm.phi, np.arange(qf.shape[0])), asm.status
+        return self.evaluate(qf, batch, fn, (m.dof,), on_failure, start)
+
+    def actuator_loads(self, qf, batch, qd, qdd, idx, weights, loads, on_failure, start):
+        """tau (n, Na) and the status (n,) (see :meth:`kic.ClosedModel.actuator_loads`)."""
+        fast = None if loads or weights is not None else self.batch(
+            "actuator_loads", qf, start, on_failure, qd, qdd, act=idx)
+        if fast is not None:
+            return fast
+        T, G, status = self.required(qf, batch, qd, qdd, loads, idx, on_failure, start)
+        tau = np.full((qf.shape[0], len(idx)), np.nan)
+        ok = status == Status.OK
+        if G.shape[-2] == G.shape[-1]:
+            # checked like the closures: near a singularity of the actuation the
+            # loads grow without bound and a SingularityError says so
+            Gt = np.swapaxes(G[ok], -1, -2)
+            good = self.actuation_regular(Gt, idx, batch, np.nonzero(ok)[0], on_failure)
+            sel = np.nonzero(ok)[0][good]
+            tau[sel] = np.linalg.solve(Gt[good], T[sel][..., None])[..., 0]
+            status[np.nonzero(ok)[0][~good]] = Status.SINGULAR_LOAD
+        elif ok.any():
+            tau[ok] = load_distribution(G[ok], T[ok], weights)
+        return tau, status
+
+    def actuation_regular(self, Gt, idx, batch, where, on_failure) -> np.ndarray:
+        """Which actuation Jacobians (G^a_q)^T are regular (dimensionless condition
+        below max_condition); raises for the first singular one unless "nan"."""
+        if Gt.shape[0] == 0:
+            return np.ones(0, bool)
+        s = self.system
+        cond = scaled_condition(Gt, s.is_prismatic[s.q_idx], s.is_prismatic[idx], s.length)
+        good = cond < self.model.max_condition
+        if not good.all() and on_failure == "raise":
+            k = int(np.argmin(good))
+            sv = np.linalg.svd(Gt[k], compute_uv=False)
+            index = tuple(int(i) for i in np.unravel_index(int(where[k]), batch)) \
+                if batch else None
+            raise SingularityError(
+                f"singular actuator Jacobian G^a_q for joints "
+                f"{[s.phi_names[d] for d in idx]}: smallest singular value {sv[-1]:.3e}, "
+                f"dimensionless condition number {cond[k]:.3e}"
+                + (f" at batch index {index}" if index is not None else ""),
+                sigma_min=float(sv[-1]), condition=float(cond[k]),
+                where="actuator Jacobian G^a_q", index=index)
+        return good
+
+
+class CompiledEvaluation(NumpyEvaluation):
+    """A closed model evaluated by the compiled kernels from its :attr:`plan`,
+    the numpy path answering wherever they decline."""
+
+    compiled = True
+
+    def __init__(self, model, mode, block_mode) -> None:
+        super().__init__(model, mode, block_mode)
+        self._plan = None
+        self._planned = False
+
+    @property
+    def plan(self):
+        """The model flattened for the kernels (:class:`kic.closed_plan.ClosedPlan`),
+        built on the first compiled call (the kernels are loaded then, not before
+        a numpy-only question such as :meth:`kic.ClosedModel.kinematics`); None
+        for closures the kernels do not cover (coordinate functions, loops
+        reduced per configuration): every compiled entry then declines."""
+        if not self._planned:
+            self._plan = plan_from_model(self.model) if compiled_closed.load() else None
+            self._planned = True
+        return self._plan
+
+    def off_mode(self, phi, status) -> np.ndarray:
+        """Poses a kernel assembled (status OK) outside the finer mode (n,)."""
+        status = np.asarray(status).reshape(-1)
+        bad = np.zeros(status.shape, bool)
+        if not self.refined:
+            return bad
+        ok = np.nonzero(status == 0)[0]
+        if ok.size:
+            found = self.system.mode(np.asarray(phi, float).reshape(-1, self.system.N)[ok])
+            bad[ok] = ~in_mode(found, self.mode)
+        return bad
+
+    def one(self, what: str, q, qd, x, start, act=_NO_ACTUATORS, singular: bool = False):
+        """The compiled path for one configuration given as float vectors, with no
+        argument handling beyond a type check: the output, or None where anything
+        is unusual (another layout, a batch, a failed pose: the general path then
+        answers or raises with its reports).  With ``singular``, a pose assembled
+        but singular gives (NaN output, status): no other start helps."""
+        M = self.model.dof
+        for a in (q, qd, x):
+            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != (M,) \
+                    or not a.flags.c_contiguous:
+                return None
+        if start is None:
+            phi0, path = self.model.reference_phi, True
+        elif type(start) is np.ndarray and start.shape == (self.system.N,) \
+                and start.dtype == _F8:
+            phi0, path = start, False
+        else:
+            return None
+        plan = self.plan
+        if plan is None:
+            return None
+        out, phi_one, status, _ = compiled_closed.one(plan, what, q, qd, x, act, phi0,
+                                                      path, self.block_mode)
+        if status == 0 and self.refined and self.off_mode(phi_one, [0])[0]:
+            return None
+        if singular and status in (Status.SINGULAR, Status.SINGULAR_LOAD):
+            return np.full(out.shape, np.nan), status
+        return out if status == 0 else None
+
+    def track(self, q, start) -> tuple | None:
+        """Joint values (N,) at one configuration q (M,) assembled from ``start``
+        (N,), and the condition number of the coordinates there: the lean call a
+        simulation makes at every step; None where the general path must answer."""
+        if type(q) is not np.ndarray or q.shape != (self.model.dof,) \
+                or q.dtype != _F8 or type(start) is not np.ndarray \
+                or start.shape != (self.system.N,) or self.plan is None:
+            return None
+        _, phi, status, cond = compiled_closed.one(
+            self.plan, "assemble", np.ascontiguousarray(q), q, q, _NO_ACTUATORS,
+            np.ascontiguousarray(start, dtype=float), False, self.block_mode)
+        if status == 0 and self.refined and self.off_mode(phi, [0])[0]:
+            return None
+        return (phi, cond) if status == 0 else None
+
+    def free_motion_steps(self, t: float, y, t_end: float, start, *, rtol: float,
+                          atol: float, step: float = 0.0, max_step: float = np.inf,
+                          stop_condition: float = np.inf, relax: float = np.inf,
+                          capacity: int = 2048) -> dict | None:
+        """Steps of the free motion (gravity only: no input, no applied loads) from
+        time ``t`` (s) and state ``y = (q, q')`` (2M,) towards ``t_end``, in one
+        compiled call: scipy's DOP853 (Dormand-Prince 8(5,3), its coefficients,
+        error norm and step-size control, step for step), every trial point
+        assembled from the joint values of the last accepted step (``start`` (N,)
+        first), every accepted step assembled and recorded with the worst block
+        condition number there.  ``step`` > 0 is the first step size (s); 0 lets
+        the integrator choose it as scipy does.  Once a step's condition is at
+        most ``relax``, ``stop_condition`` falls to ``relax`` (hysteresis: a
+        raised threshold holds only while the condition stays high).
+
+        Returns None where the compiled path does not serve (assembly modes
+        finer than the blocks; on the numpy path always); else a dict: ``code``
+        (0 reached ``t_end``; 1 stopped after a step whose condition exceeded
+        ``stop_condition``; 2 a trial point failed with :class:`kic.Status`
+        ``status``; 3 the step size underflowed; 4 ``capacity`` steps recorded;
+        5 an accepted point could not be assembled (``status``), not recorded),
+        the recorded ``t`` (k,), ``y`` (k, 2M), ``phi`` (k, N) and ``condition``
+        (k,), the ``state`` ``(t, y, phi)`` where it stopped (the last accepted
+        step; the unrecorded point for code 5), the ``step`` size to try next
+        (for code 2: the one that failed), ``last_step`` (the last accepted
+        one), ``nfev`` and the ``threshold`` (``stop_condition``) in effect at
+        the end.
+        """
+        if self.refined or self.plan is None:
+            return None
+        M, N = self.model.dof, self.system.N
+        y = np.ascontiguousarray(y, dtype=float)
+        start = np.ascontiguousarray(start, dtype=float)
+        if y.shape != (2 * M,) or start.shape != (N,):
+            raise ModelError(f"free_motion_steps: y must have {2 * M} values and start "
+                             f"{N}, got {y.shape} and {start.shape}")
+        # scipy's own floor on the relative tolerance
+        rtol = max(float(rtol), 100 * np.finfo(float).eps)
+        (code, k, ts, ys, phis, conds, t_stop, y_stop, phi_stop, h, nfev, status, last,
+         threshold) = compiled_closed.free_motion(self.plan, self.block_mode, t, t_end, y,
+                                                  start, step, rtol, atol, max_step,
+                                                  stop_condition, relax, capacity)
+        return {"code": int(code), "t": ts[:k], "y": ys[:k], "phi": phis[:k],
+                "condition": conds[:k], "state": (float(t_stop), y_stop, phi_stop),
+                "step": float(h), "last_step": float(last), "nfev": int(nfev),
+                "status": int(status), "threshold": float(threshold)}
+
+    def batch(self, what: str, qf, start, on_failure, *rates, act=None):
+        """One compiled call for the whole batch: (output, status), or None where
+        the numpy path must answer (no plan; or configurations the kernel could not
+        assemble in the mode, or failures to raise with the numpy path's reports)."""
+        if self.plan is None:
+            return None
+        fn = getattr(compiled_closed, what)
+        args = rates + ((act,) if act is not None else ())
+        at = 1 if what == "assemble" else 2           # where the kernel puts the status
+        m = self.model
+        # from the warm start, else from the guess function (a closed form: Newton
+        # then converges in a step), else from the reference along the batch (each
+        # pose from the previous one); poses that land outside the mode try the
+        # continuation along the batch, then the numpy path
+        def call(q_, phi0, **kw):
+            res = fn(self.plan, q_, *args_for(q_), phi0, mode=self.block_mode, **kw)
+            status = np.array(res[at], int)
+            status[self.off_mode(res[at - 1], status)] = _OTHER_MODE
+            return res[0], status
+
+        def args_for(q_):
+            if q_ is qf:
+                return args
+            return tuple(a[idx] if a.shape[0] == qf.shape[0] else a
+                         for a in args[:len(rates)]) + args[len(rates):]
+
+        idx = None
+        if start is not None:
+            out, status = call(qf, self.start(start, qf.shape[0]))
+        elif m.guess is not None:
+            out, status = call(qf, first_guess(self.system, qf, m.reference_phi, None,
+                                               m.guess))
+        else:
+            out, status = call(qf, m.reference_phi, path=True)
+        lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
+        if lost.any() and start is None and m.guess is not None:
+            idx = np.nonzero(lost)[0]
+            again, st = call(qf[idx], m.reference_phi, path=True)
+            out = out.copy()
+            out[idx] = again
+            status[idx] = st
+            lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
+        if lost.any() or (on_failure == "raise" and status.any()):
+            return None                # continuation, or the numpy path's error report
+        return out, status
+
+    def assembly(self, qf, batch, start) -> Assembly:
+        if self.plan is None:
+            return super().assembly(qf, batch, start)
+        m, N = self.model, self.system.N
+        s = m.reference_phi if start is None else self.start(start, qf.shape[0])
+        phi, status, res, cond, sign = compiled_closed.assemble(
+            self.plan, qf, s, path=start is None, mode=self.block_mode)
+        status = np.array(status, int)
+        status[self.off_mode(phi, status)] = _OTHER_MODE
+        if np.any((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)):
+            return super().assembly(qf, batch, start)
+        ok = status == Status.OK
+        if self.refined:
+            sign = np.zeros((ok.size, len(self.mode)))
+            if ok.any():
+                sign[ok] = self.system.mode(phi[ok])
+        sign = np.where(ok[:, None], sign, 0.0)
+        cond = np.where(ok, cond.max(axis=1) if cond.shape[1] else 1.0, np.nan)
+        return Assembly(phi.reshape(batch + (N,)), status.reshape(batch), res.reshape(batch),
+                        sign.reshape(batch + (-1,)), phi.reshape(batch + (N,)),
+                        cond.reshape(batch))
