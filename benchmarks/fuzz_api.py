@@ -57,7 +57,7 @@ def _has_status(result) -> bool:
         return any(_has_status(r) for r in result)
     if getattr(result, "status", None) is not None:
         return True
-    return isinstance(result, np.ndarray) and result.dtype.kind in "iu" and result.ndim >= 1
+    return isinstance(result, np.ndarray) and result.dtype.kind in "iu"
 
 
 #: inputs that must be refused with a kic error, never taken

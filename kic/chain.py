@@ -412,6 +412,12 @@ class SerialChain:
         """Sum of the link masses (kg)."""
         return self.kernel_data.total_mass
 
+    @property
+    def has_inertia(self) -> bool:
+        """Some link has mass or rotational inertia (a massless rotor counts: kic's one
+        zero-mass convention); a chain without it contributes no loads of motion."""
+        return self.kernel_data.has_inertia
+
     def link_index(self, link: int | str) -> int:
         """Index of a link given by index or name (``ModelError`` if unknown)."""
         return self._index(link, self.link_names, "link")

@@ -323,7 +323,7 @@ class NumpyEvaluation:
         """Joint loads of every open chain at (phi, phi', phi''), summed into phi (n, N)."""
         T = np.zeros(phi.shape)
         for (chain, idx), cl in zip(self.model.open_chains, chain_loads):
-            if chain.total_mass <= 0 and cl is None:
+            if not chain.has_inertia and cl is None:
                 continue
             T[:, idx] += chain.inverse_dynamics(phi[:, idx], phid[:, idx], phidd[:, idx],
                                                 loads=cl)
@@ -344,7 +344,7 @@ class NumpyEvaluation:
         """I*_q (n, M, M) from the open chains' I* and the transfer."""
         I = 0.0
         for chain, idx in self.model.open_chains:
-            if chain.total_mass <= 0:
+            if not chain.has_inertia:
                 continue
             I = I + tr.rows(idx).inertia(chain.dynamics(phi[:, idx]).I_star)
         return I

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._array import blocks, from_batch, match_batch
+from ._array import blocks, from_batch, match_batch, numeric
 from .assembly import Assembly, assemble, project
 from .backend import use_compiled
 from .closed_eval import NumpyEvaluation, evaluation_for
@@ -241,7 +241,7 @@ class ClosedModel:
 
     # -------------------------------------------------------------- inputs
     def _flat(self, q) -> tuple[np.ndarray, tuple]:
-        q = np.asarray(q, dtype=float)
+        q = numeric(q, "q")
         if q.ndim == 0 or q.shape[-1] != self.dof:
             raise ModelError(f"q must have shape (..., {self.dof}) for coordinates "
                              f"{self.coordinate_names}, got {q.shape}")
@@ -713,7 +713,7 @@ class ClosedDynamics(DynamicModel):
             with located(self._batch, sl.stop - sl.start, sl.start):
                 tr, _ = closure_transfer(m.system, phi, order, m.max_condition)
             models = {ci: c.dynamics(phi[:, idx])
-                      for ci, (c, idx) in enumerate(m.open_chains) if c.total_mass > 0}
+                      for ci, (c, idx) in enumerate(m.open_chains) if c.has_inertia}
             if len(self._parts) > 1:
                 return sl, (tr, models)
             data[order] = (tr, models)

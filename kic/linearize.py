@@ -196,7 +196,7 @@ def _closed_linear(model, phi, tr, q, qd, qdd, loads):
     Psi = Phi1 + np.einsum("bnea,be->bna", H, qd)                 # d phi''/d q'
     chain_loads = model.split_loads(loads) if loads else [None] * len(model.open_chains)
     for (chain, idx), cl in zip(model.open_chains, chain_loads):
-        if chain.total_mass <= 0 and cl is None:
+        if not chain.has_inertia and cl is None:
             continue
         lin = _chain_linear(chain, phi[:, idx], phid[:, idx], phidd[:, idx], cl)
         Ic, Cc, Kc, Tc = lin
