@@ -502,7 +502,8 @@ class LoopSystem:
             kin = kins[side.chain]
             j, c = side.link, len(side.cols)
             infs = ([kin.rotation(j)] if k == 6 else []) + [kin.point(j, side.T[:3, 3])]
-            G = np.concatenate([i.G.reshape(n, 3, -1)[..., :c] for i in infs], axis=1)
+            G = np.concatenate([i.G.reshape(n, 3, i.G.shape[-1])[..., :c] for i in infs],
+                               axis=1)
             H = D = None
             if order >= 2:
                 H = np.concatenate([i.H.reshape(n, 3, *i.H.shape[-2:])[..., :c, :c]
