@@ -364,13 +364,13 @@ class NumpyEvaluation:
             T = tr.load(self.joint_loads(phi, phid, phidd, cl))
             if not na:
                 return T
-            return np.concatenate([T, tr.G[:, actuators].reshape(len(idx), -1)], axis=1)
+            return np.concatenate([T, tr.G[:, actuators].reshape(len(idx), na * M)], axis=1)
 
         if loads is not None and loads.batched and qf.shape[0] > 1:
             out, status = self._over_batch(qf, batch, fn, on_failure, start)
         else:
             out, status = self.evaluate(qf, batch, fn, (M + na * M,), on_failure, start)
-        return out[:, :M], (out[:, M:].reshape(-1, na, M) if na else None), status
+        return out[:, :M], (out[:, M:].reshape(out.shape[0], na, M) if na else None), status
 
     def inverse_dynamics(self, qf, batch, qd, qdd, loads, on_failure, start):
         """T_q (n, M) and the status (n,)."""

@@ -613,7 +613,7 @@ def stewart_legs(B, P, q):
     temporary of size (D, n, 6, 3) is memory the system must hand over anew."""
     q = np.asarray(q, float)
     shared = q.ndim == 2 or q.shape[0] == 1 or q.strides[0] == 0     # poses of all designs
-    q1 = q.reshape((-1,) + q.shape[-2:])[0] if shared else q
+    q1 = q[(0,) * (q.ndim - 2)] if shared else q        # the first design's poses
     # R = Rz(yaw) Ry(pitch) Rx(roll), (n or D, n, 3, 3)
     R = rotation(q1[..., 3], 2) @ rotation(q1[..., 4], 1) @ rotation(q1[..., 5], 0)
     q = np.broadcast_to(q, (B.shape[0],) + q.shape[-2:])
