@@ -307,6 +307,12 @@ class NumpyEvaluation:
                             out[k] = fn(asm.phi[k:k + 1], np.array([k]))[0]
                         except SingularityError:
                             status[k] = Status.SINGULAR_LOAD
+        overflow = (status == Status.OK) & ~np.isfinite(out.reshape(n, int(np.prod(tail)))).all(-1)
+        if overflow.any():
+            k = int(np.argmax(overflow))
+            where = f" at batch index {np.unravel_index(k, batch)}" if batch else ""
+            raise ModelError(f"the result overflows float64{where}: the inputs are too large "
+                             "for the model's units (finite inputs, non-finite result)")
         return out, status
 
     def _over_batch(self, qf, batch, fn, on_failure, start):
@@ -513,7 +519,8 @@ class CompiledEvaluation(NumpyEvaluation):
             return None
         if singular and status in (Status.SINGULAR, Status.SINGULAR_LOAD):
             return np.full(out.shape, np.nan), status
-        return out if status == 0 else None
+        # a non-finite result of finite inputs (an overflow) takes the general path too
+        return out if status == 0 and np.isfinite(out).all() else None
 
     def track(self, q, start) -> tuple | None:
         """Joint values (N,) at one configuration q (M,) assembled from ``start``
@@ -621,6 +628,8 @@ class CompiledEvaluation(NumpyEvaluation):
             lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
         if lost.any() or (on_failure == "raise" and status.any()):
             return None                # continuation, or the numpy path's error report
+        if what != "assemble" and not np.isfinite(out[status == 0]).all():
+            return None                # an overflow: the numpy path reports it
         return out, status
 
     def assembly(self, qf, batch, start) -> Assembly:
