@@ -10,9 +10,10 @@ Every call is classified as
   wrong answer;
 * ``foreign``   -- raised an exception that is not a kic error (numpy's, Python's).
 
-``silent`` and ``foreign`` must be 0.  Run ``python benchmarks/fuzz_api.py`` for the
-table (``--verbose`` lists each silent or foreign call); the tests in
-``tests/test_fuzz.py`` run the same cases and assert the two zeros.
+``silent`` and ``foreign`` must be 0.  ``tests/test_fuzz.py`` runs these cases (and
+random mechanisms with random bad inputs) and asserts the two zeros;
+``python tests/fuzzing.py`` prints the table (``--verbose`` lists each silent or
+foreign call).
 """
 from __future__ import annotations
 
