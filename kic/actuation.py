@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ModelError, SingularityError
+from .settings import NULLSPACE_RTOL, RANK_RTOL, TINY
 
 __all__ = ["load_distribution", "internal_loads", "weighted_pseudo_inverse",
            "redundant_rates", "task_inertia"]
@@ -65,14 +66,14 @@ def load_distribution(G_a, T, weights=None) -> np.ndarray:
     GW = G * w[:, None]                                   # W^-1 G
     A = np.swapaxes(G, -1, -2) @ GW                        # G^T W^-1 G
     sv = np.linalg.svd(A, compute_uv=False)
-    if np.any(~(sv[..., -1] > 1e-12 * sv[..., 0])):
+    if np.any(~(sv[..., -1] > RANK_RTOL * sv[..., 0])):
         raise SingularityError("the actuators cannot produce every coordinate load here: "
                                "G^a_q is rank deficient", sigma_min=float(sv[..., -1].min()),
                                where="actuator Jacobian G^a_q")
     return (GW @ np.linalg.solve(A, T[..., None]))[..., 0]
 
 
-def internal_loads(G_a, tol: float = 1e-10) -> np.ndarray:
+def internal_loads(G_a, tol: float = NULLSPACE_RTOL) -> np.ndarray:
     """Basis of the actuator loads that do no work: the null space of ``G^a_q^T``.
 
     Returns an array of shape (Na, Na - M) (for one configuration) whose columns
@@ -94,12 +95,12 @@ def internal_loads(G_a, tol: float = 1e-10) -> np.ndarray:
     if G.ndim != 2:
         raise ModelError("internal_loads takes one configuration: G^a_q of shape (Na, M)")
     u, s, _ = np.linalg.svd(G, full_matrices=True)
-    rank = int(np.sum(s > tol * max(s[0], 1e-300))) if s.size else 0
+    rank = int(np.sum(s > tol * max(s[0], TINY))) if s.size else 0
     B = u[:, rank:].T.copy()                    # rows span the null space (any basis)
     k, n = B.shape
     # reduced row echelon form: unique for the row space, whatever basis SVD gave
     row = 0
-    scale = max(float(np.abs(B).max()), 1e-300) if B.size else 1.0
+    scale = max(float(np.abs(B).max()), TINY) if B.size else 1.0
     for col in range(n):
         if row == k:
             break

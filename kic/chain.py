@@ -16,6 +16,7 @@ from . import dynamics
 from ._array import as_batch, finite_array, homogeneous, rot_x, rot_z
 from .errors import ModelError
 from .settings import INERTIA_RTOL, TINY
+from .settings import RIGID_RTOL, ZERO_NORM
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dynamics import DynamicModel
@@ -67,7 +68,7 @@ def check_rigid(T, name: str) -> np.ndarray:
         raise ModelError(f"{name} must be a 4x4 homogeneous transform, got shape {T.shape}")
     R = T[:3, :3]
     err = np.abs(R.T @ R - np.eye(3)).max()
-    if err > 1e-9 or np.linalg.det(R) < 0 or np.abs(T[3] - (0, 0, 0, 1)).max() > 1e-12:
+    if err > RIGID_RTOL or np.linalg.det(R) < 0 or np.abs(T[3] - (0, 0, 0, 1)).max() > RIGID_RTOL:
         raise ModelError(
             f"{name} is not a rigid transform (rotation orthonormality error {err:.2e}, "
             f"det {np.linalg.det(R):+.6f}, last row {T[3].tolist()})")
@@ -122,7 +123,7 @@ class Joint:
         if a.shape != (3,):
             raise ModelError(f"{label}: axis must have 3 components, got shape {a.shape}")
         n = float(np.linalg.norm(a))
-        if n < 1e-12:
+        if n < ZERO_NORM:
             raise ModelError(f"{label}: axis {a.tolist()} is zero")
         self.axis: np.ndarray = a / n
         self.origin: np.ndarray = (np.eye(4) if origin is None

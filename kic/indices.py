@@ -310,7 +310,7 @@ def _one_length(A: np.ndarray, rt: np.ndarray, ct: np.ndarray) -> float:
     # whatever xtol; a search on the flat top of f would wander at sqrt(eps).
     slope = lambda v: float(_inverse_condition_mean(A, k, np.exp([v]), slope=True)[0])  # noqa
     s_lo, s_hi = slope(lo), slope(hi)
-    v = brentq(slope, lo, hi, xtol=1e-9, rtol=4 * np.finfo(float).eps) \
+    v = brentq(slope, lo, hi, xtol=4 * np.finfo(float).eps, rtol=4 * np.finfo(float).eps) \
         if s_lo > 0 > s_hi else u[best]
     return float(L0 * np.exp(v))
 

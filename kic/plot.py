@@ -27,6 +27,7 @@ import numpy as np
 
 from .errors import ModelError
 from .model import ChainModel, ClosedLoopModel
+from .settings import COINCIDENT_RTOL, PARALLEL_SINE, TINY
 
 __all__ = ["Skeleton", "skeleton", "draw", "animate", "workspace_map", "pareto_front",
            "tradeoff"]
@@ -129,7 +130,7 @@ def _dedupe(pts: list) -> list:
     out = [pts[0]]
     for p in pts[1:]:
         scale = max(1.0, float(np.max(np.abs(p))))
-        if not np.allclose(p, out[-1], rtol=0, atol=1e-12 * scale):
+        if not np.allclose(p, out[-1], rtol=0, atol=COINCIDENT_RTOL * scale):
             out.append(p)
     return out
 
@@ -175,12 +176,12 @@ def _closed_skeleton(model, q) -> Skeleton:
             continue
         pts, seen = [], []
         for loc, world in items:           # one point per place on the body
-            if not any(np.allclose(loc, s, rtol=0, atol=1e-12) for s in seen):
+            if not any(np.allclose(loc, s, rtol=0, atol=COINCIDENT_RTOL) for s in seen):
                 seen.append(loc)
                 pts.append(world)
         if len(pts) == 1:           # a body on one joint: drawn to its centroid ...
             com = np.asarray(mech.graph.nodes[body]["link"].com, float)
-            if np.allclose(com, seen[0], rtol=0, atol=1e-12) or body in on_slide:
+            if np.allclose(com, seen[0], rtol=0, atol=COINCIDENT_RTOL) or body in on_slide:
                 continue            # ... unless a stroke already shows it (a leg's cylinder)
             pts.append(_apply(frame(body), com))
         elif len(pts) >= 3:
@@ -188,7 +189,7 @@ def _closed_skeleton(model, q) -> Skeleton:
             Ploc = np.stack(seen) - np.mean(seen, axis=0)
             # the body-frame points' main directions (either sign gives the same figure)
             _, sv, Vt = np.linalg.svd(Ploc)
-            if sv[1] <= 1e-9 * sv[0]:      # joints in a line: a bar through them
+            if sv[1] <= PARALLEL_SINE * sv[0]:      # joints in a line: a bar through them
                 order = np.argsort(Ploc @ Vt[0], kind="stable")
                 pts = [P[..., i, :] for i in order]
             else:                           # a plate: its outline, by angle about the centre
@@ -198,19 +199,19 @@ def _closed_skeleton(model, q) -> Skeleton:
     return sk
 
 
-def _plane_of(sk: Skeleton, tol: float = 1e-9) -> str | None:
+def _plane_of(sk: Skeleton, tol: float = PARALLEL_SINE) -> str | None:
     """The coordinate plane holding every point, with every revolute axis normal
     to it and every prismatic axis in it; None if there is none."""
     P = sk.all_points().reshape(-1, 3)
     extent = float(np.max(np.ptp(P, axis=0))) if P.size else 0.0
     for plane, (_, _, normal) in (("xy", _PLANES["xy"]), ("xz", _PLANES["xz"]),
                                   ("yz", _PLANES["yz"])):
-        if np.ptp(P[:, normal]) > tol * max(extent, 1e-300):
+        if np.ptp(P[:, normal]) > tol * max(extent, TINY):
             continue
         ok = True
         for kind, axis in sk.axes:
             a = np.abs(np.asarray(axis).reshape(-1, 3)[:, normal])
-            ok &= bool(np.all(a > 1 - 1e-9)) if kind == "R" else bool(np.all(a < 1e-9))
+            ok &= bool(np.all(a > 1 - tol)) if kind == "R" else bool(np.all(a < tol))
         if ok:
             return plane
     return None

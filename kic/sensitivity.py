@@ -59,6 +59,7 @@ from .chain import Joint, Link, SerialChain
 from .errors import ModelError, located
 from .linearize import linear_dynamics
 from .model import ClosedLoopModel
+from .settings import RANK_RTOL, TINY, ZERO_NORM
 
 __all__ = ["Length", "Mass", "Centroid", "Inertia", "Sensitivities", "DesignSensitivity",
            "sensitivities"]
@@ -257,7 +258,7 @@ def _unit(direction, offset: np.ndarray, what: str, why: str) -> np.ndarray:
     """A given direction normalised, or the direction of ``offset``."""
     if direction is None:
         n = float(np.linalg.norm(offset))
-        if n < 1e-12:
+        if n < ZERO_NORM:
             raise ModelError(f"{what}: {why}, so there is no offset to follow: give a "
                              "direction")
         return np.asarray(offset, float) / n
@@ -270,7 +271,7 @@ def _unit(direction, offset: np.ndarray, what: str, why: str) -> np.ndarray:
         raise ModelError(f"{what}: direction must be 3 finite numbers, got "
                          f"{direction!r}")
     n = float(np.linalg.norm(d))
-    if n < 1e-12:
+    if n < ZERO_NORM:
         raise ModelError(f"{what}: direction {d.tolist()} is zero")
     return d / n
 
@@ -293,7 +294,7 @@ def _body_data(par, link: Link) -> tuple:
     if S.shape == (3,):
         S = np.diag(S)
     if S.shape != (3, 3) or not np.all(np.isfinite(S)) or \
-            np.abs(S - S.T).max() > 1e-12 * max(float(np.abs(S).max()), 1e-300):
+            np.abs(S - S.T).max() > RANK_RTOL * max(float(np.abs(S).max()), TINY):
         raise ModelError(f"{what}: tensor must be a finite symmetric 3x3 array (or 3 "
                          f"diagonal numbers), got {par.tensor!r}")
     return link, S

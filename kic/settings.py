@@ -14,7 +14,8 @@ __all__ = [
     "LANE_WIDTH", "FROBENIUS_MARGIN", "DEFAULT_GRAVITY", "SWITCH_CONDITION",
     "INERTIA_RTOL", "TINY", "PARALLEL_SINE", "WRITER_RTOL", "MOTOR_CONSTANT_RTOL",
     "MAX_ELECTRICAL_TIME_CONSTANT", "MAX_TRAVEL_PER_MOTOR_RADIAN", "IMPLAUSIBLE_CURRENT_FACTOR",
-    "BRIDGE_CONDITION", "CROSSING_RTOL", "LANDING_TOLERANCE",
+    "BRIDGE_CONDITION", "CROSSING_RTOL", "LANDING_TOLERANCE", "RIGID_RTOL", "ZERO_NORM",
+    "COINCIDENT_RTOL", "NULLSPACE_RTOL", "INTEGRATION_RTOL", "INTEGRATION_ATOL",
 ]
 
 # ---------------------------------------------------------------- loop closure
@@ -144,3 +145,29 @@ LANDING_TOLERANCE = 1e3 * CLOSURE_TOLERANCE
 """Closure residual a point put back on the closure after a crossing (minimum-norm
 Gauss-Newton over every joint) must reach: projection from a point off the
 closure stops on a looser residual than Newton in independent coordinates."""
+
+# --------------------------------------------------------- descriptions, input
+RIGID_RTOL = 1e-9
+"""A 4x4 transform is rigid when ``R^T R = 1`` and its last row is ``0 0 0 1`` to
+this (rotations written to 9 digits in a file or a script pass; a shear does not)."""
+
+ZERO_NORM = 1e-12
+"""A direction (a joint axis, a design direction) given with a norm below this is
+zero: directions carry no units, and one this short has lost its digits."""
+
+COINCIDENT_RTOL = 1e-12
+"""Two points closer than this fraction of the drawing's extent are one point
+(a picture joins them)."""
+
+NULLSPACE_RTOL = 1e-10
+"""Singular values of an actuation Jacobian below this fraction of the largest
+span its null space, the internal loads of an over-actuated mechanism (above
+rounding of a Jacobian assembled to the closure tolerance)."""
+
+# --------------------------------------------------------------- simulation
+INTEGRATION_RTOL = 1e-9
+"""Default relative tolerance of :func:`kic.simulate` (energy drift of 1e-8 over
+10 s of a falling five-bar)."""
+
+INTEGRATION_ATOL = 1e-11
+"""Default absolute tolerance of :func:`kic.simulate` (rad, m, rad/s, m/s)."""

@@ -26,7 +26,7 @@ from ._array import finite_array
 from .errors import ClosureError, KicError, ModelError, SingularityError, Status
 from .model import ClosedLoopModel
 from .settings import (BRIDGE_CONDITION, CROSSING_RTOL, LANDING_TOLERANCE, SWITCH_CONDITION,
-                       TINY)
+                       INTEGRATION_ATOL, INTEGRATION_RTOL, TINY)
 
 __all__ = ["simulate", "Simulation"]
 
@@ -100,7 +100,7 @@ _METHODS = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF":
 
 
 def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853",
-             rtol: float = 1e-9, atol: float = 1e-11, t_eval=None,
+             rtol: float = INTEGRATION_RTOL, atol: float = INTEGRATION_ATOL, t_eval=None,
              max_step: float = np.inf, switch_condition: float = SWITCH_CONDITION,
              bifurcation: str = "cross") -> Simulation:
     """Integrate ``q'' = I*^-1 (T - q'^T P* q' - T_L)`` from (q0, qd0).

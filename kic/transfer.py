@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ModelError, SingularityError
+from .settings import RANK_RTOL, TINY
 
 __all__ = ["Transfer", "transfer_influence", "solve_transfer", "closure_transfer"]
 
@@ -191,7 +192,7 @@ def _checked_inverse(A: np.ndarray, what: str) -> np.ndarray:
     """Inverse of stacked square matrices with a SingularityError when ill-conditioned."""
     sv = np.linalg.svd(A, compute_uv=False)
     smin, smax = sv[..., -1], sv[..., 0]
-    bad = ~(smin > 1e-12 * np.maximum(smax, 1e-300))
+    bad = ~(smin > RANK_RTOL * np.maximum(smax, TINY))
     if np.any(bad):
         idx = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
         s = float(smin[idx]) if idx else float(smin)

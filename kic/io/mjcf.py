@@ -252,7 +252,7 @@ def _motion(kind: str, axis: np.ndarray, q: float) -> np.ndarray:
 
 
 def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequence[str] = (),
-            timestep: float = 1e-3, axis_length: float = 0.1, min_mass: float = 1e-12,
+            timestep: float = 1e-3, axis_length: float = 0.1, min_mass: float = 1e-12,  # kg: the least mass MuJoCo takes
             solimp=None) -> str:
     """MJCF text of a mechanism (loops as equality constraints) or a serial chain.
 
