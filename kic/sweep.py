@@ -322,20 +322,11 @@ def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
     ``examples/sweep_example.py`` holds an importable evaluation of robot arms.
     """
     start_time = time.perf_counter()
-    if not callable(evaluate):
-        raise ModelError(f"sweep: evaluate must be a function of a chunk of designs, "
-                         f"got {type(evaluate).__name__}")
-    if on_error not in ("raise", "record"):
-        raise ModelError(f"sweep: on_error={on_error!r}: use 'raise' or 'record'")
+    _check_call(evaluate, on_error, out, resume, overwrite)
     table = as_designs(designs, names)
     n = len(table)
     kind = _scheduler_kind(scheduler)
     workers = 1 if kind == "serial" else _worker_count(n_workers)
-    if resume and out is None:
-        raise ModelError("sweep: resume=True needs out= (the file to resume from)")
-    if out is not None and not (resume or overwrite) and _npz_path(out).exists():
-        raise ModelError(f"sweep: {os.fspath(_npz_path(out))!r} exists: pass resume=True to "
-                         "continue it, overwrite=True to replace it, or another out=")
     previous = _previous(out, table) if resume else None
     chunk_size = _chunk_size(chunk_size, previous, n, kind, workers, out)
     _check_transport(evaluate, kind)
@@ -744,6 +735,20 @@ def _run_dask(evaluate, tasks, capture, workers, scheduler, result):
     finally:
         for thing in reversed(owned):
             thing.close()
+
+
+def _check_call(evaluate, on_error: str, out, resume: bool, overwrite: bool) -> None:
+    """The arguments of :func:`sweep` that are wrong before anything runs."""
+    if not callable(evaluate):
+        raise ModelError(f"sweep: evaluate must be a function of a chunk of designs, "
+                         f"got {type(evaluate).__name__}")
+    if on_error not in ("raise", "record"):
+        raise ModelError(f"sweep: on_error={on_error!r}: use 'raise' or 'record'")
+    if resume and out is None:
+        raise ModelError("sweep: resume=True needs out= (the file to resume from)")
+    if out is not None and not (resume or overwrite) and _npz_path(out).exists():
+        raise ModelError(f"sweep: {os.fspath(_npz_path(out))!r} exists: pass resume=True to "
+                         "continue it, overwrite=True to replace it, or another out=")
 
 
 def _running_client():
