@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import _closed_kernels as closed_kernels
+from .kernels import closed as closed_kernels
 from ._array import blocks, from_batch, match_batch
 from .assembly import Assembly, assemble, first_guess, in_mode, project
 from .backend import spd_solve, use_compiled

@@ -91,3 +91,21 @@ SWITCH_CONDITION = 30.0
 """A closed model's simulation switches coordinates when their condition
 number passes this (well before :data:`MAX_CONDITION`: the integrator's error
 grows with the condition long before the model is singular)."""
+
+# ------------------------------------------------- added with the closed kernels' split
+SAME_FRAME_ATOL = 1e-12
+"""Two open chains' copies of one joint are the same joint when their axes and
+frames agree to this (unit vectors and rotations; m for origins): rounding of
+the frames' products, not a design difference."""
+
+STRUCTURE_RTOL = 1e-9
+"""A mechanism's structure at its reference configuration (the rank of a
+loop's closure rows and of the closure Jacobian, whether joint axes are
+parallel, so a loop is planar): singular values, or sines of angles, below
+this fraction of the largest are zero.  Looser than :data:`RANK_RTOL`: a
+reference pose read from a file carries the rounding of its numbers."""
+
+GAUSS_NEWTON_RCOND = 1e-10
+"""The minimum-norm Gauss-Newton steps that assemble a reference
+configuration drop singular values below this fraction of the largest (the
+directions a redundant closure leaves free)."""

@@ -6,7 +6,7 @@ import pytest
 
 import kic
 import mechanisms
-from kic import _closed_kernels
+from kic.kernels import closed as _closed_kernels
 
 pytestmark = pytest.mark.skipif(not _closed_kernels.available,
                                 reason="the compiled integrator needs numba (the fast extra)")
