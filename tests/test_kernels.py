@@ -194,7 +194,8 @@ def test_lu_lanes_equal_lu_per_matrix_bit_for_bit(n):
         mats[3, :, 0] = mats[3, :, 1] * 2.0          # singular
         mats[5, 0, :] = 0.0                          # a zero row
     rhs = rng.standard_normal((count, n, width))
-    A, X = _lanes(mats), np.zeros((n, width, A.shape[2]))
+    A = _lanes(mats)
+    X = np.zeros((n, width, A.shape[2]))
     X[:, :, :count] = np.moveaxis(rhs, 0, -1)
     piv, sign, big = np.zeros((n, A.shape[2]), np.int64), np.empty(A.shape[2]), np.empty(A.shape[2])
     linalg.lu_factor_lanes(A, n, piv, sign, big, count)
