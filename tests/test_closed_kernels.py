@@ -482,7 +482,8 @@ def test_condition_lanes_match_svd(count):
             assert got[u] > 1e14
         else:
             assert abs(got[u] / ref - 1) < 1e-15 * ref + 1e-13
-        linalg.condition_numbers_lanes(A[u:u + 1], 1, work, norms, gam, cs, sn, pairs, cond, live, turned)
+        linalg.condition_numbers_lanes(A[u:u + 1], 1, work, norms, gam, cs, sn, pairs, cond, live,
+                                       turned)
         assert cond[0] == got[u]
 
 

@@ -182,7 +182,8 @@ def assemble(plan, q, phi_start, path: bool = False, mode=None):
     _require()
     M, N = plan.q_idx.shape[0], plan.parent.shape[0]
     qa = _rows(q, M, "q")
-    out = _call(plan, closed_pose.ASSEMBLE, qa, qa, qa, _EMPTY_I, _rows(phi_start, N, "phi_start"), path, mode)
+    out = _call(plan, closed_pose.ASSEMBLE, qa, qa, qa, _EMPTY_I, _rows(phi_start, N, "phi_start"),
+                path, mode)
     return out[1], out[2], out[3], out[4], out[5]
 
 
@@ -195,8 +196,8 @@ def inverse_dynamics(plan, q, qd, qdd, phi_start, path: bool = False, mode=None)
     """
     _require()
     M, N = plan.q_idx.shape[0], plan.parent.shape[0]
-    out = _call(plan, closed_pose.INVERSE_DYNAMICS, _rows(q, M, "q"), _rows(qd, M, "qd"), _rows(qdd, M, "qdd"),
-                _EMPTY_I, _rows(phi_start, N, "phi_start"), path, mode)
+    out = _call(plan, closed_pose.INVERSE_DYNAMICS, _rows(q, M, "q"), _rows(qd, M, "qd"),
+                _rows(qdd, M, "qdd"), _EMPTY_I, _rows(phi_start, N, "phi_start"), path, mode)
     return out[0], out[1], out[2], out[3], out[4], out[5]
 
 
@@ -208,8 +209,8 @@ def forward_dynamics(plan, q, qd, tau, phi_start, path: bool = False, mode=None)
     """
     _require()
     M, N = plan.q_idx.shape[0], plan.parent.shape[0]
-    out = _call(plan, closed_pose.FORWARD_DYNAMICS, _rows(q, M, "q"), _rows(qd, M, "qd"), _rows(tau, M, "tau"),
-                _EMPTY_I, _rows(phi_start, N, "phi_start"), path, mode)
+    out = _call(plan, closed_pose.FORWARD_DYNAMICS, _rows(q, M, "q"), _rows(qd, M, "qd"),
+                _rows(tau, M, "tau"), _EMPTY_I, _rows(phi_start, N, "phi_start"), path, mode)
     return out[0], out[1], out[2], out[3], out[4], out[5]
 
 
@@ -234,7 +235,8 @@ def actuator_loads(plan, q, qd, qdd, act_idx, phi_start, path: bool = False, mod
         from ..errors import ModelError
         raise ModelError(f"act_idx must name at least {M} distinct joints in 0..{N - 1}, "
                          f"got {idx}")
-    out = _call(plan, closed_pose.ACTUATOR_LOADS, _rows(q, M, "q"), _rows(qd, M, "qd"), _rows(qdd, M, "qdd"), act,
+    out = _call(plan, closed_pose.ACTUATOR_LOADS, _rows(q, M, "q"), _rows(qd, M, "qd"),
+                _rows(qdd, M, "qdd"), act,
                 _rows(phi_start, N, "phi_start"), path, mode)
     return out[0], out[1], out[2], out[3], out[4], out[5], out[6]
 
@@ -280,7 +282,8 @@ def inertia(plan, phi):
 
 
 def design_loads(ibuf, fstack, q, qd, x, act, phi0, path, modes, skip):
-    """Python entry of :func:`kic.kernels.closed_lanes.design_loads` (see there for shapes; the caller,
+    """Python entry of :func:`kic.kernels.closed_lanes.design_loads` (see there for
+    shapes; the caller,
     :mod:`kic.designs`, lays the arrays out as float64/int64 C-contiguous and
     checks them).  Returns the kernel's tuple."""
     _require()
@@ -302,7 +305,8 @@ _DOP853 = None
 def free_motion(plan, mode, t: float, t_end: float, y, phi, h_abs: float, rtol: float,
                 atol: float, max_step: float, stop_condition: float, relax: float,
                 capacity: int) -> tuple:
-    """Python entry of :func:`kic.kernels.integrator.free_motion` (the caller lays out ``y`` (2M,) and
+    """Python entry of :func:`kic.kernels.integrator.free_motion` (the caller lays
+    out ``y`` (2M,) and
     ``phi`` (N,) as float64 C-contiguous).  Returns the kernel's tuple."""
     global _DOP853
     _require()

@@ -45,26 +45,27 @@ def composite_inertia(nl, P, FL, SL, GL, qcol, LW, rest):
     """I*_q and, for the lanes at rest (``rest``, q' = 0), the gravity load
     T0 = G^T T_phi from the same composites, by composite rigid bodies on the
     tree, for the first ``nl`` of V poses of one design side by side (the lanes:
-    the last axis of every array, as :func:`~kic.kernels.linalg.condition_numbers_lanes`; the loops over
-    them carry no branches, so they become vector instructions).  Per lane: ``FL`` (N, 12, V)
-    the rows 0..2 of the joints' frames F, ``SL`` (N, 6, V) their screws, ``GL``
-    (N, M, V) G^phi_q; out ``LW.IL`` (M, M, V), ``LW.T0L`` (M, V) (lanes not at
-    rest keep theirs); ``LW.Ic`` (N, 10, V), ``HG`` (N, M, V), ``Tphi`` (N, V),
-    ``fw`` (6, V), ``hw`` (V,) and ``empty`` (N,) bool are work.
+    the last axis of every array, as in :mod:`kic.kernels.linalg`'s lane
+    variants; the loops over them carry no branches, so they become vector
+    instructions).  Per lane: ``FL`` (N, 12, V) the rows 0..2 of the joints'
+    frames F, ``SL`` (N, 6, V) their screws, ``GL`` (N, M, V) G^phi_q; out
+    ``LW.IL`` (M, M, V), ``LW.T0L`` (M, V) (lanes not at rest keep theirs); the
+    rest of ``LW`` is work.
 
     A body's spatial inertia about the world origin, in the screw coordinates
-    [omega; v_O] of :func:`~kic.kernels.closed_pose.tree_frames`, is ``[[I_O, [h]x], [-[h]x, m 1]]`` (kinetic
-    energy ``s^T M s / 2``): m its mass, h = m c its first moment (c its world
-    centroid), I_O = I_w + m (|c|^2 1 - c c^T) its inertia about the origin (I_w
-    the central inertia in world axes), [h]x the cross-product matrix.  Those
-    ten numbers (m, h, the upper triangle of I_O) add over a subtree, so a
-    composite is kept as them: Ic_j of the subtree of joint j gives
-    ``f_j = Ic_j S_j = [I_O w + h x v; m v - h x w]`` (S_j = [w; v]), the
-    joint-space inertia ``H_ij = S_i^T f_j`` (i an ancestor of j, or j) and
-    ``I*_q = G^T H G``; at rest the joint loads of gravity are
-    ``S_j^T Ic_j [0; -g] = -w . (h x g) - m v . g`` (the subtree's weight, as the
-    Newton-Euler pass with the base accelerated by -g).  ``qcol[j]`` is m where
-    joint j is coordinate m (its row of G the unit row e_m), else -1."""
+    [omega; v_O] of :func:`~kic.kernels.closed_pose.tree_frames`, is
+    ``[[I_O, [h]x], [-[h]x, m 1]]`` (kinetic energy ``s^T M s / 2``): m its
+    mass, h = m c its first moment (c its world centroid), I_O = I_w + m (|c|^2 1
+    - c c^T) its inertia about the origin (I_w the central inertia in world
+    axes), [h]x the cross-product matrix.  Those ten numbers (m, h, the upper
+    triangle of I_O) add over a subtree, so a composite is kept as them: Ic_j of
+    the subtree of joint j gives ``f_j = Ic_j S_j = [I_O w + h x v; m v - h x
+    w]`` (S_j = [w; v]), the joint-space inertia ``H_ij = S_i^T f_j`` (i an
+    ancestor of j, or j) and ``I*_q = G^T H G``; at rest the joint loads of
+    gravity are ``S_j^T Ic_j [0; -g] = -w . (h x g) - m v . g`` (the subtree's
+    weight, as the Newton-Euler pass with the base accelerated by -g).
+    ``qcol[j]`` is m where joint j is coordinate m (its row of G the unit row
+    e_m), else -1."""
     body_inertias(nl, P.mass, P.com, P.inertia, FL, LW.empty, LW.Ic)
     subtree_sums(nl, P.parent, P.order, LW.empty, LW.Ic)
     inertia_times_transfer(nl, P.parent, P.gravity, SL, GL, qcol, LW.empty, LW.Ic, LW.HG,
