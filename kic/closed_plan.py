@@ -4,7 +4,7 @@
 :class:`ClosedPlan`: the spanning tree of every primitive joint phi (the open
 chains merged, a shared joint once), the loop closures as frames on two bodies
 with their constant row projections, and the independent blocks of dependent
-joints.  :mod:`kic._closed_kernels` evaluates a pose from these arrays alone
+joints.  :mod:`kic.kernels.closed` evaluates a pose from these arrays alone
 (assembly, the transfer ``G^phi_q``, phi', phi'', inverse and forward dynamics,
 actuator loads), in one compiled call.
 
@@ -51,6 +51,7 @@ import numpy as np
 
 from .kernels import layout
 from .kernels.layout import FLOAT_FIELDS
+from .loops import characteristic_length
 from .settings import CLOSURE_TOLERANCE, MAX_CONDITION, NEWTON_MAX_ITERATIONS, SAME_FRAME_ATOL
 
 __all__ = ["ClosedPlan", "plan_from_model", "joint_indices", "body_frames", "FLOAT_FIELDS",
@@ -59,7 +60,7 @@ __all__ = ["ClosedPlan", "plan_from_model", "joint_indices", "body_frames", "FLO
 
 @dataclass(frozen=True, eq=False)
 class ClosedPlan:
-    """Plain arrays describing a closed model for :mod:`kic._closed_kernels`.
+    """Plain arrays describing a closed model for :mod:`kic.kernels.closed`.
 
     See the module docstring for the conventions.  ``args`` holds the same data
     as the two flat buffers (float64, int64) the kernels take (built once).
@@ -375,8 +376,4 @@ def reference_length(plan: ClosedPlan, fields: dict, phi) -> np.ndarray:
     values ``phi`` (..., N): the largest distance between two joint origins or
     a joint origin and the world origin (1 m if all coincide), as
     ``ClosedModel.characteristic_length``."""
-    o = joint_origins(plan, fields, phi)
-    pts = np.concatenate([np.zeros(o.shape[:-2] + (1, 3)), o], axis=-2)
-    d = np.linalg.norm(pts[..., :, None, :] - pts[..., None, :, :], axis=-1)
-    L = d.max(axis=(-2, -1))
-    return np.where(L > 0, L, 1.0)
+    return characteristic_length(joint_origins(plan, fields, phi))

@@ -41,7 +41,7 @@ from .settings import (CLOSURE_TOLERANCE, FROBENIUS_MARGIN, GAUSS_NEWTON_RCOND,
                        NEWTON_MAX_ITERATIONS, NEWTON_MAX_STEP, RANK_RTOL, STRUCTURE_RTOL, TINY)
 
 __all__ = ["LoopSystem", "Loop", "Side", "FunctionSide", "Block", "LoopRows",
-           "scaled_condition", "TOLERANCE", "MAX_ITERATIONS"]
+           "scaled_condition", "characteristic_length", "TOLERANCE", "MAX_ITERATIONS"]
 
 TOLERANCE = CLOSURE_TOLERANCE           # (kic.settings) rad, and lengths relative to L
 MAX_ITERATIONS = NEWTON_MAX_ITERATIONS  # (kic.settings)
@@ -164,6 +164,18 @@ class Block:
     @property
     def size(self) -> int:
         return len(self.joints)
+
+
+def characteristic_length(points: np.ndarray) -> np.ndarray:
+    """A mechanism's characteristic length L (m) from its joint points (..., P, 3)
+    at its reference configuration: the largest distance between two of them or
+    one and the world origin, 1 m if all coincide (leading axes kept: one L per
+    design).  Lengths divided by L make closure residuals and condition numbers
+    dimensionless."""
+    points = np.asarray(points, float)
+    pts = np.concatenate([np.zeros(points.shape[:-2] + (1, 3)), points], axis=-2)
+    d = np.linalg.norm(pts[..., :, None, :] - pts[..., None, :, :], axis=-1).max(axis=(-2, -1))
+    return np.where(d > 0, d, 1.0)
 
 
 class LoopSystem:
@@ -314,13 +326,10 @@ class LoopSystem:
 
     def _characteristic_length(self, phi0: np.ndarray) -> float:
         """The largest distance between two joint points at phi0 (1 m if all coincide)."""
-        pts = [np.zeros((1, 3))]
-        for ci, chain in enumerate(self.chains):
-            kin = ChainKinematics(chain, phi0[self.chain_joints[ci]], 1)
-            pts.append(kin.joint_points.reshape(-1, 3))
-        P = np.concatenate(pts)
-        d = float(np.max(np.linalg.norm(P[:, None] - P[None], axis=-1)))
-        return d if d > 0 else 1.0
+        pts = [chain_points.reshape(-1, 3) for chain_points in (
+            ChainKinematics(chain, phi0[self.chain_joints[ci]], 1).joint_points
+            for ci, chain in enumerate(self.chains))]
+        return float(characteristic_length(np.concatenate(pts)))
 
     def _classify(self, phi0: np.ndarray) -> None:
         """Structural rank of every loop and its row reduction (at the reference)."""
