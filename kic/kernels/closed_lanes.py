@@ -34,7 +34,7 @@ from .linalg import (cholesky_solve, condition_number, condition_numbers_lanes, 
                      lu_factor_lanes, lu_solve_columns, lu_solve_lanes, round_robin_pairs)
 
 __all__ = ["design_loads", "composite_inertia", "transfer_lanes", "actuation_flush",
-           "design_frames", "identity_flags", "LaneWork", "ActuationWork"]
+           "design_frames", "identity_flags", "LaneWork", "ActuationWork", "one_design"]
 
 
 # --------------------------------------------------------------------------
@@ -437,27 +437,18 @@ def inverse_frobenius(nl, isR, row_is_rot, dep, r0, nb, M, Lc, X, fri):
 
 
 @jit
-def block_singular(P, JA, r0, nb, u, kf, As, Aw):
-    """Whether lane u's block (rows r0:r0 + nb) is singular, given its Frobenius
-    condition ``kf``: its dimensionless 2-norm condition is not below
-    max_condition (kappa_2 <= kf <= nb kappa_2), decided from ``kf`` when it is
-    FROBENIUS_MARGIN away from the threshold, else (or where not finite) from
-    :func:`~kic.kernels.linalg.condition_number` as
+def block_condition(row_is_rot, isR, dep, Lc, JA, r0, nb, u, As, Aw):
+    """The dimensionless 2-norm condition of lane u's block (rows r0:r0 + nb), as
     :func:`~kic.kernels.closed_pose.transfer_pose` forms it (As, Aw (nb, nb) work)."""
-    maxc, Lc = P.max_condition, P.L_char
-    if kf * FROBENIUS_MARGIN < maxc:
-        return False
-    if kf > FROBENIUS_MARGIN * nb * maxc:
-        return True                       # kappa_2 >= kappa_F / nb >= maxc
     for i in range(nb):
         for c in range(nb):
             a = JA[r0 + i, c, u]
-            if not P.row_is_rot[r0 + i]:
+            if not row_is_rot[r0 + i]:
                 a /= Lc
-            if not P.is_revolute[P.dep[r0 + c]]:
+            if not isR[dep[r0 + c]]:
                 a *= Lc
             As[i, c] = a
-    return not (condition_number(As[:nb, :nb], Aw[:nb, :nb]) < maxc)
+    return condition_number(As[:nb, :nb], Aw[:nb, :nb])
 
 
 @jit
@@ -470,17 +461,23 @@ def transfer_lanes(nl, P, JA, JQ, pending, GL, LW):
     where ``pending``.  In: ``JA`` (R, nb, V) each closure row's entries in its
     block's columns (``dep``), ``JQ`` (R, M, V) in the coordinates' columns.
     Out: ``LW.DS`` (B, V) the blocks' det signs, ``LW.ST`` (V,) SINGULAR_BLOCK
-    where a block is singular (:func:`block_singular`), else OK."""
+    where a block is singular, else OK.
+
+    A block is singular where its dimensionless 2-norm condition is not below
+    max_condition; the Frobenius condition ``kf`` of the scaled block bounds it
+    (kappa_2 <= kf <= nb kappa_2) and decides where it is FROBENIUS_MARGIN away
+    from the threshold, :func:`block_condition` elsewhere (or where not finite)."""
     isR, row_is_rot, dep, block_row = P.is_revolute, P.row_is_rot, P.dep, P.block_row
-    M, Lc = P.M, P.L_char
-    A, X, sgn, ST = LW.LUL, LW.XL, LW.sgnL, LW.ST
+    M, Lc, maxc = P.M, P.L_char, P.max_condition
+    A, X, sgn, ST, DS, PVL = LW.LUL, LW.XL, LW.sgnL, LW.ST, LW.DS, LW.PVL
+    fro, fri, bigL, As, Aw = LW.fro, LW.fri, LW.bigL, LW.As, LW.Aw
     for u in range(nl):
         ST[u] = OK
     for b in range(P.B):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
-        block_into_lanes(nl, isR, row_is_rot, dep, r0, nb, Lc, JA, A, LW.fro)
-        lu_factor_lanes(A, nb, LW.PVL, sgn, LW.bigL, nl)
+        block_into_lanes(nl, isR, row_is_rot, dep, r0, nb, Lc, JA, A, fro)
+        lu_factor_lanes(A, nb, PVL, sgn, bigL, nl)
         # the M + nb right-hand sides: -B_b and the identity
         for i in range(nb):
             for m in range(M):
@@ -489,14 +486,17 @@ def transfer_lanes(nl, P, JA, JQ, pending, GL, LW):
             for c in range(nb):
                 for u in range(nl):
                     X[i, M + c, u] = 1.0 if i == c else 0.0
-        lu_solve_lanes(A, nb, LW.PVL, X, M + nb, nl)
-        inverse_frobenius(nl, isR, row_is_rot, dep, r0, nb, M, Lc, X, LW.fri)
+        lu_solve_lanes(A, nb, PVL, X, M + nb, nl)
+        inverse_frobenius(nl, isR, row_is_rot, dep, r0, nb, M, Lc, X, fri)
         for u in range(nl):
-            LW.DS[b, u] = sgn[u]
+            DS[b, u] = sgn[u]
             if not pending[u] or ST[u] != OK:
                 continue
-            if sgn[u] == 0.0 or block_singular(P, JA, r0, nb, u,
-                                               np.sqrt(LW.fro[u] * LW.fri[u]), LW.As, LW.Aw):
+            kf = np.sqrt(fro[u] * fri[u])
+            if sgn[u] == 0.0 or kf > FROBENIUS_MARGIN * nb * maxc:
+                ST[u] = SINGULAR_BLOCK            # kappa_2 >= kappa_F / nb >= maxc
+            elif not (kf * FROBENIUS_MARGIN < maxc) and not (
+                    block_condition(row_is_rot, isR, dep, Lc, JA, r0, nb, u, As, Aw) < maxc):
                 ST[u] = SINGULAR_BLOCK
         for i in range(nb):
             j = dep[r0 + i]
@@ -548,28 +548,29 @@ def actuation_flush(count, AW, loads, status, acond, aloads):
     from ``loads``: ``(G^a)^T tau_a = T_q`` (Na = M) or its least-norm solution."""
     condition_numbers_lanes(AW.PGs, count, AW.work, AW.norms, AW.gam, AW.cs, AW.sn, AW.pairs,
                             AW.cond, AW.live, AW.turned)
-    PGa, At, TA = AW.PGa, AW.At, AW.TA
+    PGa, At, TA, pv, Ch, rhs, sol = AW.PGa, AW.At, AW.TA, AW.pv, AW.Ch, AW.rhs, AW.sol
+    design, pose, cond, max_condition = AW.design, AW.pose, AW.cond, AW.max_condition
     M = At.shape[0]
     K = loads.shape[2]
     Na = PGa.shape[1]
     for u in range(count):
-        d = AW.design[u]
-        t = AW.pose[u]
-        acond[d, t] = AW.cond[u]
-        if not (acond[d, t] < AW.max_condition[u]):
+        d = design[u]
+        t = pose[u]
+        acond[d, t] = cond[u]
+        if not (acond[d, t] < max_condition[u]):
             status[d, t] = SINGULAR_DYNAMICS
             continue
         if Na == M:
             for i in range(M):
                 for m in range(M):
                     At[m, i] = PGa[u, i, m]
-            if lu_factor(At, M, AW.pv) == 0.0:
+            if lu_factor(At, M, pv) == 0.0:
                 status[d, t] = SINGULAR_DYNAMICS
                 continue
             for i in range(M):
                 for k in range(K):
                     TA[i, k] = loads[d, t, k, i]
-            lu_solve_columns(At, M, AW.pv, TA)
+            lu_solve_columns(At, M, pv, TA)
             for k in range(K):
                 for i in range(M):
                     aloads[d, t, k, i] = TA[i, k]
@@ -577,19 +578,19 @@ def actuation_flush(count, AW, loads, status, acond, aloads):
         # least-norm loads: tau = G (G^T G)^-1 T_q
         for k in range(K):
             for a in range(M):
-                AW.rhs[a] = loads[d, t, k, a]
+                rhs[a] = loads[d, t, k, a]
                 for b in range(M):
                     s = 0.0
                     for i in range(Na):
                         s += PGa[u, i, a] * PGa[u, i, b]
-                    AW.Ch[a, b] = s
-            if not cholesky_solve(AW.Ch, AW.rhs, AW.Ch, AW.sol):
+                    Ch[a, b] = s
+            if not cholesky_solve(Ch, rhs, Ch, sol):
                 status[d, t] = SINGULAR_DYNAMICS
                 break
             for i in range(Na):
                 s = 0.0
                 for m in range(M):
-                    s += PGa[u, i, m] * AW.sol[m]
+                    s += PGa[u, i, m] * sol[m]
                 aloads[d, t, k, i] = s
         if status[d, t] == SINGULAR_DYNAMICS:
             for k in range(K):
@@ -685,95 +686,83 @@ DesignOut = namedtuple("DesignOut", ["loads", "aloads", "I", "phi", "status", "r
                                      "acond"])
 
 
-@jit
+@jit(inline=True)
 def clear_pose(O, d, t):
-    """NaN in every output of pose t of design d."""
-    O.loads[d, t, :, :] = np.nan
-    O.aloads[d, t, :, :] = np.nan
-    O.I[d, t, :, :] = np.nan
-    O.phi[d, t, :] = np.nan
+    """NaN in every output of pose t of design d (loops: a slice would cost a view)."""
+    loads, aloads, I, phi = O.loads, O.aloads, O.I, O.phi
+    for k in range(loads.shape[2]):
+        for a in range(loads.shape[3]):
+            loads[d, t, k, a] = np.nan
+        for i in range(aloads.shape[3]):
+            aloads[d, t, k, i] = np.nan
+    for a in range(I.shape[2]):
+        for b in range(I.shape[3]):
+            I[d, t, a, b] = np.nan
+    for j in range(phi.shape[2]):
+        phi[d, t, j] = np.nan
     O.resid[d, t] = np.nan
     O.acond[d, t] = np.nan
 
 
 @jit
-def assemble_design_pose(P, W, DW, phi):
-    """Assembly at phi (q in place): a start that closes the loops to rounding
-    (residual < EXACT_START: an exact closed-form inverse kinematics) is taken
-    as it is, since Newton's polishing step would not move it; otherwise Newton
-    from it.  Returns (status, residual); W holds the frames and Jacobian."""
-    design_frames(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, P.body_a,
-                  P.T_a, P.body_b, P.T_b, phi, DW.flags, W.F, W.S, W.X)
-    closure_residual(P.loop_k, P.loop_r, P.loop_row, P.U, W.X, W.r)
-    res = worst_residual(P.row_is_rot, P.L_char, W.r, 0, P.R)
-    if res < EXACT_START:
-        closure_jacobian(P.parent, P.loop_k, P.loop_r, P.loop_row, P.body_a, P.body_b, P.U,
-                         W.S, W.X, W.Jr)
-        return OK, res
-    return assemble_pose(P, W, phi)
+def design_pose_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
+                       loop_k, loop_r, loop_row, U, phi, flags, F, S, X, r):
+    """Frames, screws, side frames and reduced closure residuals at phi
+    (:func:`design_frames`, then the residual)."""
+    design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b, phi,
+                  flags, F, S, X)
+    closure_residual(loop_k, loop_r, loop_row, U, X, r)
 
 
 @jit
-def pose_to_lane(P, W, LW, DW, u, d, t, q, qd, phi0, path, have_last, mode, O):
-    """Assemble pose t of design d and put it in lane u: its frames and screws;
-    at rest (and not on a path) its closure Jacobian, for the transfer in the
-    lanes; else its transfer now (the next start of a path, or the rates of a
-    moving pose, need it) and, moving, its bias by one Newton-Euler pass at
-    q'' = 0.  Returns the pose's status (OK: it took the lane)."""
-    N, M, R = P.N, P.M, P.R
-    phi = DW.phi
-    tq = t if q.shape[1] > 1 else 0
-    tv = t if qd.shape[1] > 1 else 0
-    dv = d if qd.shape[0] > 1 else 0
-    if path and have_last:
-        phi[:] = DW.last
-    else:
-        phi[:] = phi0[d if phi0.shape[0] > 1 else 0, t if phi0.shape[1] > 1 else 0]
-    for m in range(M):
-        phi[P.q_idx[m]] = q[d if q.shape[0] > 1 else 0, tq, m]
-    st, O.resid[d, t] = assemble_design_pose(P, W, DW, phi)
-    if st == NOT_ASSEMBLED:
-        return st
-    at_rest = True
-    for m in range(M):
-        if qd[dv, tv, m] != 0.0:
-            at_rest = False
+def into_lane(F, S, Jr, phi, dep, q_idx, block_row, row_block, FL, SL, JA, JQ, PHL, u,
+              with_jacobian):
+    """A pose's frames and screws into lane u and, ``with_jacobian``, its closure
+    Jacobian's block and coordinate columns and its joint values (for the
+    transfer in the lanes)."""
+    N, M, R = F.shape[0], q_idx.shape[0], Jr.shape[0]
     for j in range(N):
         for i in range(3):
             for c in range(4):
-                LW.FL[j, 4 * i + c, u] = W.F[j, i, c]
+                FL[j, 4 * i + c, u] = F[j, i, c]
         for c in range(6):
-            LW.SL[j, c, u] = W.S[j, c]
-    LW.rest[u] = at_rest
-    LW.lane_t[u] = t
-    if at_rest and not path:
-        # the transfer waits in the lanes (the status with it)
-        for i in range(R):
-            r0 = P.block_row[DW.row_block[i]]      # the first row of its block
-            for c in range(P.block_row[DW.row_block[i] + 1] - r0):
-                LW.JA[i, c, u] = W.Jr[i, P.dep[r0 + c]]
-            for m in range(M):
-                LW.JQ[i, m, u] = W.Jr[i, P.q_idx[m]]
-        for j in range(N):
-            LW.PHL[j, u] = phi[j]
-        LW.stL[u] = st
-        LW.pending[u] = True
-        return OK
-    st = settle(P, W, st, phi, O.phi[d, t], DW.cond, O.dsign[d, t], mode)
+            SL[j, c, u] = S[j, c]
+    if not with_jacobian:
+        return
+    for i in range(R):
+        r0 = block_row[row_block[i]]      # the first row of its block
+        for c in range(block_row[row_block[i] + 1] - r0):
+            JA[i, c, u] = Jr[i, dep[r0 + c]]
+        for m in range(M):
+            JQ[i, m, u] = Jr[i, q_idx[m]]
+    for j in range(N):
+        PHL[j, u] = phi[j]
+
+
+@jit
+def transfer_now(P, W, LW, DW, u, st, phi, qd, at_rest, mode, phi_row, dsign_row):
+    """The transfer of a pose that cannot wait for the lanes (the next start of
+    a path, or the rates of a moving pose, need it) and, moving, its bias by one
+    Newton-Euler pass at q'' = 0, into lane u.  Returns the pose's status."""
+    st = settle(P, W, st, phi, phi_row, DW.cond, dsign_row, mode)
     if st != OK:
         return st
-    DW.last[:] = phi
+    N, M = P.N, P.M
+    last = DW.last
+    for j in range(N):
+        last[j] = phi[j]
     if not at_rest:
         # the bias where it moves (the composites give it at rest)
-        pose_rates(P, W, qd[dv, tv], DW.zero)
+        pose_rates(P, W, qd, DW.zero)
         rnea(P, W, True)
-        project(W.G, W.tau, DW.T0)
+        T0, T0L = DW.T0, LW.T0L
+        project(W.G, W.tau, T0)
         for m in range(M):
-            LW.T0L[m, u] = DW.T0[m]
+            T0L[m, u] = T0[m]
+    G, GL = W.G, LW.GL
     for j in range(N):
         for m in range(M):
-            LW.GL[j, m, u] = W.G[j, m]
-    LW.pending[u] = False
+            GL[j, m, u] = G[j, m]
     return OK
 
 
@@ -781,72 +770,77 @@ def pose_to_lane(P, W, LW, DW, u, d, t, q, qd, phi0, path, have_last, mode, O):
 def settle_lanes(P, d, nl, LW, mode, O):
     """The statuses, det signs and joint values of the lanes whose transfer was
     formed in the lanes; ``LW.alive`` False where a pose fails."""
+    pending, lane_t, alive, stL, ST, DS, PHL = LW.pending, LW.lane_t, LW.alive, LW.stL, LW.ST, \
+        LW.DS, LW.PHL
+    dsign, status, phi = O.dsign, O.status, O.phi
     for u in range(nl):
-        if not LW.pending[u]:
+        if not pending[u]:
             continue
-        tu = LW.lane_t[u]
+        tu = lane_t[u]
         for b in range(P.B):
-            O.dsign[d, tu, b] = LW.DS[b, u]
-        LW.alive[u] = False
-        if LW.stL[u] != OK:
-            O.status[d, tu] = SINGULAR_BLOCK
+            dsign[d, tu, b] = DS[b, u]
+        alive[u] = False
+        if stL[u] != OK:
+            status[d, tu] = SINGULAR_BLOCK
             continue
         for j in range(P.N):
-            O.phi[d, tu, j] = LW.PHL[j, u]
-        if LW.ST[u] != OK:
-            O.status[d, tu] = SINGULAR_BLOCK
+            phi[d, tu, j] = PHL[j, u]
+        if ST[u] != OK:
+            status[d, tu] = SINGULAR_BLOCK
             continue
-        if not in_mode(O.dsign[d, tu], mode):
-            O.status[d, tu] = OTHER_MODE
+        if not in_mode(dsign[d, tu], mode):
+            status[d, tu] = OTHER_MODE
             continue
-        LW.alive[u] = True
+        alive[u] = True
 
 
-@jit
+@jit(inline=True)
 def lane_loads(u, d, LW, DW, x, O):
     """I* of lane u and the loads ``T_q = T0 + I* q''`` of its K accelerations
     (the K sums are independent: innermost, overlapped, each in the order of b)."""
-    M = LW.IL.shape[0]
+    IL, T0L, I, loads, x_at = LW.IL, LW.T0L, O.I, O.loads, DW.x_at
+    M = IL.shape[0]
     K = x.shape[2]
     tu = LW.lane_t[u]
     for a in range(M):
         for b in range(M):
-            O.I[d, tu, a, b] = LW.IL[a, b, u]
+            I[d, tu, a, b] = IL[a, b, u]
     tx = tu if x.shape[1] > 1 else 0
     dx = d if x.shape[0] > 1 else 0
     xT, TK = DW.xT, DW.TK
-    if tx != DW.x_at[1] or dx != DW.x_at[0]:
+    if tx != x_at[1] or dx != x_at[0]:
         for k in range(K):
             for b in range(M):
                 xT[b, k] = x[dx, tx, k, b]
-        DW.x_at[0] = dx
-        DW.x_at[1] = tx
+        x_at[0] = dx
+        x_at[1] = tx
     for a in range(M):
         for k in range(K):
-            TK[a, k] = LW.T0L[a, u]
+            TK[a, k] = T0L[a, u]
         for b in range(M):
-            f = LW.IL[a, b, u]
+            f = IL[a, b, u]
             for k in range(K):
                 TK[a, k] += f * xT[b, k]
     for k in range(K):
         for a in range(M):
-            O.loads[d, tu, k, a] = TK[a, k]
+            loads[d, tu, k, a] = TK[a, k]
 
 
-@jit
+@jit(inline=True)
 def queue_actuation(P, u, d, LW, AW, DW, act, nq):
     """Lane u's G^a (and its dimensionless copy: prismatic coordinates * L,
     prismatic actuators / L) into the actuation buffers at nq."""
     Lc = P.L_char
+    GL, PGa, PGs, col_scale, prism_act = LW.GL, AW.PGa, AW.PGs, DW.col_scale, DW.prism_act
     for i in range(act.shape[0]):
         a = act[i]
         for m in range(P.M):
-            g = LW.GL[a, m, u]
-            AW.PGa[nq, i, m] = g
-            g *= DW.col_scale[m]
-            if DW.prism_act[i]:
+            g = GL[a, m, u]
+            PGa[nq, i, m] = g
+            g *= col_scale[m]
+            if prism_act[i]:
                 g /= Lc
-            AW.PGs[nq, i, m] = g
+            PGs[nq, i, m] = g
     AW.design[nq] = d
     AW.pose[nq] = LW.lane_t[u]
     AW.max_condition[nq] = P.max_condition
@@ -858,14 +852,15 @@ def flush_lanes(P, d, nl, have_pending, LW, AW, DW, nq, x, act, mode, O):
     rest, then I* and the bias of each, their loads, and their actuations into
     the actuation buffers (evaluated when those are full).  Returns the poses
     waiting there."""
+    alive = LW.alive
     for u in range(nl):
-        LW.alive[u] = True
+        alive[u] = True
     if have_pending:
         transfer_lanes(nl, P, LW.JA, LW.JQ, LW.pending, LW.GL, LW)
         settle_lanes(P, d, nl, LW, mode, O)
     composite_inertia(nl, P, LW.FL, LW.SL, LW.GL, DW.qcol, LW, LW.rest)
     for u in range(nl):
-        if not LW.alive[u]:
+        if not alive[u]:
             continue
         lane_loads(u, d, LW, DW, x, O)
         if act.shape[0] == 0:
@@ -880,36 +875,91 @@ def flush_lanes(P, d, nl, have_pending, LW, AW, DW, nq, x, act, mode, O):
 
 @jit
 def one_design(P, d, W, LW, AW, DW, nq, q, qd, x, act, phi0, path, mode, skip, O):
-    """The n poses of design d, V at a time through the lanes; returns the
-    poses waiting in the actuation buffers."""
-    identity_flags(P.origin, P.offset, P.T_a, P.T_b, DW.flags)
-    for m in range(P.M):
-        DW.col_scale[m] = 1.0 if P.is_revolute[P.q_idx[m]] else P.L_char
+    """The n poses of design d, each assembled (a start that closes the loops to
+    rounding, residual < EXACT_START: an exact closed-form inverse kinematics,
+    is taken as it is, since Newton's polishing step would not move it; else
+    Newton from it) and put in a lane: at rest (and not on a path) with its
+    closure Jacobian, for the transfer in the lanes, else with its transfer now
+    (:func:`transfer_now`); V at a time through the lanes (:func:`flush_lanes`).
+    Returns the poses waiting in the actuation buffers."""
+    # the plan's and the work's arrays as locals, once per design (each P.x in
+    # the pose loop would take and drop a reference: atomic operations, per pose)
+    parent, order, isR, axis, origin, offset = P.parent, P.order, P.is_revolute, P.axis, \
+        P.origin, P.offset
+    body_a, T_a, body_b, T_b, loop_k, loop_r, loop_row, U = P.body_a, P.T_a, P.body_b, \
+        P.T_b, P.loop_k, P.loop_r, P.loop_row, P.U
+    row_is_rot, dep, block_row, q_idx, Lc = P.row_is_rot, P.dep, P.block_row, P.q_idx, \
+        P.L_char
+    N, M, R = P.N, P.M, P.R
+    F, S, X, r, Jr = W.F, W.S, W.X, W.r, W.Jr
+    FL, SL, JA, JQ, PHL = LW.FL, LW.SL, LW.JA, LW.JQ, LW.PHL
+    rest, lane_t, pending, stL = LW.rest, LW.lane_t, LW.pending, LW.stL
+    phi, last, flags, row_block = DW.phi, DW.last, DW.flags, DW.row_block
+    status, resid, phi_out, dsign = O.status, O.resid, O.phi, O.dsign
+    identity_flags(origin, offset, T_a, T_b, flags)
+    col_scale, prism_act = DW.col_scale, DW.prism_act
+    for m in range(M):
+        col_scale[m] = 1.0 if isR[q_idx[m]] else Lc
     for i in range(act.shape[0]):
-        DW.prism_act[i] = not P.is_revolute[act[i]]
-    V = LW.rest.shape[0]
+        prism_act[i] = not isR[act[i]]
+    dq = d if q.shape[0] > 1 else 0
+    dv = d if qd.shape[0] > 1 else 0
+    dp = d if phi0.shape[0] > 1 else 0
+    V = rest.shape[0]
     have_last = False
     have_pending = False
-    cnt = 0
+    u = 0                                   # the next free lane
     for t in range(skip.shape[1]):
         clear_pose(O, d, t)
         if skip[d, t] != 0:
-            O.status[d, t] = skip[d, t]
+            status[d, t] = skip[d, t]
             continue
-        st = pose_to_lane(P, W, LW, DW, cnt, d, t, q, qd, phi0, path, have_last, mode, O)
-        if st != OK:
-            O.status[d, t] = st
+        tq = t if q.shape[1] > 1 else 0
+        tv = t if qd.shape[1] > 1 else 0
+        tp = t if phi0.shape[1] > 1 else 0
+        for j in range(N):
+            phi[j] = last[j] if path and have_last else phi0[dp, tp, j]
+        for m in range(M):
+            phi[q_idx[m]] = q[dq, tq, m]
+        design_pose_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
+                           loop_k, loop_r, loop_row, U, phi, flags, F, S, X, r)
+        res = worst_residual(row_is_rot, Lc, r, 0, R)
+        if res < EXACT_START:
+            st = OK
+            closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+        else:
+            st, res = assemble_pose(P, W, phi)
+        resid[d, t] = res
+        if st == NOT_ASSEMBLED:
+            status[d, t] = st
             continue
-        if not LW.pending[cnt]:
+        at_rest = True
+        for m in range(M):
+            if qd[dv, tv, m] != 0.0:
+                at_rest = False
+        waits = at_rest and not path
+        into_lane(F, S, Jr, phi, dep, q_idx, block_row, row_block, FL, SL, JA, JQ, PHL, u,
+                  waits)
+        if waits:
+            stL[u] = st
+        else:
+            st = transfer_now(P, W, LW, DW, u, st, phi, qd[dv, tv], at_rest, mode,
+                              phi_out[d, t], dsign[d, t])
+            if st != OK:
+                status[d, t] = st
+                continue
             have_last = True
-        have_pending = have_pending or LW.pending[cnt]
-        cnt += 1
-        if cnt == V:
-            nq = flush_lanes(P, d, cnt, have_pending, LW, AW, DW, nq, x, act, mode, O)
-            cnt = 0
+        pending[u] = waits
+        rest[u] = at_rest
+        lane_t[u] = t
+        have_pending = have_pending or waits
+        u += 1
+        if u == V:
+            nq = flush_lanes(P, d, u, have_pending, LW, AW, DW, nq, x, act, mode, O)
+            u = 0
             have_pending = False
-    if cnt > 0:
-        nq = flush_lanes(P, d, cnt, have_pending, LW, AW, DW, nq, x, act, mode, O)
+    if u > 0:
+        nq = flush_lanes(P, d, u, have_pending, LW, AW, DW, nq, x, act, mode, O)
     return nq
 
 
@@ -935,7 +985,7 @@ def design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, al
     (least-norm when Na > M).
 
     The poses of a design wait in lanes (LANE_WIDTH side by side) after their
-    assembly (:func:`pose_to_lane`): the transfer of the poses at rest
+    assembly (:func:`one_design`): the transfer of the poses at rest
     (:func:`transfer_lanes`; a moving pose, or one whose joint values start the
     next pose of a path, has its own at once), I* and T0 go through the lanes
     together, and the actuations' condition numbers through lanes of their own

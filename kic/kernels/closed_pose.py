@@ -295,7 +295,7 @@ def closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, 
                 j = parent[j]
 
 
-@jit
+@jit(inline=True)
 def pose_frames(P, W, phi):
     """Body frames and screws, the loops' side frames and the reduced closure
     residuals at phi (into W.F, W.S, W.X, W.r)."""
@@ -304,7 +304,7 @@ def pose_frames(P, W, phi):
     closure_residual(P.loop_k, P.loop_r, P.loop_row, P.U, W.X, W.r)
 
 
-@jit
+@jit(inline=True)
 def pose_jacobian(P, W):
     """The reduced closure Jacobian (W.Jr) from the frames and screws in W."""
     closure_jacobian(P.parent, P.loop_k, P.loop_r, P.loop_row, P.body_a, P.body_b, P.U, W.S,
@@ -323,17 +323,15 @@ def worst_residual(row_is_rot, L_char, r, r0, r1):
     return worst
 
 
-@jit
-def newton_step(P, W, phi, polished):
-    """One Newton step on every block whose residual is not yet within the
-    tolerance (every block once ``polished``), its length limited to
-    NEWTON_MAX_STEP in max-norm; False when a block's LU meets a zero pivot."""
-    r, Jr, piv, Ab, step = W.r, W.Jr, W.piv, W.block, W.vec
-    dep, block_row = P.dep, P.block_row
-    for b in range(P.B):
+@jit(inline=True)
+def newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi, polished):
+    """One Newton step on every block whose residual is not yet within ``tol``
+    (every block once ``polished``), its length limited to NEWTON_MAX_STEP in
+    max-norm; False when a block's LU meets a zero pivot."""
+    for b in range(block_row.shape[0] - 1):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
-        if worst_residual(P.row_is_rot, P.L_char, r, r0, r1) < P.tol and not polished:
+        if worst_residual(row_is_rot, Lc, r, r0, r1) < tol and not polished:
             continue
         for i in range(nb):
             for c in range(nb):
@@ -356,21 +354,33 @@ def assemble_pose(P, W, phi):
     """Newton on the dependent joints from phi (q already in place); leaves the
     frames, screws, side frames and closure Jacobian of the final phi in W.
     Returns (status, dimensionless worst residual)."""
+    # the plan's and the work's arrays as locals, once (each P.x or W.x in the
+    # loop would take and drop a reference: atomic operations, per iteration)
+    parent, order, isR, axis, origin, offset = P.parent, P.order, P.is_revolute, P.axis, \
+        P.origin, P.offset
+    loop_k, loop_r, loop_row, body_a, T_a, body_b, T_b, U = P.loop_k, P.loop_r, P.loop_row, \
+        P.body_a, P.T_a, P.body_b, P.T_b, P.U
+    dep, block_row, row_is_rot, Lc, tol, R, max_iter = P.dep, P.block_row, P.row_is_rot, \
+        P.L_char, P.tol, P.R, P.max_iter
+    F, S, X, r, Jr, piv, Ab, step = W.F, W.S, W.X, W.r, W.Jr, W.piv, W.block, W.vec
     worst = 0.0
     polished = False
-    for it in range(P.max_iter + 2):
-        pose_frames(P, W, phi)
-        worst = worst_residual(P.row_is_rot, P.L_char, W.r, 0, P.R)
-        if worst < P.tol and (polished or worst < EXACT_START):
-            pose_jacobian(P, W)
+    for it in range(max_iter + 2):
+        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S)
+        loop_frames(body_a, T_a, body_b, T_b, F, X)
+        closure_residual(loop_k, loop_r, loop_row, U, X, r)
+        worst = worst_residual(row_is_rot, Lc, r, 0, R)
+        if worst < tol and (polished or worst < EXACT_START):
+            closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             return OK, worst
-        if it >= P.max_iter or not np.isfinite(worst):
+        if it >= max_iter or not np.isfinite(worst):
             return NOT_ASSEMBLED, worst
         # once within the tolerance, one more full step takes the solution to
         # rounding, so it does not depend on where Newton started
-        polished = worst < P.tol
-        pose_jacobian(P, W)
-        if not newton_step(P, W, phi, polished):
+        polished = worst < tol
+        closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+        if not newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi,
+                           polished):
             return SINGULAR_BLOCK, worst
     return NOT_ASSEMBLED, worst
 
@@ -652,7 +662,7 @@ def inertia_pose(P, W, I):
 # --------------------------------------------------------------------------
 # batches of poses
 # --------------------------------------------------------------------------
-@jit
+@jit(inline=True)
 def in_mode(dsign, mode):
     """The blocks' det signs agree with the assembly mode (B,) of +1/-1 (0: any
     sign), or ``mode`` is empty (no mode asked for)."""
@@ -662,7 +672,7 @@ def in_mode(dsign, mode):
     return True
 
 
-@jit
+@jit(inline=True)
 def settle(P, W, st, phi, phi_row, cond, dsign, mode):
     """After the assembly (status ``st``): the transfer, the blocks' conditions
     and det signs (``cond``, ``dsign`` (B,)) and the assembly mode; phi into
@@ -712,7 +722,7 @@ def dynamics_work(M, Na):
                         pv=np.zeros(M, np.int64))
 
 
-@jit
+@jit(inline=True)
 def actuator_pose(P, W, act, D, out):
     """Loads of the actuated joints ``act`` (into ``out`` (Na,)) that give the
     coordinate loads D.Tq: ``(G^a)^T tau_a = T_q`` (Na = M) or its least-norm
@@ -765,44 +775,45 @@ def actuator_pose(P, W, act, D, out):
     return OK, cond
 
 
-@jit
+@jit(inline=True)
 def evaluate(P, W, what, qd, x, act, D, out):
     """What ``what`` asks for at an assembled pose (its transfer in W), into
     ``out`` (K,).  Returns (status, actuation condition or NaN)."""
     N, M = P.N, P.M
-    G = W.G
+    G, Im, Tq = W.G, D.Im, D.Tq
     if what == TRANSFER:
         for j in range(N):
             for m in range(M):
                 out[j * M + m] = G[j, m]
         return OK, np.nan
     if what == INERTIA:
-        inertia_pose(P, W, D.Im)
+        inertia_pose(P, W, Im)
         for a in range(M):
             for b in range(M):
-                out[a * M + b] = D.Im[a, b]
+                out[a * M + b] = Im[a, b]
         return OK, np.nan
     pose_rates(P, W, qd, D.zero if what == FORWARD_DYNAMICS else x)
     if what == RATES:
+        phid, phidd = W.phid, W.phidd
         for j in range(N):
-            out[j] = W.phid[j]
-            out[N + j] = W.phidd[j]
+            out[j] = phid[j]
+            out[N + j] = phidd[j]
         return OK, np.nan
     rnea(P, W, True)
-    project(G, W.tau, D.Tq)
+    project(G, W.tau, Tq)
     if what == INVERSE_DYNAMICS:
         for m in range(M):
-            out[m] = D.Tq[m]
+            out[m] = Tq[m]
         return OK, np.nan
     if what == FORWARD_DYNAMICS:
-        inertia_pose(P, W, D.Im)
-        rhs = D.rhs[:M]
+        inertia_pose(P, W, Im)
+        rhs, sol = D.rhs[:M], D.sol
         for m in range(M):
-            rhs[m] = x[m] - D.Tq[m]
-        if not cholesky_solve(D.Im, rhs, D.Im, D.sol):
+            rhs[m] = x[m] - Tq[m]
+        if not cholesky_solve(Im, rhs, Im, sol):
             return SINGULAR_DYNAMICS, np.nan
         for m in range(M):
-            out[m] = D.sol[m]
+            out[m] = sol[m]
         return OK, np.nan
     return actuator_pose(P, W, act, D, out)
 
@@ -837,16 +848,16 @@ def first_bad(q, qd, x, phi0):
     return 0
 
 
-@jit
+@jit(inline=True)
 def start(P, phi, q, phi0, last, G_last, predict):
     """Where a pose's assembly starts (into phi): the start values ``phi0``, or on
     a path (``predict``) the tangent predictor from the last pose, phi + G^phi_q dq
     (Newton then needs a step fewer; it polishes to rounding anyway)."""
-    q_idx = P.q_idx
+    q_idx, N, M = P.q_idx, P.N, P.M
     if predict:
-        for j in range(P.N):
+        for j in range(N):
             acc = last[j]
-            for m in range(P.M):
+            for m in range(M):
                 acc += G_last[j, m] * (q[m] - last[q_idx[m]])
             phi[j] = acc
     else:
@@ -882,6 +893,7 @@ def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
     last = np.empty(N)
     G_last = np.empty((N, M))
     have_last = False
+    q_idx, row_is_rot, Lc, R, G = P.q_idx, P.row_is_rot, P.L_char, P.R, W.G
     for t in range(n):
         row = buf[t]
         tq = t if q.shape[0] > 1 else 0
@@ -891,10 +903,10 @@ def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
             # given phi: evaluate there (its residual is reported, not corrected)
             pose_frames(P, W, phi)
             pose_jacobian(P, W)
-            st, res = OK, worst_residual(P.row_is_rot, P.L_char, W.r, 0, P.R)
+            st, res = OK, worst_residual(row_is_rot, Lc, W.r, 0, R)
         else:
             for m in range(M):
-                phi[P.q_idx[m]] = q[tq, m]
+                phi[q_idx[m]] = q[tq, m]
             st, res = assemble_pose(P, W, phi)
         row[K + N] = res
         status[t] = settle(P, W, st, phi, row[K:K + N], row[K + N + 1:K + N + 1 + B],
@@ -903,7 +915,7 @@ def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
             continue
         # a path continues from poses that are regular and in the mode only
         last[:] = phi
-        G_last[:, :] = W.G
+        G_last[:, :] = G
         have_last = True
         if what != ASSEMBLE:
             status[t], row[K + N + 1 + 2 * B] = evaluate(

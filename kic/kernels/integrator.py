@@ -56,15 +56,16 @@ def free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign):
     pose_rates(P, W, y[M:], D.zero)
     rnea(P, W, True)
     project(W.G, W.tau, D.Tq)
-    inertia_pose(P, W, D.Im)
+    Im, Tq, sol = D.Im, D.Tq, D.sol
+    inertia_pose(P, W, Im)
     b = D.rhs[:M]
     for m in range(M):
-        b[m] = -D.Tq[m]
-    if not cholesky_solve(D.Im, b, D.Im, D.sol):
+        b[m] = -Tq[m]
+    if not cholesky_solve(Im, b, Im, sol):
         return SINGULAR_DYNAMICS
     for m in range(M):
         f[m] = y[M + m]
-        f[M + m] = D.sol[m]
+        f[M + m] = sol[m]
     return OK
 
 
