@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import _closed_kernels as closed_kernels
+from .kernels import closed as closed_kernels
 from ._array import finite_array
 from .backend import spd_solve, use_compiled
 from .kernels import linalg

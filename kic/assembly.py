@@ -29,9 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import inverse_with_condition
 from .errors import Status
-from .loops import MAX_ITERATIONS, TOLERANCE, LoopSystem
+from .kernels.linalg import small_inverse
+from .loops import LoopSystem
+from .settings import CLOSURE_TOLERANCE, NEWTON_MAX_ITERATIONS, NEWTON_MAX_STEP, TINY
 
 __all__ = ["Assembly", "assemble", "first_guess", "newton", "in_mode", "project"]
 
@@ -85,14 +86,14 @@ def newton(system: LoopSystem, phi: np.ndarray):
     active = np.arange(n)
     sub = phi
     kins = None
-    for it in range(MAX_ITERATIONS + 2):
+    for it in range(NEWTON_MAX_ITERATIONS + 2):
         w, kins = system.scaled_residual(sub, kins)
         worst[active] = w
         # once within the tolerance, one more full step takes a configuration to
         # rounding, so the answer does not depend on where Newton started
-        keep = np.isfinite(w) & ((w >= TOLERANCE) | ~polished[active])
-        polished[active[w < TOLERANCE]] = True
-        if it >= MAX_ITERATIONS or not keep.any():
+        keep = np.isfinite(w) & ((w >= CLOSURE_TOLERANCE) | ~polished[active])
+        polished[active[w < CLOSURE_TOLERANCE]] = True
+        if it >= NEWTON_MAX_ITERATIONS or not keep.any():
             break
         if not keep.all():
             active, sub, kins = active[keep], sub[keep], None
@@ -101,15 +102,12 @@ def newton(system: LoopSystem, phi: np.ndarray):
         for block in system.blocks:
             r = system.block_residual(rows, block)
             A, _ = system.block_matrices(rows, block, m, need_q=False)
-            try:
-                Ai, _ = inverse_with_condition(A)
-            except np.linalg.LinAlgError:
-                Ai = np.full(A.shape, np.nan)
+            Ai = small_inverse(A)              # NaN where singular: the pose leaves
             step = -np.einsum("npr,nr->np", Ai, r)
             lim = np.abs(step).max(axis=1, keepdims=True)
             lim[~np.isfinite(lim)] = np.inf
             with np.errstate(invalid="ignore", divide="ignore"):
-                step *= np.minimum(1.0, 0.5 / np.maximum(lim, 1e-300))
+                step *= np.minimum(1.0, NEWTON_MAX_STEP / np.maximum(lim, TINY))
             sub[:, block.joints] += step
         phi[active] = sub
         kins = None
@@ -124,15 +122,15 @@ def project(system: LoopSystem, phi: np.ndarray):
     of independent coordinates, so it works where every choice is singular,
     e.g. to land on the far side of a bifurcation.  Returns (phi, worst scaled
     residual (n,)); a configuration whose residual stays above
-    :data:`kic.loops.TOLERANCE` did not reach the closure.
+    :data:`kic.settings.CLOSURE_TOLERANCE` did not reach the closure.
     """
     phi = np.array(phi, dtype=float)
     scale = np.where(system.is_prismatic, system.length, 1.0)   # joint = scale * x
     worst = np.full(phi.shape[0], np.inf)
     polished = np.zeros(phi.shape[0], bool)
-    for _ in range(MAX_ITERATIONS + 2):
+    for _ in range(NEWTON_MAX_ITERATIONS + 2):
         worst, kins = system.scaled_residual(phi)
-        polished_now = worst < TOLERANCE
+        polished_now = worst < CLOSURE_TOLERANCE
         todo = np.isfinite(worst) & ~(polished_now & polished)
         polished |= polished_now
         if not todo.any():
@@ -209,14 +207,14 @@ def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.
     n = q.shape[0]
     phi0 = first_guess(system, q, reference, start, guess)
     phi, worst = newton(system, phi0)
-    converged = worst < TOLERANCE
+    converged = worst < CLOSURE_TOLERANCE
     found = np.zeros((n, len(system.mode_parts)))
     if converged.any():
         found[converged] = system.mode(phi[converged])
     good = converged & in_mode(found, mode)
     if not good.all():
         phi, worst, found, good = _continue(system, q, mode, reference, phi, worst, found, good)
-    status = np.where(good, Status.OK, np.where(worst < TOLERANCE, Status.OTHER_MODE,
+    status = np.where(good, Status.OK, np.where(worst < CLOSURE_TOLERANCE, Status.OTHER_MODE,
                                                  Status.UNASSEMBLABLE)).astype(int)
     attempt = phi.copy()
     phi[~good] = np.nan
@@ -246,7 +244,7 @@ def _continue(system, q, mode, reference, phi, worst, found, good):
             cur[:, system.q_idx] = qt
             idx = np.nonzero(alive)[0]
             sol, w = newton(system, cur[idx])
-            ok = w < TOLERANCE
+            ok = w < CLOSURE_TOLERANCE
             if ok.any():
                 ok[ok] = in_mode(system.mode(sol[ok]), mode)
             cur[idx] = sol

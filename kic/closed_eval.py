@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _closed_kernels as compiled_closed   # the one import of the closed kernels
+from .kernels import closed as compiled_closed   # the one import of the closed kernels
 from ._array import blocks
 from .actuation import load_distribution
 from .assembly import Assembly, assemble, first_guess, in_mode

@@ -4,7 +4,7 @@
 :class:`ClosedPlan`: the spanning tree of every primitive joint phi (the open
 chains merged, a shared joint once), the loop closures as frames on two bodies
 with their constant row projections, and the independent blocks of dependent
-joints.  :mod:`kic._closed_kernels` evaluates a pose from these arrays alone
+joints.  :mod:`kic.kernels.closed` evaluates a pose from these arrays alone
 (assembly, the transfer ``G^phi_q``, phi', phi'', inverse and forward dynamics,
 actuator loads), in one compiled call.
 
@@ -49,16 +49,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .kernels import layout
+from .kernels.layout import FLOAT_FIELDS
+from .loops import characteristic_length
+from .settings import CLOSURE_TOLERANCE, MAX_CONDITION, NEWTON_MAX_ITERATIONS, SAME_FRAME_ATOL
+
 __all__ = ["ClosedPlan", "plan_from_model", "joint_indices", "body_frames", "FLOAT_FIELDS",
            "float_fields", "joint_origins", "reference_length"]
-
-TOL = 1e-12          # closure tolerance (dimensionless, see L_char)
-MAX_ITER = 60        # Newton steps, as kic.closure
 
 
 @dataclass(frozen=True, eq=False)
 class ClosedPlan:
-    """Plain arrays describing a closed model for :mod:`kic._closed_kernels`.
+    """Plain arrays describing a closed model for :mod:`kic.kernels.closed`.
 
     See the module docstring for the conventions.  ``args`` holds the same data
     as the two flat buffers (float64, int64) the kernels take (built once).
@@ -89,32 +91,23 @@ class ClosedPlan:
     block_loops: np.ndarray     # (L,) int64
     q_idx: np.ndarray           # (M,) int64
     L_char: float
-    tol: float = TOL
-    max_iter: int = MAX_ITER
-    max_condition: float = 1e6
+    tol: float = CLOSURE_TOLERANCE
+    max_iter: int = NEWTON_MAX_ITERATIONS
+    max_condition: float = MAX_CONDITION
     phi_names: tuple = ()
     coordinate_names: tuple = ()
     body_names: tuple = ()      # (N,) the body each joint carries
     args: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        # the kernels take two flat buffers (one numba dispatch argument each, rather
-        # than a tuple of ~26 arrays that costs microseconds to type per call); the
-        # layout is _closed_kernels._unpack's
-        N, M, L = self.parent.shape[0], self.q_idx.shape[0], self.loop_k.shape[0]
-        R, B = self.dep.shape[0], self.block_row.shape[0] - 1
-        ints = [np.array([N, M, L, R, B, self.max_iter]), self.parent, self.order,
-                self.is_revolute, self.loop_k, self.loop_r, self.loop_row, self.body_a,
-                self.body_b, self.row_is_rot, self.dep, self.block_row, self.block_loop,
-                self.block_loops, self.q_idx]
-        floats = [self.axis, self.origin, self.offset, self.mass, self.com, self.inertia,
-                  self.gravity, self.T_a, self.T_b, self.U,
-                  np.array([self.L_char, self.tol, self.max_condition])]
-        args = (np.ascontiguousarray(np.concatenate([np.ravel(a).astype(np.float64)
-                                                     for a in floats])),
-                np.ascontiguousarray(np.concatenate([np.ravel(a).astype(np.int64)
-                                                     for a in ints])))
-        object.__setattr__(self, "args", args)
+        # the two flat buffers the kernels take, laid out by the tables of
+        # kic.kernels.layout (built once)
+        object.__setattr__(self, "args", layout.pack(self))
+
+    @property
+    def buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        """The (float64, int64) buffers of :mod:`kic.kernels.layout` (as ``args``)."""
+        return self.args
 
     @property
     def N(self) -> int:
@@ -209,11 +202,11 @@ def plan_from_model(model) -> ClosedPlan | None:
     - ``.blocks``: :class:`kic.loops.Block` with ``.loops`` (loop indices, rows
       in this order, ``rank`` rows each) and ``.joints`` (dependent phi indices).
     - ``.q_idx``, ``.N``, ``.dof``, ``.phi_names``, ``.coordinate_names``, and
-      ``kic.loops.TOLERANCE``, ``kic.loops.MAX_ITERATIONS``; public:
+      :data:`kic.settings.CLOSURE_TOLERANCE`,
+      :data:`kic.settings.NEWTON_MAX_ITERATIONS`; public:
       ``model.mechanism.gravity``, ``model.max_condition``,
       ``model.characteristic_length``, ``model.reference_phi``.
     """
-    from . import loops as _loops
     system = model.system
     chains, chain_idx = system.chains, system.chain_joints
     N, M = int(system.N), int(system.dof)
@@ -235,9 +228,9 @@ def plan_from_model(model) -> ClosedPlan | None:
                 origin[g], offset[g] = O, offs[k]
                 names[g] = chain.link_names[k]
             elif (parent[g] != par or is_rev[g] != (jt.kind == "R")
-                  or not np.allclose(axis[g], jt.axis, atol=1e-14)
-                  or not np.allclose(origin[g], O, atol=1e-12)
-                  or not np.allclose(offset[g], offs[k], atol=1e-12)):
+                  or not np.allclose(axis[g], jt.axis, atol=SAME_FRAME_ATOL)
+                  or not np.allclose(origin[g], O, atol=SAME_FRAME_ATOL)
+                  or not np.allclose(offset[g], offs[k], atol=SAME_FRAME_ATOL)):
                 return None                  # a shared joint seen differently: not a tree
             link = chain.links[k]
             if link.mass > 0 or np.any(link.inertia):
@@ -325,20 +318,12 @@ def plan_from_model(model) -> ClosedPlan | None:
         dep=np.array(dep, np.int64), block_row=np.array(block_row, np.int64),
         block_loop=np.array(block_loop, np.int64), block_loops=np.array(block_loops, np.int64),
         q_idx=q_idx, L_char=float(model.characteristic_length),
-        tol=float(_loops.TOLERANCE), max_iter=int(_loops.MAX_ITERATIONS),
+        tol=float(CLOSURE_TOLERANCE), max_iter=int(NEWTON_MAX_ITERATIONS),
         max_condition=float(model.max_condition), phi_names=tuple(system.phi_names),
         coordinate_names=tuple(system.coordinate_names), body_names=tuple(names))
 
 
 # ------------------------------------------------------------ design batches
-#: the float buffer's fields in their order (``ClosedPlan.args[0]``), with their
-#: shapes per joint (N) or loop (L); ``scale`` = (L_char, tol, max_condition)
-FLOAT_FIELDS = (("axis", "N", (3,)), ("origin", "N", (4, 4)), ("offset", "N", (4, 4)),
-                ("mass", "N", ()), ("com", "N", (3,)), ("inertia", "N", (3, 3)),
-                ("gravity", "", (3,)), ("T_a", "L", (4, 4)), ("T_b", "L", (4, 4)),
-                ("U", "L", (6, 6)), ("scale", "", (3,)))
-
-
 def float_fields(plan: ClosedPlan, buffers: np.ndarray) -> dict:
     """Views of float buffers laid out as ``plan.args[0]``, by field name.
 
@@ -351,16 +336,7 @@ def float_fields(plan: ClosedPlan, buffers: np.ndarray) -> dict:
     F = plan.args[0].shape[0]
     if buffers.shape[-1:] != (F,):
         raise ModelError(f"float buffers must have shape (..., {F}), got {buffers.shape}")
-    lead = buffers.shape[:-1]
-    sizes = {"N": plan.N, "L": int(plan.loop_k.shape[0]), "": None}
-    out, k = {}, 0
-    for name, per, shape in FLOAT_FIELDS:
-        count = sizes[per]
-        full = shape if count is None else (count,) + shape
-        size = int(np.prod(full, dtype=np.int64))
-        out[name] = buffers[..., k:k + size].reshape(lead + full)
-        k += size
-    return out
+    return layout.float_views(buffers, plan.N, int(plan.loop_k.shape[0]))
 
 
 def joint_origins(plan: ClosedPlan, fields: dict, phi) -> np.ndarray:
@@ -400,8 +376,4 @@ def reference_length(plan: ClosedPlan, fields: dict, phi) -> np.ndarray:
     values ``phi`` (..., N): the largest distance between two joint origins or
     a joint origin and the world origin (1 m if all coincide), as
     ``ClosedModel.characteristic_length``."""
-    o = joint_origins(plan, fields, phi)
-    pts = np.concatenate([np.zeros(o.shape[:-2] + (1, 3)), o], axis=-2)
-    d = np.linalg.norm(pts[..., :, None, :] - pts[..., None, :, :], axis=-1)
-    L = d.max(axis=(-2, -1))
-    return np.where(L > 0, L, 1.0)
+    return characteristic_length(joint_origins(plan, fields, phi))

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _closed_kernels as closed_kernels
+from .kernels import closed as closed_kernels
 from .backend import use_compiled
 from .closed_plan import (ClosedPlan, float_fields, joint_indices, plan_from_model,
                           reference_length)

@@ -33,16 +33,18 @@ import networkx as nx
 import numpy as np
 
 from ._array import finite_array, homogeneous
-from .backend import inverse_with_condition
 from .coordinates import CoordinateFunction, CoordinateSetup
 from .errors import ClosureError, ModelError, SingularityError
+from .kernels.linalg import frobenius_bounds, scaled_condition, small_inverse
 from .kinematics import ChainKinematics, link_motion, point_acceleration
+from .settings import (CLOSURE_TOLERANCE, FROBENIUS_MARGIN, GAUSS_NEWTON_RCOND,
+                       NEWTON_MAX_ITERATIONS, NEWTON_MAX_STEP, RANK_RTOL, STRUCTURE_RTOL, TINY)
 
 __all__ = ["LoopSystem", "Loop", "Side", "FunctionSide", "Block", "LoopRows",
-           "scaled_condition", "TOLERANCE", "MAX_ITERATIONS"]
+           "scaled_condition", "characteristic_length", "TOLERANCE", "MAX_ITERATIONS"]
 
-TOLERANCE = 1e-12        # closure tolerance: rad, and lengths relative to L
-MAX_ITERATIONS = 60
+TOLERANCE = CLOSURE_TOLERANCE           # (kic.settings) rad, and lengths relative to L
+MAX_ITERATIONS = NEWTON_MAX_ITERATIONS  # (kic.settings)
 
 
 def _vex_error(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
@@ -127,7 +129,8 @@ class Loop:
         raw = np.array([False] * 3 + [True] * 3) if self.k == 6 else np.ones(3, bool)
         if self.reduction == "fixed":
             # a projected row is a length when it draws on length rows only
-            return np.array([bool(np.all(raw[np.abs(u) > 1e-12])) for u in self.U.T])
+            # (U's columns are unit vectors: an entry below RANK_RTOL is a zero)
+            return np.array([bool(np.all(raw[np.abs(u) > RANK_RTOL])) for u in self.U.T])
         if self.reduction == "svd" or self.base is not None:
             return np.ones(self.rank, bool)
         return raw
@@ -163,20 +166,16 @@ class Block:
         return len(self.joints)
 
 
-def scaled_condition(A: np.ndarray, length_rows: np.ndarray, length_cols: np.ndarray,
-                     length: float) -> np.ndarray:
-    """2-norm condition number of ``A`` (..., m, m) made dimensionless.
-
-    Rows that are lengths are divided by the characteristic length ``length``,
-    columns of prismatic joints multiplied by it, so the figure does not change
-    with the units or the size of the mechanism (only singular values are used).
-    """
-    row = np.where(length_rows, 1.0 / length, 1.0)
-    col = np.where(length_cols, length, 1.0)
-    S = A * row[:, None] * col[None, :]
-    sv = np.linalg.svd(S, compute_uv=False)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sv[..., -1] > 0, sv[..., 0] / sv[..., -1], np.inf)
+def characteristic_length(points: np.ndarray) -> np.ndarray:
+    """A mechanism's characteristic length L (m) from its joint points (..., P, 3)
+    at its reference configuration: the largest distance between two of them or
+    one and the world origin, 1 m if all coincide (leading axes kept: one L per
+    design).  Lengths divided by L make closure residuals and condition numbers
+    dimensionless."""
+    points = np.asarray(points, float)
+    pts = np.concatenate([np.zeros(points.shape[:-2] + (1, 3)), points], axis=-2)
+    d = np.linalg.norm(pts[..., :, None, :] - pts[..., None, :, :], axis=-1).max(axis=(-2, -1))
+    return np.where(d > 0, d, 1.0)
 
 
 class LoopSystem:
@@ -304,17 +303,17 @@ class LoopSystem:
         if not self.loops:
             return phi
         phi = phi.copy()[None]
-        for _ in range(MAX_ITERATIONS):
+        for _ in range(NEWTON_MAX_ITERATIONS):
             rows, _ = self.rows(phi, 1)
             r = np.concatenate([rw.r[0] for rw in rows])
-            if np.max(np.abs(r)) < TOLERANCE * max(self.length, 1e-300):
+            if np.max(np.abs(r)) < CLOSURE_TOLERANCE * max(self.length, TINY):
                 break
             J = np.concatenate([self.loop_matrix(l, rw, 1)[0]
                                 for l, rw in zip(self.loops, rows)])
-            dphi = np.linalg.lstsq(J, -r, rcond=1e-10)[0]
+            dphi = np.linalg.lstsq(J, -r, rcond=GAUSS_NEWTON_RCOND)[0]
             step = np.max(np.abs(dphi))
-            if step > 0.5:
-                dphi *= 0.5 / step
+            if step > NEWTON_MAX_STEP:
+                dphi *= NEWTON_MAX_STEP / step
             phi[0] += dphi
         else:
             res = [float(np.linalg.norm(rw.r[0])) for rw in rows]
@@ -327,13 +326,10 @@ class LoopSystem:
 
     def _characteristic_length(self, phi0: np.ndarray) -> float:
         """The largest distance between two joint points at phi0 (1 m if all coincide)."""
-        pts = [np.zeros((1, 3))]
-        for ci, chain in enumerate(self.chains):
-            kin = ChainKinematics(chain, phi0[self.chain_joints[ci]], 1)
-            pts.append(kin.joint_points.reshape(-1, 3))
-        P = np.concatenate(pts)
-        d = float(np.max(np.linalg.norm(P[:, None] - P[None], axis=-1)))
-        return d if d > 0 else 1.0
+        pts = [chain_points.reshape(-1, 3) for chain_points in (
+            ChainKinematics(chain, phi0[self.chain_joints[ci]], 1).joint_points
+            for ci, chain in enumerate(self.chains))]
+        return float(characteristic_length(np.concatenate(pts)))
 
     def _classify(self, phi0: np.ndarray) -> None:
         """Structural rank of every loop and its row reduction (at the reference)."""
@@ -344,8 +340,8 @@ class LoopSystem:
             G = self.loop_matrix(li, rw, 1)[0]        # rows after the base selection
             k = G.shape[0]
             sv = np.linalg.svd(G, compute_uv=False)
-            scale = max(sv[0], 1e-300) if sv.size else 1.0
-            rank = int(np.sum(sv > 1e-9 * scale))
+            scale = max(sv[0], TINY) if sv.size else 1.0
+            rank = int(np.sum(sv > STRUCTURE_RTOL * scale))
             li.rank = rank
             if rank == k:
                 if li.base is not None:
@@ -382,15 +378,15 @@ class LoopSystem:
         if not rev:
             return None
         n = rev[0] / np.linalg.norm(rev[0])
-        if any(np.linalg.norm(np.cross(a, n)) > 1e-9 for a in rev):
+        if any(np.linalg.norm(np.cross(a, n)) > STRUCTURE_RTOL for a in rev):
             return None
-        if any(abs(a @ n) > 1e-9 for a, isR in axes if not isR):
+        if any(abs(a @ n) > STRUCTURE_RTOL for a, isR in axes if not isR):
             return None
         return n
 
     def _check_mobility(self, phi0) -> None:
         J = self.jacobian(phi0[None])[0]
-        rank = (np.linalg.matrix_rank(J, tol=1e-9 * max(np.abs(J).max(), 1e-300))
+        rank = (np.linalg.matrix_rank(J, tol=STRUCTURE_RTOL * max(np.abs(J).max(), TINY))
                 if J.size else 0)
         self.mobility = int(self.N - rank)
         if self.mobility != self.dof:
@@ -671,19 +667,21 @@ class LoopSystem:
 
     def inverses(self, As: list, max_condition: float, batch_index=None) -> list:
         """Inverses of the blocks' matrices; a SingularityError when a block's
-        dimensionless condition passes ``max_condition`` (1-norm estimate first,
-        singular values where the estimate is close)."""
+        dimensionless 2-norm condition reaches ``max_condition``.
+
+        The Frobenius product of the scaled block, ``kappa_F = ||A_s||_F
+        ||A_s^-1||_F`` with ``kappa_2 <= kappa_F <= m kappa_2``, clears a block
+        that is FROBENIUS_MARGIN below the threshold; the others get the 2-norm
+        condition itself, so the decisions are those of the exact condition."""
         out = []
         for block, A in zip(self.blocks, As):
-            try:
-                Ai, cond1 = inverse_with_condition(A)
-                suspect = ~(np.isfinite(cond1) & np.all(np.isfinite(Ai), axis=(-1, -2)))
-            except np.linalg.LinAlgError:
-                Ai, cond1, suspect = None, None, np.ones(A.shape[0], bool)
-            if cond1 is not None:
-                # the 1-norm estimate of the dimensional matrix bounds nothing useful about
-                # the scaled one: check the scaled condition where the estimate is large
-                suspect |= cond1 > max_condition / (self.length + 1.0 / self.length) / A.shape[-1]
+            Ai = small_inverse(A)
+            row = np.where(block.length_rows, 1.0 / self.length, 1.0)
+            col = np.where(block.length_cols, self.length, 1.0)
+            # A_s = Dr A Dc, so A_s^-1 = Dc^-1 A^-1 Dr^-1
+            bound = frobenius_bounds(A * row[:, None] * col[None, :],
+                                     Ai / col[:, None] / row[None, :])
+            suspect = ~(bound * FROBENIUS_MARGIN < max_condition)
             if np.any(suspect):
                 idx = np.nonzero(suspect)[0]
                 cond = self.condition(A[idx], block)
@@ -692,8 +690,6 @@ class LoopSystem:
                     k = int(idx[np.argmax(bad)])
                     self.raise_singular(A[k], block, float(cond[np.argmax(bad)]), k,
                                         A.shape[0] > 1)
-                if Ai is None:
-                    Ai = np.linalg.inv(A)
             out.append(Ai)
         return out
 

@@ -16,6 +16,7 @@ __all__ = [
     "MAX_ELECTRICAL_TIME_CONSTANT", "MAX_TRAVEL_PER_MOTOR_RADIAN", "IMPLAUSIBLE_CURRENT_FACTOR",
     "BRIDGE_CONDITION", "CROSSING_RTOL", "LANDING_TOLERANCE", "RIGID_RTOL", "ZERO_NORM",
     "COINCIDENT_RTOL", "NULLSPACE_RTOL", "INTEGRATION_RTOL", "INTEGRATION_ATOL",
+    "SAME_FRAME_ATOL", "STRUCTURE_RTOL", "GAUSS_NEWTON_RCOND",
 ]
 
 # ---------------------------------------------------------------- loop closure
@@ -171,3 +172,21 @@ INTEGRATION_RTOL = 1e-9
 
 INTEGRATION_ATOL = 1e-11
 """Default absolute tolerance of :func:`kic.simulate` (rad, m, rad/s, m/s)."""
+
+# ------------------------------------------------------ loops and closed plans
+SAME_FRAME_ATOL = 1e-12
+"""Two open chains' copies of one joint are the same joint when their axes and
+frames agree to this (unit vectors and rotations; m for origins): rounding of
+the frames' products, not a design difference."""
+
+STRUCTURE_RTOL = 1e-9
+"""A mechanism's structure at its reference configuration (the rank of a
+loop's closure rows and of the closure Jacobian, whether joint axes are
+parallel, so a loop is planar): singular values, or sines of angles, below
+this fraction of the largest are zero.  Looser than :data:`RANK_RTOL`: a
+reference pose read from a file carries the rounding of its numbers."""
+
+GAUSS_NEWTON_RCOND = 1e-10
+"""The minimum-norm Gauss-Newton steps that assemble a reference
+configuration drop singular values below this fraction of the largest (the
+directions a redundant closure leaves free)."""

@@ -1,4 +1,4 @@
-"""The compiled closed-mechanism kernels (kic._closed_kernels) and their plan.
+"""The compiled closed-mechanism kernels (kic.kernels.closed and its modules) and their plan.
 
 Two kinds of evidence: agreement with the numpy ClosedModel (assembly, G, I*,
 inverse and forward dynamics, actuator loads) to 1e-10 relative, and checks
@@ -19,7 +19,8 @@ import pytest
 
 import kic
 import mechanisms
-from kic import _closed_kernels as K
+from kic.kernels import closed as K
+from kic.kernels import linalg
 from kic.closed_plan import ClosedPlan, body_frames, joint_indices, plan_from_model
 
 compiled = pytest.mark.skipif(not (K.available and K.load()), reason="needs numba")
@@ -417,7 +418,7 @@ def test_without_numba_the_module_imports_and_says_so():
     code = (
         "import sys; sys.modules['numba'] = None\n"
         "import numpy as np, mechanisms\n"
-        "from kic import _closed_kernels as K\n"
+        "from kic.kernels import closed as K\n"
         "from kic.closed_plan import plan_from_model\n"
         "m = mechanisms.four_bar(); plan = plan_from_model(m)\n"
         "assert K.available is False and K.load() is False\n"
@@ -466,11 +467,11 @@ def test_condition_lanes_match_svd(count):
         A[2][:, 4] = A[2][:, 3]                       # rank deficient
         A[3, 2, 5] = np.nan
     V = 32
-    pairs = K._round_robin(6)
+    pairs = linalg.round_robin_pairs(6)
     work, norms = np.empty((6, 6, V)), np.empty((6, V))
     gam, cs, sn, cond = np.empty(V), np.empty(V), np.empty(V), np.empty(V)
     live, turned = np.empty(V, bool), np.empty(V, bool)
-    K._conditions_lanes(A, count, work, norms, gam, cs, sn, pairs, cond, live, turned)
+    linalg.condition_numbers_lanes(A, count, work, norms, gam, cs, sn, pairs, cond, live, turned)
     got = cond[:count].copy()
     for u in range(count):
         if not np.all(np.isfinite(A[u])):
@@ -481,5 +482,35 @@ def test_condition_lanes_match_svd(count):
             assert got[u] > 1e14
         else:
             assert abs(got[u] / ref - 1) < 1e-15 * ref + 1e-13
-        K._conditions_lanes(A[u:u + 1], 1, work, norms, gam, cs, sn, pairs, cond, live, turned)
+        linalg.condition_numbers_lanes(A[u:u + 1], 1, work, norms, gam, cs, sn, pairs, cond, live,
+                                       turned)
         assert cond[0] == got[u]
+
+
+@compiled
+@pytest.mark.parametrize("name", ["five_bar", "stewart"])
+def test_layout_unpacks_every_field_by_name(name):
+    """The compiled unpacking (generated from kic.kernels.layout's tables) gives
+    every field of the plan, and the named float views of a design's buffer
+    are the same numbers: packing and unpacking come from one table."""
+    from kic.closed_plan import float_fields
+    from kic.kernels import layout
+    _, plan, _, _ = case(name)
+    P = layout.unpack(*plan.args)
+    for field in P._fields:
+        got = getattr(P, field)
+        if field in ("N", "M", "L", "R", "B"):
+            continue
+        want = getattr(plan, field)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=field)
+    assert (P.N, P.M, P.L, P.B) == (plan.N, plan.dof, plan.loop_k.shape[0], plan.n_blocks)
+    views = float_fields(plan, plan.args[0][None])
+    for field, _, _ in layout.FLOAT_FIELDS:
+        if field != "scale":
+            np.testing.assert_array_equal(views[field][0], getattr(P, field), err_msg=field)
+    assert views["scale"][0].tolist() == [P.L_char, P.tol, P.max_condition]
+    assert plan.buffers is plan.args
+    # writing a view writes the buffer the kernels read
+    floats = plan.args[0].copy()
+    float_fields(plan, floats)["mass"][0] = 123.0
+    assert layout.unpack(floats, plan.args[1]).mass[0] == 123.0

@@ -387,3 +387,78 @@ def test_composite_body_parallel_axis_and_zero_mass():
     M, C, I = composite_body([(0.0, (1.0, 2.0, 3.0), rotor), (0.0, (0.0, 0.0, 1.0), rotor)])
     assert M == 0.0 and np.all(C == 0.0)
     np.testing.assert_array_equal(I, 2 * rotor)
+
+
+# lane variants (design batches): each lane equals the per-matrix function
+# --------------------------------------------------------------------------
+def _lanes(mats):
+    """Matrices (count, n, n) -> lanes (n, n, V), V = LANE_WIDTH (spare lanes: identity)."""
+    from kic.settings import LANE_WIDTH
+    count, n = mats.shape[0], mats.shape[1]
+    out = np.zeros((n, n, LANE_WIDTH))
+    out[:, :, :] = np.eye(n)[:, :, None]
+    out[:, :, :count] = np.moveaxis(mats, 0, -1)
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 6])
+def test_lu_lanes_equal_lu_per_matrix_bit_for_bit(n):
+    rng = np.random.default_rng(100 + n)
+    count, width = 27, 5
+    mats = rng.standard_normal((count, n, n)) * 10.0 ** rng.uniform(-3, 3, (count, 1, 1))
+    if n > 1:
+        mats[3, :, 0] = mats[3, :, 1] * 2.0          # singular
+        mats[5, 0, :] = 0.0                          # a zero row
+    rhs = rng.standard_normal((count, n, width))
+    A = _lanes(mats)
+    X = np.zeros((n, width, A.shape[2]))
+    X[:, :, :count] = np.moveaxis(rhs, 0, -1)
+    piv, sign, big = np.zeros((n, A.shape[2]), np.int64), np.empty(A.shape[2]), np.empty(A.shape[2])
+    linalg.lu_factor_lanes(A, n, piv, sign, big, count)
+    linalg.lu_solve_lanes(A, n, piv, X, width, count)
+    for u in range(count):
+        F, p = mats[u].copy(), np.zeros(n, np.int64)
+        s = linalg.lu_factor(F, n, p)
+        assert sign[u] == s
+        if s == 0.0:
+            continue
+        np.testing.assert_array_equal(A[:, :, u], F)
+        np.testing.assert_array_equal(piv[:, u], p)
+        for m in range(width):
+            b = rhs[u, :, m].copy()
+            linalg.lu_solve(F, n, p, b)
+            np.testing.assert_array_equal(X[:, m, u], b)
+        # the columns variant: the same numbers for all right-hand sides at once
+        B = rhs[u].copy()
+        linalg.lu_solve_columns(F, n, p, B)
+        np.testing.assert_array_equal(B, X[:, :width, u])
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (3, 3), (6, 6), (6, 3)])
+def test_condition_lanes_equal_condition_per_matrix(shape):
+    from kic.settings import LANE_WIDTH
+    rng = np.random.default_rng(sum(shape) + 7)
+    m, n = shape
+    count = 20
+    A = np.empty((count, m, n))
+    for k in range(count):
+        U, _ = np.linalg.qr(rng.standard_normal((m, m)))
+        V, _ = np.linalg.qr(rng.standard_normal((n, n)))
+        s = np.geomspace(1.0, 10.0 ** -rng.uniform(0, 8), n)
+        A[k] = (U[:, :n] * s) @ V.T
+    A[1][:, -1] = A[1][:, 0]                          # singular
+    A[2, 0, 0] = np.nan
+    V_ = LANE_WIDTH
+    pairs = linalg.round_robin_pairs(n)
+    assert sorted(map(tuple, pairs.tolist())) == [(p, q) for p in range(n)
+                                                  for q in range(p + 1, n)]
+    work, norms = np.empty((n, m, V_)), np.empty((n, V_))
+    gam, cs, sn, cond = np.empty(V_), np.empty(V_), np.empty(V_), np.empty(V_)
+    live, turned = np.empty(V_, bool), np.empty(V_, bool)
+    linalg.condition_numbers_lanes(A, count, work, norms, gam, cs, sn, pairs, cond, live, turned)
+    for k in range(count):
+        one = linalg.condition_number(A[k], np.empty((m, n)))
+        if not np.isfinite(one) or one > 1e14:
+            assert not (cond[k] < 1e14)
+        else:
+            assert cond[k] == pytest.approx(one, rel=1e-12 * max(one, 1.0))

@@ -470,3 +470,219 @@ def inverses_and_bounds(A: np.ndarray):
     if Ai is None:
         Ai = small_inverse(A)
     return Ai, frobenius_bounds(A, Ai)
+
+
+# lane variants: many small matrices side by side (design batches)
+# --------------------------------------------------------------------------
+# A lane variant evaluates V matrices at once, each stored along the last axis
+# (entry (i, c) of matrix u at [i, c, u]): every step is a loop over the lanes
+# without branches, which the compiler turns into vector instructions.  Each
+# lane sees the operations of the per-matrix function in their order (choices
+# become selects), so its numbers are that function's, bit for bit (LU), or to
+# rounding (the Jacobi condition number, whose savings are listed there);
+# tests/test_kernels.py holds the parity tests.
+@jit
+def lu_factor_lanes(A, n, piv, sign, big, count):
+    """:func:`lu_factor` of the first ``count`` lanes of ``A`` (n, n, V), in place:
+    the pivots' choices and row swaps as selects per lane.  ``piv`` (n, V) int
+    the row swaps, ``sign`` (V,) the sign of each det (0.0 where a pivot is zero
+    or not finite: that lane's factors are then unusable), ``big`` (V,) work."""
+    for u in range(count):
+        sign[u] = 1.0
+    for k in range(n):
+        for u in range(count):
+            big[u] = abs(A[k, k, u])
+            piv[k, u] = k
+        for i in range(k + 1, n):
+            for u in range(count):
+                v = abs(A[i, k, u])
+                take = v > big[u]
+                big[u] = v if take else big[u]
+                piv[k, u] = i if take else piv[k, u]
+        for i in range(k + 1, n):          # row k <-> row piv[k] (> k), or none
+            for c in range(n):
+                for u in range(count):
+                    sel = piv[k, u] == i
+                    x = A[k, c, u]
+                    y = A[i, c, u]
+                    A[k, c, u] = y if sel else x
+                    A[i, c, u] = x if sel else y
+        for u in range(count):
+            bad = not (big[u] > 0.0) or not np.isfinite(big[u])
+            s = -sign[u] if piv[k, u] != k else sign[u]
+            s = -s if A[k, k, u] < 0.0 else s
+            sign[u] = 0.0 if bad or sign[u] == 0.0 else s
+        for i in range(k + 1, n):
+            for u in range(count):
+                A[i, k, u] *= 1.0 / A[k, k, u]
+            for c in range(k + 1, n):
+                for u in range(count):
+                    A[i, c, u] -= A[i, k, u] * A[k, c, u]
+
+
+@jit
+def lu_solve_lanes(A, n, piv, X, width, count):
+    """:func:`lu_solve` of the first ``count`` lanes with the factors of
+    :func:`lu_factor_lanes`, for ``width`` right-hand sides at once: ``X`` (n,
+    >= width, V) is overwritten by the solutions, each column by the operations
+    of :func:`lu_solve`."""
+    for k in range(n):
+        for i in range(k + 1, n):
+            for m in range(width):
+                for u in range(count):
+                    sel = piv[k, u] == i
+                    x = X[k, m, u]
+                    y = X[i, m, u]
+                    X[k, m, u] = y if sel else x
+                    X[i, m, u] = x if sel else y
+    for i in range(n):
+        for c in range(i):
+            for m in range(width):
+                for u in range(count):
+                    X[i, m, u] -= A[i, c, u] * X[c, m, u]
+    for i in range(n - 1, -1, -1):
+        for c in range(i + 1, n):
+            for m in range(width):
+                for u in range(count):
+                    X[i, m, u] -= A[i, c, u] * X[c, m, u]
+        for m in range(width):
+            for u in range(count):
+                X[i, m, u] = X[i, m, u] / A[i, i, u]
+
+
+@jit
+def lu_solve_columns(A, n, piv, X):
+    """:func:`lu_solve` for the columns of ``X`` (>= n, K) at once, in place,
+    each column by the operations of :func:`lu_solve` (the K sums of a row are
+    independent: overlapped, not one after the other)."""
+    K = X.shape[1]
+    for i in range(n):
+        p = piv[i]
+        if p != i:
+            for k in range(K):
+                f = X[i, k]
+                X[i, k] = X[p, k]
+                X[p, k] = f
+    for i in range(n):
+        for c in range(i):
+            f = A[i, c]
+            for k in range(K):
+                X[i, k] -= f * X[c, k]
+    for i in range(n - 1, -1, -1):
+        for c in range(i + 1, n):
+            f = A[i, c]
+            for k in range(K):
+                X[i, k] -= f * X[c, k]
+        f = A[i, i]
+        for k in range(K):
+            X[i, k] = X[i, k] / f
+
+
+@jit
+def round_robin_pairs(n):
+    """The n (n - 1) / 2 column pairs (p < q) of a Jacobi sweep in round-robin
+    order: n - 1 rounds (n rounded up to even) of disjoint pairs, so consecutive
+    rotations are independent."""
+    n2 = n + (n % 2)
+    pos = np.arange(n2)
+    pairs = np.empty((n * (n - 1) // 2, 2), np.int64)
+    k = 0
+    for rnd in range(n2 - 1):
+        for i in range(n2 // 2):
+            a, b = pos[i], pos[n2 - 1 - i]
+            if a < n and b < n:
+                pairs[k, 0] = min(a, b)
+                pairs[k, 1] = max(a, b)
+                k += 1
+        last = pos[n2 - 1]
+        for i in range(n2 - 1, 1, -1):
+            pos[i] = pos[i - 1]
+        pos[1] = last
+    return pairs
+
+
+@jit
+def condition_numbers_lanes(A, count, work, norms, gam, cs, sn, pairs, cond, live, turned):
+    """2-norm condition numbers of the matrices ``A[:count]`` (each m x n, m >= n)
+    into ``cond[:count]``: :func:`condition_number`'s one-sided Jacobi rotations and
+    stopping rule (a sweep without a rotation; inf if singular or not finite),
+    with savings that change its numbers by rounding only:
+
+    * the column pairs of a sweep in the order ``pairs`` (:func:`round_robin_pairs`);
+    * the test of a pair squared (no square root) and the rotation's tangent with
+      one division fewer;
+    * the squared column norms kept up to date through the rotations
+      (``alpha - t gamma``, ``beta + t gamma``) and formed anew at the start of
+      every sweep, so a pair costs one dot product, not three (a sweep that ends
+      the iteration rotates nothing, so its test uses exact norms; the singular
+      values are the norms of the final columns, formed from them);
+    * the matrices side by side in lanes: ``work`` (n, m, V) holds entry (i, c) of
+      matrix u at ``[c, i, u]``, and every step is a loop over the V lanes
+      without branches, which the compiler turns into vector instructions (the
+      square roots and divisions of a rotation bound the cost; V >= 32 fills the
+      vector loop).  A lane that does not rotate (its pair is orthogonal, or
+      its matrix has converged) takes t = 0, cos = 1, sin = 0, which leaves its
+      numbers as they are; the sweeps go on while any lane rotates.  Each
+      matrix sees the operations of one matrix alone, so the numbers do not
+      depend on the others or on the vector width.
+
+    ``norms`` (n, V), ``gam``, ``cs``, ``sn`` (V,), ``live`` and ``turned`` (V,)
+    bool are overwritten; lanes past ``count`` hold the identity."""
+    m, n = A.shape[1], A.shape[2]
+    V = work.shape[2]
+    for c in range(n):
+        for i in range(m):
+            for u in range(V):
+                work[c, i, u] = A[u, i, c] if u < count else (1.0 if i == c else 0.0)
+    for u in range(V):
+        live[u] = u < count
+    for sweep in range(JACOBI_SWEEPS):
+        for u in range(V):
+            turned[u] = False
+        for c in range(n):
+            for u in range(V):
+                norms[c, u] = 0.0
+            for i in range(m):
+                for u in range(V):
+                    norms[c, u] += work[c, i, u] * work[c, i, u]
+        for k in range(pairs.shape[0]):
+            p = pairs[k, 0]
+            r = pairs[k, 1]
+            for u in range(V):
+                gam[u] = 0.0
+            for i in range(m):
+                for u in range(V):
+                    gam[u] += work[p, i, u] * work[r, i, u]
+            for u in range(V):
+                alpha = norms[p, u]
+                beta = norms[r, u]
+                gamma = gam[u]
+                # |gamma| > JACOBI_RTOL sqrt(alpha beta), squared: no square root per pair
+                rot = live[u] & (gamma * gamma > JACOBI_RTOL * JACOBI_RTOL * (alpha * beta))
+                # t = sign(zeta) / (|zeta| + sqrt(1 + zeta^2)), zeta = (beta - alpha) /
+                # (2 gamma), times 2 |gamma| above and below: one division fewer
+                db = beta - alpha
+                g2 = 2.0 * abs(gamma)
+                t = g2 / (abs(db) + np.sqrt(db * db + g2 * g2))
+                t = -t if db * gamma < 0.0 else t
+                t = t if rot else 0.0
+                c_ = 1.0 / np.sqrt(1.0 + t * t)
+                cs[u] = c_
+                sn[u] = c_ * t
+                turned[u] = turned[u] | rot
+                norms[p, u] = alpha - t * gamma
+                norms[r, u] = beta + t * gamma
+            for i in range(m):
+                for u in range(V):
+                    x = work[p, i, u]
+                    y = work[r, i, u]
+                    work[p, i, u] = cs[u] * x - sn[u] * y
+                    work[r, i, u] = sn[u] * x + cs[u] * y
+        more = False
+        for u in range(V):
+            live[u] = live[u] & turned[u]
+            more = more or live[u]
+        if not more:
+            break
+    for u in range(count):
+        cond[u] = column_norm_ratio(work[:, :, u].T, m, n)     # lane u's columns as columns

@@ -1,0 +1,943 @@
+"""Compiled kernels for closed mechanisms: one pose, stage by stage (internal).
+
+A :class:`kic.closed_plan.ClosedPlan` (its buffers unpacked by name,
+:class:`kic.kernels.layout.Plan`) describes the spanning tree of every joint
+phi, the closures ``c(phi) = 0`` and the independent blocks of dependent
+joints.  For one pose the stages here
+
+1. assemble (:func:`assemble_pose`): Newton on the dependent joints of every
+   block (steps limited to :data:`~kic.settings.NEWTON_MAX_STEP` in max-norm),
+   converged when every reduced position row ``|r| < tol * L_char`` and every
+   orientation row ``|r| < tol``;
+2. form the transfer ``G^phi_q`` (:func:`transfer_pose`: rows q_idx the
+   identity, rows of block b ``-A_b^-1 B_b``), with each block's dimensionless
+   2-norm condition number and the sign of ``det A_b`` (the assembly mode);
+3. phi' = G q', phi'' = G q'' - A^-1 b (:func:`pose_rates`; b the closure's
+   velocity-product accelerations at phi'' = 0), block by block;
+4. run one recursive Newton-Euler pass over the tree (:func:`rnea`: world-frame
+   screws, each joint once; gravity as a base acceleration -g):
+   ``T_q = G^T T_phi`` (:func:`project`);
+5. ``I*_q = sum_bodies J_q^T I J_q`` (:func:`inertia_pose`; J_q the body's
+   screw Jacobian in q, the prefix sum of ``S_j G_j``).
+
+The physics is kic's transfer (docs/theory.md); only the evaluation differs: the
+tree instead of overlapping chains, compiled loops instead of array passes.
+The per-pose work arrays are a :class:`Work` (one per call, reused by every
+pose of a batch).  The linear algebra is :mod:`kic.kernels.linalg`'s.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..settings import EXACT_START, NEWTON_MAX_STEP
+from .jit import jit
+from .layout import unpack
+from .linalg import cholesky_solve, condition_number, lu_factor, lu_solve
+
+__all__ = ["OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_MODE",
+           "Work", "work", "block_size", "tree_frames", "loop_frames", "closure_residual",
+           "worst_residual", "closure_jacobian", "assemble_pose", "transfer_pose",
+           "pose_rates", "rnea", "project", "inertia_pose", "is_massless", "pose_frames",
+           "pose_jacobian", "newton_step", "in_mode", "settle", "all_finite", "batch", "single",
+           "ASSEMBLE", "INVERSE_DYNAMICS", "FORWARD_DYNAMICS", "ACTUATOR_LOADS", "TRANSFER",
+           "INERTIA", "RATES"]
+
+# the codes of kic.Status
+OK, NOT_ASSEMBLED, SINGULAR_BLOCK, SINGULAR_DYNAMICS, OTHER_MODE = 0, 1, 2, 3, 4
+
+# what a batch evaluates (the argument ``what`` of :func:`batch`)
+ASSEMBLE, INVERSE_DYNAMICS, FORWARD_DYNAMICS, ACTUATOR_LOADS, TRANSFER, INERTIA, RATES = range(7)
+
+Work = namedtuple("Work", [
+    "F",            # (N, 4, 4) body frames
+    "S",            # (N, 6) world screws [omega; v at the world origin]
+    "X",            # (L, 2, 4, 4) the frames of both sides of every loop
+    "r",            # (R,) reduced closure residuals (or velocity-product rows)
+    "Jr",           # (R, N) reduced closure Jacobian
+    "LU",           # (B, nb, nb) the blocks' LU factors
+    "piv",          # (B, nb) their row swaps
+    "G",            # (N, M) G^phi_q
+    "phid",         # (N,) phi'
+    "phidd",        # (N,) phi''
+    "V",            # (N, 6) screw velocities
+    "Av",           # (N, 6) velocity-product accelerations
+    "fo",           # (N, 6) wrenches about the world origin
+    "tau",          # (N,) joint loads T_phi
+    "vec",          # (R,) a right-hand side (Newton step, a column of G)
+    "block",        # (nb, nb) one block (to factor, or made dimensionless)
+    "block_work",   # (nb, nb) work of the condition number
+    "c",            # (3,) a centroid
+    "Iw",           # (3, 3) a central inertia in world axes
+    "RI",           # (3, 3) R I
+])
+"""The work arrays of one pose, by name (N joints, M coordinates, L loops, R
+reduced rows, B blocks of at most nb rows)."""
+
+
+@jit
+def block_size(P):
+    """The rows of the largest block (at least 1)."""
+    nb = 1
+    for b in range(P.B):
+        nb = max(nb, P.block_row[b + 1] - P.block_row[b])
+    return nb
+
+
+@jit
+def work(P):
+    """The work arrays of one pose for plan P (reused by every pose of a call)."""
+    N, M, R, L, B = P.N, P.M, P.R, P.L, P.B
+    nb = block_size(P)
+    return Work(F=np.empty((N, 4, 4)), S=np.empty((N, 6)), X=np.empty((L, 2, 4, 4)),
+                r=np.empty(R), Jr=np.zeros((R, N)), LU=np.empty((B, nb, nb)),
+                piv=np.zeros((B, nb), np.int64), G=np.empty((N, M)), phid=np.empty(N),
+                phidd=np.empty(N), V=np.empty((N, 6)), Av=np.empty((N, 6)), fo=np.empty((N, 6)),
+                tau=np.empty(N), vec=np.empty(R), block=np.empty((nb, nb)),
+                block_work=np.empty((nb, nb)), c=np.empty(3), Iw=np.empty((3, 3)),
+                RI=np.empty((3, 3)))
+
+
+@jit(inline=True)
+def is_massless(mass, inertia, j):
+    """Body j carries nothing: no mass and no rotational inertia either (PUMA
+    560's link 1 has 0 kg and 0.35 kg m^2); a PSD inertia with a zero diagonal is
+    zero."""
+    return mass[j] <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
+        and inertia[j, 2, 2] == 0.0
+
+
+# --------------------------------------------------------------------------
+# frames, closure residual and Jacobian
+# --------------------------------------------------------------------------
+@jit
+def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S):
+    """Body frames F (N, 4, 4) and world screws S (N, 6) = [omega; v at the origin]."""
+    J = np.empty((3, 4))
+    Rm = np.empty((3, 3))
+    for jj in range(order.shape[0]):
+        j = order[jj]
+        pj = parent[j]
+        O = origin[j]
+        # J = F_parent @ origin (rows 0..2)
+        if pj < 0:
+            for i in range(3):
+                for c in range(4):
+                    J[i, c] = O[i, c]
+        else:
+            P = F[pj]
+            for i in range(3):
+                for c in range(4):
+                    J[i, c] = P[i, 0] * O[0, c] + P[i, 1] * O[1, c] + P[i, 2] * O[2, c]
+                J[i, 3] += P[i, 3]
+        a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
+        s0 = J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2
+        s1 = J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2
+        s2 = J[2, 0] * a0 + J[2, 1] * a1 + J[2, 2] * a2
+        o0, o1, o2 = J[0, 3], J[1, 3], J[2, 3]
+        x = phi[j]
+        if isR[j]:
+            c = np.cos(x)
+            s = np.sin(x)
+            t = 1.0 - c
+            # Rodrigues: c I + s [a]x + (1 - c) a a^T
+            Rm[0, 0] = c + t * a0 * a0
+            Rm[0, 1] = t * a0 * a1 - s * a2
+            Rm[0, 2] = t * a0 * a2 + s * a1
+            Rm[1, 0] = t * a1 * a0 + s * a2
+            Rm[1, 1] = c + t * a1 * a1
+            Rm[1, 2] = t * a1 * a2 - s * a0
+            Rm[2, 0] = t * a2 * a0 - s * a1
+            Rm[2, 1] = t * a2 * a1 + s * a0
+            Rm[2, 2] = c + t * a2 * a2
+            for i in range(3):
+                b0 = J[i, 0] * Rm[0, 0] + J[i, 1] * Rm[1, 0] + J[i, 2] * Rm[2, 0]
+                b1 = J[i, 0] * Rm[0, 1] + J[i, 1] * Rm[1, 1] + J[i, 2] * Rm[2, 1]
+                b2 = J[i, 0] * Rm[0, 2] + J[i, 1] * Rm[1, 2] + J[i, 2] * Rm[2, 2]
+                J[i, 0] = b0
+                J[i, 1] = b1
+                J[i, 2] = b2
+            S[j, 0] = s0
+            S[j, 1] = s1
+            S[j, 2] = s2
+            # the velocity of the body point at the world origin: omega x (0 - o) = o x s
+            S[j, 3] = o1 * s2 - o2 * s1
+            S[j, 4] = o2 * s0 - o0 * s2
+            S[j, 5] = o0 * s1 - o1 * s0
+        else:
+            J[0, 3] += x * s0
+            J[1, 3] += x * s1
+            J[2, 3] += x * s2
+            S[j, 0] = 0.0
+            S[j, 1] = 0.0
+            S[j, 2] = 0.0
+            S[j, 3] = s0
+            S[j, 4] = s1
+            S[j, 5] = s2
+        Of = offset[j]
+        Fj = F[j]
+        for i in range(3):
+            for c in range(4):
+                Fj[i, c] = J[i, 0] * Of[0, c] + J[i, 1] * Of[1, c] + J[i, 2] * Of[2, c]
+            Fj[i, 3] += J[i, 3]
+        Fj[3, 0] = 0.0
+        Fj[3, 1] = 0.0
+        Fj[3, 2] = 0.0
+        Fj[3, 3] = 1.0
+
+
+@jit
+def loop_frames(body_a, T_a, body_b, T_b, F, X):
+    """Frames X (L, 2, 4, 4) of the two sides of every loop (side B on the ground: T_b)."""
+    L = body_a.shape[0]
+    for l in range(L):
+        for side in range(2):
+            b = body_a[l] if side == 0 else body_b[l]
+            T = T_a[l] if side == 0 else T_b[l]
+            Xs = X[l, side]
+            if b < 0:
+                for i in range(4):
+                    for c in range(4):
+                        Xs[i, c] = T[i, c]
+            else:
+                Fb = F[b]
+                for i in range(3):
+                    for c in range(4):
+                        Xs[i, c] = Fb[i, 0] * T[0, c] + Fb[i, 1] * T[1, c] + Fb[i, 2] * T[2, c]
+                    Xs[i, 3] += Fb[i, 3]
+                Xs[3, 0] = 0.0
+                Xs[3, 1] = 0.0
+                Xs[3, 2] = 0.0
+                Xs[3, 3] = 1.0
+
+
+@jit
+def closure_residual(loop_k, loop_r, loop_row, U, X, r):
+    """Reduced closure residuals r (R,): U^T [vex(R_A R_B^T); p_A - p_B] or U^T (p_A - p_B)
+    (no allocations: a one-pose call is a few microseconds)."""
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        row = loop_row[l]
+        p0 = X[l, 0, 0, 3] - X[l, 1, 0, 3]
+        p1 = X[l, 0, 1, 3] - X[l, 1, 1, 3]
+        p2 = X[l, 0, 2, 3] - X[l, 1, 2, 3]
+        if k == 6:
+            # E = R_A R_B^T; vex of its skew part
+            e01 = X[l, 0, 0, 0] * X[l, 1, 1, 0] + X[l, 0, 0, 1] * X[l, 1, 1, 1] \
+                + X[l, 0, 0, 2] * X[l, 1, 1, 2]
+            e02 = X[l, 0, 0, 0] * X[l, 1, 2, 0] + X[l, 0, 0, 1] * X[l, 1, 2, 1] \
+                + X[l, 0, 0, 2] * X[l, 1, 2, 2]
+            e10 = X[l, 0, 1, 0] * X[l, 1, 0, 0] + X[l, 0, 1, 1] * X[l, 1, 0, 1] \
+                + X[l, 0, 1, 2] * X[l, 1, 0, 2]
+            e12 = X[l, 0, 1, 0] * X[l, 1, 2, 0] + X[l, 0, 1, 1] * X[l, 1, 2, 1] \
+                + X[l, 0, 1, 2] * X[l, 1, 2, 2]
+            e20 = X[l, 0, 2, 0] * X[l, 1, 0, 0] + X[l, 0, 2, 1] * X[l, 1, 0, 1] \
+                + X[l, 0, 2, 2] * X[l, 1, 0, 2]
+            e21 = X[l, 0, 2, 0] * X[l, 1, 1, 0] + X[l, 0, 2, 1] * X[l, 1, 1, 1] \
+                + X[l, 0, 2, 2] * X[l, 1, 1, 2]
+            w0 = 0.5 * (e21 - e12)
+            w1 = 0.5 * (e02 - e20)
+            w2 = 0.5 * (e10 - e01)
+            for c in range(loop_r[l]):
+                acc = 0.0
+                acc += U[l, 0, c] * w0
+                acc += U[l, 1, c] * w1
+                acc += U[l, 2, c] * w2
+                acc += U[l, 3, c] * p0
+                acc += U[l, 4, c] * p1
+                acc += U[l, 5, c] * p2
+                r[row + c] = acc
+        else:
+            for c in range(loop_r[l]):
+                acc = 0.0
+                acc += U[l, 0, c] * p0
+                acc += U[l, 1, c] * p1
+                acc += U[l, 2, c] * p2
+                r[row + c] = acc
+
+
+@jit
+def closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr):
+    """Reduced closure Jacobian Jr (R, N): U^T [s; s x (x - o)] (R) or U^T [0; s] (P)
+    summed over the joints from each side's body to the ground, side B subtracted."""
+    R, N = Jr.shape
+    for i in range(R):
+        for j in range(N):
+            Jr[i, j] = 0.0
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        row = loop_row[l]
+        for side in range(2):
+            j = body_a[l] if side == 0 else body_b[l]
+            sign = 1.0 if side == 0 else -1.0
+            x0, x1, x2 = X[l, side, 0, 3], X[l, side, 1, 3], X[l, side, 2, 3]
+            while j >= 0:
+                w0, w1, w2 = S[j, 0], S[j, 1], S[j, 2]
+                # velocity of the side's point: v_O + omega x x
+                v0 = S[j, 3] + w1 * x2 - w2 * x1
+                v1 = S[j, 4] + w2 * x0 - w0 * x2
+                v2 = S[j, 5] + w0 * x1 - w1 * x0
+                for c in range(loop_r[l]):
+                    acc = 0.0
+                    if k == 6:
+                        acc += U[l, 0, c] * w0
+                        acc += U[l, 1, c] * w1
+                        acc += U[l, 2, c] * w2
+                        acc += U[l, 3, c] * v0
+                        acc += U[l, 4, c] * v1
+                        acc += U[l, 5, c] * v2
+                    else:
+                        acc += U[l, 0, c] * v0
+                        acc += U[l, 1, c] * v1
+                        acc += U[l, 2, c] * v2
+                    Jr[row + c, j] += sign * acc
+                j = parent[j]
+
+
+@jit(inline=True)
+def pose_frames(P, W, phi):
+    """Body frames and screws, the loops' side frames and the reduced closure
+    residuals at phi (into W.F, W.S, W.X, W.r)."""
+    tree_frames(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, phi, W.F, W.S)
+    loop_frames(P.body_a, P.T_a, P.body_b, P.T_b, W.F, W.X)
+    closure_residual(P.loop_k, P.loop_r, P.loop_row, P.U, W.X, W.r)
+
+
+@jit(inline=True)
+def pose_jacobian(P, W):
+    """The reduced closure Jacobian (W.Jr) from the frames and screws in W."""
+    closure_jacobian(P.parent, P.loop_k, P.loop_r, P.loop_row, P.body_a, P.body_b, P.U, W.S,
+                     W.X, W.Jr)
+
+
+@jit(inline=True)
+def worst_residual(row_is_rot, L_char, r, r0, r1):
+    """The largest dimensionless residual of rows r0:r1: orientation rows as they
+    are (rad), position rows over the characteristic length; NaN propagates."""
+    worst = 0.0
+    for i in range(r0, r1):
+        e = abs(r[i]) if row_is_rot[i] else abs(r[i]) / L_char
+        if not (e <= worst):
+            worst = e
+    return worst
+
+
+@jit(inline=True)
+def newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi, polished):
+    """One Newton step on every block whose residual is not yet within ``tol``
+    (every block once ``polished``), its length limited to NEWTON_MAX_STEP in
+    max-norm; False when a block's LU meets a zero pivot."""
+    for b in range(block_row.shape[0] - 1):
+        r0, r1 = block_row[b], block_row[b + 1]
+        nb = r1 - r0
+        if worst_residual(row_is_rot, Lc, r, r0, r1) < tol and not polished:
+            continue
+        for i in range(nb):
+            for c in range(nb):
+                Ab[i, c] = Jr[r0 + i, dep[r0 + c]]
+            step[i] = -r[r0 + i]
+        if lu_factor(Ab, nb, piv[b]) == 0.0:
+            return False
+        lu_solve(Ab, nb, piv[b], step)
+        lim = 0.0
+        for i in range(nb):
+            lim = max(lim, abs(step[i]))
+        f = 1.0 if lim <= NEWTON_MAX_STEP else NEWTON_MAX_STEP / lim
+        for i in range(nb):
+            phi[dep[r0 + i]] += f * step[i]
+    return True
+
+
+@jit
+def assemble_pose(P, W, phi):
+    """Newton on the dependent joints from phi (q already in place); leaves the
+    frames, screws, side frames and closure Jacobian of the final phi in W.
+    Returns (status, dimensionless worst residual)."""
+    # the plan's and the work's arrays as locals, once (each P.x or W.x in the
+    # loop would take and drop a reference: atomic operations, per iteration)
+    parent, order, isR, axis, origin, offset = P.parent, P.order, P.is_revolute, P.axis, \
+        P.origin, P.offset
+    loop_k, loop_r, loop_row, body_a, T_a, body_b, T_b, U = P.loop_k, P.loop_r, P.loop_row, \
+        P.body_a, P.T_a, P.body_b, P.T_b, P.U
+    dep, block_row, row_is_rot, Lc, tol, R, max_iter = P.dep, P.block_row, P.row_is_rot, \
+        P.L_char, P.tol, P.R, P.max_iter
+    F, S, X, r, Jr, piv, Ab, step = W.F, W.S, W.X, W.r, W.Jr, W.piv, W.block, W.vec
+    worst = 0.0
+    polished = False
+    for it in range(max_iter + 2):
+        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S)
+        loop_frames(body_a, T_a, body_b, T_b, F, X)
+        closure_residual(loop_k, loop_r, loop_row, U, X, r)
+        worst = worst_residual(row_is_rot, Lc, r, 0, R)
+        if worst < tol and (polished or worst < EXACT_START):
+            closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+            return OK, worst
+        if it >= max_iter or not np.isfinite(worst):
+            return NOT_ASSEMBLED, worst
+        # once within the tolerance, one more full step takes the solution to
+        # rounding, so it does not depend on where Newton started
+        polished = worst < tol
+        closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+        if not newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi,
+                           polished):
+            return SINGULAR_BLOCK, worst
+    return NOT_ASSEMBLED, worst
+
+
+@jit
+def transfer_pose(P, W, cond, dsign):
+    """G^phi_q (W.G) from the closure Jacobian in W; the blocks' LU factors stay in
+    W for the acceleration closure.  Fills cond and dsign (B,); returns status."""
+    Jr, LU, piv, G, col = W.Jr, W.LU, W.piv, W.G, W.vec
+    isR, row_is_rot, dep, block_row, q_idx = P.is_revolute, P.row_is_rot, P.dep, P.block_row, \
+        P.q_idx
+    Lc, maxc = P.L_char, P.max_condition
+    N, M = G.shape
+    G[:, :] = 0.0
+    for m in range(M):
+        G[q_idx[m], m] = 1.0
+    status = OK
+    for b in range(P.B):
+        r0, r1 = block_row[b], block_row[b + 1]
+        nb = r1 - r0
+        As = W.block[:nb, :nb]
+        A = LU[b]
+        for i in range(nb):
+            for c in range(nb):
+                a = Jr[r0 + i, dep[r0 + c]]
+                A[i, c] = a
+                # dimensionless: position rows / L, prismatic columns * L
+                if not row_is_rot[r0 + i]:
+                    a /= Lc
+                if not isR[dep[r0 + c]]:
+                    a *= Lc
+                As[i, c] = a
+        cond[b] = condition_number(As, W.block_work[:nb, :nb])
+        dsign[b] = lu_factor(A, nb, piv[b])
+        if dsign[b] == 0.0 or not (cond[b] < maxc):
+            status = SINGULAR_BLOCK
+            continue
+        for m in range(M):
+            for i in range(nb):
+                col[i] = -Jr[r0 + i, q_idx[m]]
+            lu_solve(A, nb, piv[b], col)
+            for i in range(nb):
+                G[dep[r0 + i], m] = col[i]
+    return status
+
+
+@jit
+def pose_rates(P, W, qd, qdd):
+    """phi' = G q' (W.phid) and phi'' = G q'' - A^-1 b (W.phidd); screw velocities V (W.V)
+    and the velocity-product accelerations Av (W.Av, at phi'' = 0, no gravity)."""
+    S, X, r, LU, piv, G = W.S, W.X, W.r, W.LU, W.piv, W.G
+    phid, phidd, V, Av, col = W.phid, W.phidd, W.V, W.Av, W.vec
+    parent, order, loop_k, loop_r, loop_row = P.parent, P.order, P.loop_k, P.loop_r, P.loop_row
+    body_a, body_b, U, dep, block_row = P.body_a, P.body_b, P.U, P.dep, P.block_row
+    N, M = G.shape
+    for j in range(N):
+        a = 0.0
+        b = 0.0
+        for m in range(M):
+            a += G[j, m] * qd[m]
+            b += G[j, m] * qdd[m]
+        phid[j] = a
+        phidd[j] = b
+    for jj in range(N):
+        j = order[jj]
+        p = parent[j]
+        u = phid[j]
+        for i in range(6):
+            V[j, i] = (V[p, i] if p >= 0 else 0.0) + S[j, i] * u
+        # (V_parent x S_j) u: the motion cross product [w x w2; w x v2 + v x w2]
+        if p >= 0:
+            w0, w1, w2 = V[p, 0], V[p, 1], V[p, 2]
+            v0, v1, v2 = V[p, 3], V[p, 4], V[p, 5]
+        else:
+            w0 = w1 = w2 = v0 = v1 = v2 = 0.0
+        s0, s1, s2, t0, t1, t2 = S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5]
+        c0 = (w1 * s2 - w2 * s1) * u
+        c1 = (w2 * s0 - w0 * s2) * u
+        c2 = (w0 * s1 - w1 * s0) * u
+        c3 = (w1 * t2 - w2 * t1 + v1 * s2 - v2 * s1) * u
+        c4 = (w2 * t0 - w0 * t2 + v2 * s0 - v0 * s2) * u
+        c5 = (w0 * t1 - w1 * t0 + v0 * s1 - v1 * s0) * u
+        if p >= 0:
+            c0 += Av[p, 0]
+            c1 += Av[p, 1]
+            c2 += Av[p, 2]
+            c3 += Av[p, 3]
+            c4 += Av[p, 4]
+            c5 += Av[p, 5]
+        Av[j, 0], Av[j, 1], Av[j, 2], Av[j, 3], Av[j, 4], Av[j, 5] = c0, c1, c2, c3, c4, c5
+    # closure velocity-product accelerations, reduced: r <- b
+    raw = np.empty(6)
+    for l in range(loop_k.shape[0]):
+        k = loop_k[l]
+        for i in range(6):
+            raw[i] = 0.0
+        for side in range(2):
+            j = body_a[l] if side == 0 else body_b[l]
+            if j < 0:
+                continue
+            sign = 1.0 if side == 0 else -1.0
+            x0, x1, x2 = X[l, side, 0, 3], X[l, side, 1, 3], X[l, side, 2, 3]
+            w0, w1, w2, v0, v1, v2 = V[j, 0], V[j, 1], V[j, 2], V[j, 3], V[j, 4], V[j, 5]
+            a0, a1, a2, b0, b1, b2 = Av[j, 0], Av[j, 1], Av[j, 2], Av[j, 3], Av[j, 4], Av[j, 5]
+            u0 = v0 + w1 * x2 - w2 * x1           # the point's velocity
+            u1 = v1 + w2 * x0 - w0 * x2
+            u2 = v2 + w0 * x1 - w1 * x0
+            p0 = b0 + a1 * x2 - a2 * x1 + w1 * u2 - w2 * u1
+            p1 = b1 + a2 * x0 - a0 * x2 + w2 * u0 - w0 * u2
+            p2 = b2 + a0 * x1 - a1 * x0 + w0 * u1 - w1 * u0
+            if k == 6:
+                raw[0] += sign * a0
+                raw[1] += sign * a1
+                raw[2] += sign * a2
+                raw[3] += sign * p0
+                raw[4] += sign * p1
+                raw[5] += sign * p2
+            else:
+                raw[0] += sign * p0
+                raw[1] += sign * p1
+                raw[2] += sign * p2
+        row = loop_row[l]
+        for c in range(loop_r[l]):
+            acc = 0.0
+            for i in range(k):
+                acc += U[l, i, c] * raw[i]
+            r[row + c] = acc
+    for b in range(P.B):
+        r0, r1 = block_row[b], block_row[b + 1]
+        nb = r1 - r0
+        for i in range(nb):
+            col[i] = r[r0 + i]
+        lu_solve(LU[b], nb, piv[b], col)
+        for i in range(nb):
+            phidd[dep[r0 + i]] -= col[i]
+
+
+@jit
+def rnea(P, W, with_gravity):
+    """Joint loads T_phi (W.tau) of the tree at (phi, phi', phi'') by recursive
+    Newton-Euler in world screws; uses V (W.V) and Av (W.Av) from :func:`pose_rates`."""
+    F, S, phidd, V, Av, fo, tau = W.F, W.S, W.phidd, W.V, W.Av, W.fo, W.tau
+    c, Iw, RI = W.c, W.Iw, W.RI
+    parent, order, mass, com, inertia, gravity = P.parent, P.order, P.mass, P.com, P.inertia, \
+        P.gravity
+    N = S.shape[0]
+    A = np.empty(6)
+    for jj in range(N):
+        j = order[jj]
+        for i in range(6):
+            fo[j, i] = 0.0
+        m = mass[j]
+        if is_massless(mass, inertia, j):
+            continue
+        # body acceleration: the velocity products (Av) plus the joint accelerations
+        # of the path, plus the base acceleration -g
+        for i in range(6):
+            A[i] = Av[j, i]
+        k = j
+        while k >= 0:
+            u = phidd[k]
+            for i in range(6):
+                A[i] += S[k, i] * u
+            k = parent[k]
+        if with_gravity:
+            A[3] -= gravity[0]
+            A[4] -= gravity[1]
+            A[5] -= gravity[2]
+        Fj = F[j]
+        for i in range(3):
+            c[i] = Fj[i, 0] * com[j, 0] + Fj[i, 1] * com[j, 1] + Fj[i, 2] * com[j, 2] + Fj[i, 3]
+        # R I R^T
+        for i in range(3):
+            for q in range(3):
+                RI[i, q] = Fj[i, 0] * inertia[j, 0, q] + Fj[i, 1] * inertia[j, 1, q] \
+                    + Fj[i, 2] * inertia[j, 2, q]
+        for i in range(3):
+            for q in range(3):
+                Iw[i, q] = RI[i, 0] * Fj[q, 0] + RI[i, 1] * Fj[q, 1] + RI[i, 2] * Fj[q, 2]
+        w0, w1, w2, v0, v1, v2 = V[j, 0], V[j, 1], V[j, 2], V[j, 3], V[j, 4], V[j, 5]
+        vc0 = v0 + w1 * c[2] - w2 * c[1]
+        vc1 = v1 + w2 * c[0] - w0 * c[2]
+        vc2 = v2 + w0 * c[1] - w1 * c[0]
+        ac0 = A[3] + A[1] * c[2] - A[2] * c[1] + w1 * vc2 - w2 * vc1
+        ac1 = A[4] + A[2] * c[0] - A[0] * c[2] + w2 * vc0 - w0 * vc2
+        ac2 = A[5] + A[0] * c[1] - A[1] * c[0] + w0 * vc1 - w1 * vc0
+        f0, f1, f2 = m * ac0, m * ac1, m * ac2
+        h0 = Iw[0, 0] * w0 + Iw[0, 1] * w1 + Iw[0, 2] * w2
+        h1 = Iw[1, 0] * w0 + Iw[1, 1] * w1 + Iw[1, 2] * w2
+        h2 = Iw[2, 0] * w0 + Iw[2, 1] * w1 + Iw[2, 2] * w2
+        # moment about the world origin: Iw a + w x Iw w + c x f
+        fo[j, 0] = Iw[0, 0] * A[0] + Iw[0, 1] * A[1] + Iw[0, 2] * A[2] + w1 * h2 - w2 * h1 \
+            + c[1] * f2 - c[2] * f1
+        fo[j, 1] = Iw[1, 0] * A[0] + Iw[1, 1] * A[1] + Iw[1, 2] * A[2] + w2 * h0 - w0 * h2 \
+            + c[2] * f0 - c[0] * f2
+        fo[j, 2] = Iw[2, 0] * A[0] + Iw[2, 1] * A[1] + Iw[2, 2] * A[2] + w0 * h1 - w1 * h0 \
+            + c[0] * f1 - c[1] * f0
+        fo[j, 3], fo[j, 4], fo[j, 5] = f0, f1, f2
+    # backward: each joint transmits the wrench of its subtree
+    for jj in range(N - 1, -1, -1):
+        j = order[jj]
+        t = 0.0
+        for i in range(6):
+            t += S[j, i] * fo[j, i]
+        tau[j] = t
+        p = parent[j]
+        if p >= 0:
+            for i in range(6):
+                fo[p, i] += fo[j, i]
+
+
+@jit
+def project(G, tau, out):
+    """out = G^T tau."""
+    N, M = G.shape
+    for m in range(M):
+        acc = 0.0
+        for j in range(N):
+            acc += G[j, m] * tau[j]
+        out[m] = acc
+
+
+@jit
+def inertia_pose(P, W, I):
+    """I*_q = sum over massive bodies of J_q^T I J_q (J_q = prefix sums of S_j G_j)."""
+    F, S, G = W.F, W.S, W.G
+    parent, mass, com, inertia = P.parent, P.mass, P.com, P.inertia
+    N, M = G.shape
+    I[:, :] = 0.0
+    Jw = np.empty((3, M))
+    Jv = np.empty((3, M))
+    Iw = np.empty((3, 3))
+    RI = np.empty((3, 3))
+    H = np.empty((3, M))
+    c = np.empty(3)
+    for j in range(N):
+        m = mass[j]
+        if is_massless(mass, inertia, j):
+            continue
+        Jw[:, :] = 0.0
+        Jv[:, :] = 0.0
+        k = j
+        while k >= 0:
+            for a in range(M):
+                g = G[k, a]
+                if g != 0.0:
+                    for i in range(3):
+                        Jw[i, a] += S[k, i] * g
+                        Jv[i, a] += S[k, 3 + i] * g
+            k = parent[k]
+        Fj = F[j]
+        for i in range(3):
+            c[i] = Fj[i, 0] * com[j, 0] + Fj[i, 1] * com[j, 1] + Fj[i, 2] * com[j, 2] + Fj[i, 3]
+        for i in range(3):
+            for q in range(3):
+                RI[i, q] = Fj[i, 0] * inertia[j, 0, q] + Fj[i, 1] * inertia[j, 1, q] \
+                    + Fj[i, 2] * inertia[j, 2, q]
+        for i in range(3):
+            for q in range(3):
+                Iw[i, q] = RI[i, 0] * Fj[q, 0] + RI[i, 1] * Fj[q, 1] + RI[i, 2] * Fj[q, 2]
+        # centroid velocities per coordinate: v + w x c (overwrite Jv)
+        for a in range(M):
+            w0, w1, w2 = Jw[0, a], Jw[1, a], Jw[2, a]
+            Jv[0, a] += w1 * c[2] - w2 * c[1]
+            Jv[1, a] += w2 * c[0] - w0 * c[2]
+            Jv[2, a] += w0 * c[1] - w1 * c[0]
+            for i in range(3):
+                H[i, a] = Iw[i, 0] * w0 + Iw[i, 1] * w1 + Iw[i, 2] * w2
+        for a in range(M):
+            for b in range(a, M):
+                v = m * (Jv[0, a] * Jv[0, b] + Jv[1, a] * Jv[1, b] + Jv[2, a] * Jv[2, b]) \
+                    + Jw[0, a] * H[0, b] + Jw[1, a] * H[1, b] + Jw[2, a] * H[2, b]
+                I[a, b] += v
+    for a in range(M):
+        for b in range(a):
+            I[a, b] = I[b, a]
+
+
+# --------------------------------------------------------------------------
+# batches of poses
+# --------------------------------------------------------------------------
+@jit(inline=True)
+def in_mode(dsign, mode):
+    """The blocks' det signs agree with the assembly mode (B,) of +1/-1 (0: any
+    sign), or ``mode`` is empty (no mode asked for)."""
+    for b in range(mode.shape[0]):
+        if mode[b] != 0.0 and dsign[b] != mode[b]:
+            return False
+    return True
+
+
+@jit(inline=True)
+def settle(P, W, st, phi, phi_row, cond, dsign, mode):
+    """After the assembly (status ``st``): the transfer, the blocks' conditions
+    and det signs (``cond``, ``dsign`` (B,)) and the assembly mode; phi into
+    ``phi_row`` where assembled (it stays as it is where not).  Returns the
+    pose's status."""
+    if st == NOT_ASSEMBLED:
+        return st
+    st2 = transfer_pose(P, W, cond, dsign)
+    if st != OK:
+        # a zero pivot on the way: not assembled (cond, dsign: at the last iterate)
+        return SINGULAR_BLOCK
+    phi_row[:] = phi
+    if st2 != OK:
+        return SINGULAR_BLOCK
+    if not in_mode(dsign, mode):
+        return OTHER_MODE
+    return OK
+
+
+@jit
+def all_finite(a):
+    for v in a.ravel():
+        if not np.isfinite(v):
+            return False
+    return True
+
+
+DynamicsWork = namedtuple("DynamicsWork", [
+    "Tq",           # (M,) coordinate loads
+    "zero",         # (M,) zeros (q'' = 0)
+    "Im",           # (M, M) I*, or G^a^T G^a
+    "Ga",           # (Na, M) the actuated rows of G
+    "Gs",           # (Na, M) the same, dimensionless
+    "Gw",           # (Na, M) work of its condition number
+    "rhs",          # (max(Na, M),) a right-hand side
+    "sol",          # (M,) a solution
+    "At",           # (M, M) G^a^T to factor
+    "pv",           # (M,) its row swaps
+])
+
+
+@jit
+def dynamics_work(M, Na):
+    return DynamicsWork(Tq=np.empty(M), zero=np.zeros(M), Im=np.empty((M, M)),
+                        Ga=np.empty((Na, M)), Gs=np.empty((Na, M)), Gw=np.empty((Na, M)),
+                        rhs=np.empty(max(Na, M)), sol=np.empty(M), At=np.empty((M, M)),
+                        pv=np.zeros(M, np.int64))
+
+
+@jit(inline=True)
+def actuator_pose(P, W, act, D, out):
+    """Loads of the actuated joints ``act`` (into ``out`` (Na,)) that give the
+    coordinate loads D.Tq: ``(G^a)^T tau_a = T_q`` (Na = M) or its least-norm
+    solution ``tau_a = G^a (G^a^T G^a)^-1 T_q`` (Na > M).  Returns (status,
+    dimensionless 2-norm condition of G^a): SINGULAR_DYNAMICS where it is not
+    below max_condition or a solve fails."""
+    isR, q_idx, Lc = P.is_revolute, P.q_idx, P.L_char
+    G, Ga, Gs, Tq, rhs, sol, Im, At = W.G, D.Ga, D.Gs, D.Tq, D.rhs, D.sol, D.Im, D.At
+    M = P.M
+    Na = act.shape[0]
+    for i in range(Na):
+        a = act[i]
+        for m in range(M):
+            g = G[a, m]
+            Ga[i, m] = g
+            # dimensionless: prismatic coordinates * L, prismatic actuators / L
+            if not isR[q_idx[m]]:
+                g *= Lc
+            if not isR[a]:
+                g /= Lc
+            Gs[i, m] = g
+    cond = condition_number(Gs, D.Gw)
+    if not (cond < P.max_condition):
+        return SINGULAR_DYNAMICS, cond
+    if Na == M:
+        for i in range(M):
+            for m in range(M):
+                At[m, i] = Ga[i, m]
+            rhs[i] = Tq[i]
+        if lu_factor(At, M, D.pv) == 0.0:
+            return SINGULAR_DYNAMICS, cond
+        lu_solve(At, M, D.pv, rhs)
+        for i in range(M):
+            out[i] = rhs[i]
+        return OK, cond
+    # least-norm loads: tau = G (G^T G)^-1 T_q
+    for a in range(M):
+        for b in range(M):
+            s = 0.0
+            for i in range(Na):
+                s += Ga[i, a] * Ga[i, b]
+            Im[a, b] = s
+    if not cholesky_solve(Im, Tq, Im, sol):
+        return SINGULAR_DYNAMICS, cond
+    for i in range(Na):
+        s = 0.0
+        for m in range(M):
+            s += Ga[i, m] * sol[m]
+        out[i] = s
+    return OK, cond
+
+
+@jit(inline=True)
+def evaluate(P, W, what, qd, x, act, D, out):
+    """What ``what`` asks for at an assembled pose (its transfer in W), into
+    ``out`` (K,).  Returns (status, actuation condition or NaN)."""
+    N, M = P.N, P.M
+    G, Im, Tq = W.G, D.Im, D.Tq
+    if what == TRANSFER:
+        for j in range(N):
+            for m in range(M):
+                out[j * M + m] = G[j, m]
+        return OK, np.nan
+    if what == INERTIA:
+        inertia_pose(P, W, Im)
+        for a in range(M):
+            for b in range(M):
+                out[a * M + b] = Im[a, b]
+        return OK, np.nan
+    pose_rates(P, W, qd, D.zero if what == FORWARD_DYNAMICS else x)
+    if what == RATES:
+        phid, phidd = W.phid, W.phidd
+        for j in range(N):
+            out[j] = phid[j]
+            out[N + j] = phidd[j]
+        return OK, np.nan
+    rnea(P, W, True)
+    project(G, W.tau, Tq)
+    if what == INVERSE_DYNAMICS:
+        for m in range(M):
+            out[m] = Tq[m]
+        return OK, np.nan
+    if what == FORWARD_DYNAMICS:
+        inertia_pose(P, W, Im)
+        rhs, sol = D.rhs[:M], D.sol
+        for m in range(M):
+            rhs[m] = x[m] - Tq[m]
+        if not cholesky_solve(Im, rhs, Im, sol):
+            return SINGULAR_DYNAMICS, np.nan
+        for m in range(M):
+            out[m] = sol[m]
+        return OK, np.nan
+    return actuator_pose(P, W, act, D, out)
+
+
+@jit
+def output_width(what, N, M, Na):
+    """The columns of one pose's output for ``what``."""
+    if what == INVERSE_DYNAMICS or what == FORWARD_DYNAMICS:
+        return M
+    if what == ACTUATOR_LOADS:
+        return Na
+    if what == TRANSFER:
+        return N * M
+    if what == INERTIA:
+        return M * M
+    if what == RATES:
+        return 2 * N
+    return 0
+
+
+@jit
+def first_bad(q, qd, x, phi0):
+    """1-4 for the first of q, qd, x, phi0 that is not finite, else 0."""
+    if not all_finite(q):
+        return 1
+    if not all_finite(qd):
+        return 2
+    if not all_finite(x):
+        return 3
+    if not all_finite(phi0):
+        return 4
+    return 0
+
+
+@jit(inline=True)
+def start(P, phi, q, phi0, last, G_last, predict):
+    """Where a pose's assembly starts (into phi): the start values ``phi0``, or on
+    a path (``predict``) the tangent predictor from the last pose, phi + G^phi_q dq
+    (Newton then needs a step fewer; it polishes to rounding anyway)."""
+    q_idx, N, M = P.q_idx, P.N, P.M
+    if predict:
+        for j in range(N):
+            acc = last[j]
+            for m in range(M):
+                acc += G_last[j, m] * (q[m] - last[q_idx[m]])
+            phi[j] = acc
+    else:
+        phi[:] = phi0
+
+
+@jit
+def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
+    """All entry points: ``what`` one of ASSEMBLE, INVERSE_DYNAMICS (x = q''),
+    FORWARD_DYNAMICS (x = tau), ACTUATOR_LOADS (x = q''), TRANSFER and INERTIA
+    at given phi0, RATES (phi', phi''; x = q'').  q, qd, x, phi0 have n rows or
+    one (used for every pose).  ``mode`` (B,) of +1/-1 (0: any), or empty: the
+    assembly mode a pose must be in (else OTHER_MODE).  Returns (buf, status,
+    bad): buf (n, K + N + 2 + 2B) holds out (n, K) (K as :func:`output_width`),
+    phi, the residual, the blocks' conditions and det signs and the actuation
+    condition; ``bad`` is 1-4 when q, qd, x or phi0 is not finite (nothing
+    evaluated), else 0."""
+    P = unpack(fbuf, ibuf)
+    N, M, B = P.N, P.M, P.B
+    bad = first_bad(q, qd, x, phi0)
+    if bad:
+        n = 0
+    W = work(P)
+    D = dynamics_work(M, act.shape[0])
+    K = output_width(what, N, M, act.shape[0])
+    # one output buffer (each array handed back to Python costs about a microsecond):
+    # columns [out K | phi N | residual | condition B | det sign B | actuation cond]
+    buf = np.empty((n, K + N + 2 + 2 * B))
+    buf[:, :] = np.nan
+    buf[:, K + N + 1 + B:K + N + 1 + 2 * B] = 0.0
+    status = np.zeros(n, np.int64)
+    phi = np.empty(N)
+    last = np.empty(N)
+    G_last = np.empty((N, M))
+    have_last = False
+    q_idx, row_is_rot, Lc, R, G = P.q_idx, P.row_is_rot, P.L_char, P.R, W.G
+    for t in range(n):
+        row = buf[t]
+        tq = t if q.shape[0] > 1 else 0
+        start(P, phi, q[tq], phi0[t if phi0.shape[0] > 1 else 0], last, G_last,
+              path and have_last)
+        if what == TRANSFER or what == INERTIA:
+            # given phi: evaluate there (its residual is reported, not corrected)
+            pose_frames(P, W, phi)
+            pose_jacobian(P, W)
+            st, res = OK, worst_residual(row_is_rot, Lc, W.r, 0, R)
+        else:
+            for m in range(M):
+                phi[q_idx[m]] = q[tq, m]
+            st, res = assemble_pose(P, W, phi)
+        row[K + N] = res
+        status[t] = settle(P, W, st, phi, row[K:K + N], row[K + N + 1:K + N + 1 + B],
+                           row[K + N + 1 + B:K + N + 1 + 2 * B], mode)
+        if status[t] != OK:
+            continue
+        # a path continues from poses that are regular and in the mode only
+        last[:] = phi
+        G_last[:, :] = G
+        have_last = True
+        if what != ASSEMBLE:
+            status[t], row[K + N + 1 + 2 * B] = evaluate(
+                P, W, what, qd[t if qd.shape[0] > 1 else 0], x[t if x.shape[0] > 1 else 0],
+                act, D, row[:K])
+    return buf, status, bad
+
+
+@jit
+def single(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, nB):
+    """One configuration given as vectors: :func:`batch` on one row, with the
+    output row, phi and the worst block condition taken out here (each array
+    handed back to Python or reshaped there costs a few hundred nanoseconds, a
+    tenth of a five-bar pose).  Returns (out, phi, status, condition, bad)."""
+    N = phi0.shape[0]
+    buf, status, bad = batch(fbuf, ibuf, what, 1, q.reshape((1, q.shape[0])),
+                             qd.reshape((1, qd.shape[0])), x.reshape((1, x.shape[0])), act,
+                             phi0.reshape((1, N)), path, mode)
+    if bad:
+        return np.empty(0), np.empty(0), 0, 0.0, bad
+    K = buf.shape[1] - N - 2 - 2 * nB
+    cond = 1.0 if nB == 0 else buf[0, K + N + 1]
+    for b in range(1, nB):
+        cond = max(cond, buf[0, K + N + 1 + b])
+    return buf[0, :K].copy(), buf[0, K:K + N].copy(), status[0], cond, 0
