@@ -9,11 +9,18 @@ numpy form side by side, with a parity test per function in ``tests/test_kernels
   serial joint step, a chain's link frames and joint screws;
 * :mod:`kic.kernels.rnea` -- joint loads by the Newton-Euler recursion in world
   coordinates (link motion, link wrenches);
-* :mod:`kic.kernels.inertia` -- I*, P* and the gravity load by composite sums, and
-  rigid bodies joined into one (one zero-mass convention: rotational inertia counts);
+* :mod:`kic.kernels.inertia` -- I*, P* and the gravity load by composite sums (one
+  zero-mass convention: a massless body's rotational inertia counts);
 * :mod:`kic.kernels.serial_numba`, :mod:`kic.kernels.serial_numpy` -- the two kernel
   sets of serial chains that :func:`kic.backend.kernels` chooses between (drivers over
-  the modules above, the same names and signatures).
+  the modules above, the same names and signatures);
+* :mod:`kic.kernels.layout` -- the one table of each flat buffer of a closed model
+  (packing, numpy views and the compiled unpacking by name are derived from it);
+* :mod:`kic.kernels.closed_pose` -- a closed model's pose, stage by stage (assembly,
+  transfer, rates, Newton-Euler over the tree, I*, actuator loads) and its batch
+  driver; :mod:`kic.kernels.closed_lanes` -- design batches, poses side by side in
+  vector lanes; :mod:`kic.kernels.integrator` -- the DOP853 stepper of free motion;
+  :mod:`kic.kernels.closed` -- their Python entry points.
 
 Nothing here is public API: the library's modules call these, users call the library.
 """
