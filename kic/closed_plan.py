@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .kernels import layout
+from .kernels.frames import joint_motions
 from .kernels.layout import FLOAT_FIELDS
 from .loops import characteristic_length
 from .settings import CLOSURE_TOLERANCE, MAX_CONDITION, NEWTON_MAX_ITERATIONS, SAME_FRAME_ATOL
@@ -125,17 +126,6 @@ class ClosedPlan:
         return int(self.block_row.shape[0] - 1)
 
 
-def _motion(is_rev: bool, axis: np.ndarray, x: float) -> np.ndarray:
-    T = np.eye(4)
-    if is_rev:
-        K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]],
-                      [-axis[1], axis[0], 0.0]])
-        T[:3, :3] = np.eye(3) + np.sin(x) * K + (1.0 - np.cos(x)) * K @ K
-    else:
-        T[:3, 3] = x * axis
-    return T
-
-
 def body_frames(plan: ClosedPlan, phi) -> tuple[np.ndarray, np.ndarray]:
     """World body frames (N, 4, 4) and joint-frame origins (N, 3) at one phi (numpy;
     the plan's own definition, used for its scale and by the tests)."""
@@ -147,7 +137,7 @@ def body_frames(plan: ClosedPlan, phi) -> tuple[np.ndarray, np.ndarray]:
         P = np.eye(4) if plan.parent[j] < 0 else F[plan.parent[j]]
         J = P @ plan.origin[j]
         o[j] = J[:3, 3]
-        F[j] = J @ _motion(bool(plan.is_revolute[j]), plan.axis[j], phi[j]) @ plan.offset[j]
+        F[j] = J @ joint_motions(bool(plan.is_revolute[j]), plan.axis[j], phi[j]) @ plan.offset[j]
     return F, o
 
 
@@ -354,19 +344,7 @@ def joint_origins(plan: ClosedPlan, fields: dict, phi) -> np.ndarray:
         J = origin[..., j, :, :] if p < 0 else F[..., p, :, :] @ origin[..., j, :, :]
         J = np.broadcast_to(J, lead + (4, 4))
         o[..., j, :] = J[..., :3, 3]
-        a = axis[..., j, :]
-        x = phi[..., j]
-        T = np.zeros(lead + (4, 4))
-        T[..., 3, 3] = 1.0
-        if plan.is_revolute[j]:
-            K = np.zeros(np.broadcast_shapes(a.shape[:-1], lead) + (3, 3))
-            K[..., 0, 1], K[..., 0, 2], K[..., 1, 2] = -a[..., 2], a[..., 1], -a[..., 0]
-            K[..., 1, 0], K[..., 2, 0], K[..., 2, 1] = a[..., 2], -a[..., 1], a[..., 0]
-            T[..., :3, :3] = (np.eye(3) + np.sin(x)[..., None, None] * K
-                              + (1.0 - np.cos(x))[..., None, None] * (K @ K))
-        else:
-            T[..., :3, :3] = np.eye(3)
-            T[..., :3, 3] = x[..., None] * a
+        T = joint_motions(bool(plan.is_revolute[j]), axis[..., j, :], phi[..., j])
         F[..., j, :, :] = J @ T @ offset[..., j, :, :]
     return o
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..chain import Link, SerialChain
 from ..errors import ModelError
+from ..kernels.frames import joint_motions
 from ..limits import ConeLimit
 from ..mimic import MimicModel
 from ..settings import CLOSURE_TOLERANCE, PARALLEL_SINE, EXACT_START, NEWTON_MAX_ITERATIONS
@@ -241,14 +242,9 @@ def _planar(mech: Mechanism, records, frames) -> bool:
 
 
 def _motion(kind: str, axis: np.ndarray, q: float) -> np.ndarray:
-    T = np.eye(4)
     if kind == "P":
-        T[:3, 3] = axis * q
-        return T
-    a = axis / np.linalg.norm(axis)
-    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    T[:3, :3] = np.eye(3) + np.sin(q) * K + (1 - np.cos(q)) * (K @ K)
-    return T
+        return joint_motions(False, axis, q)
+    return joint_motions(True, axis / np.linalg.norm(axis), q)
 
 
 def to_mjcf(model, name: str | None = None, reference=None, q=None, cuts: Sequence[str] = (),

@@ -28,6 +28,7 @@ from .closed_pose import (NOT_ASSEMBLED, OK, OTHER_MODE, SINGULAR_BLOCK, SINGULA
                           assemble_pose, block_size, closure_jacobian, closure_residual,
                           in_mode, is_massless, pose_rates, project, rnea, settle, work,
                           worst_residual)
+from .frames import rodrigues
 from .jit import jit
 from .layout import unpack
 from .linalg import (cholesky_solve, condition_number, condition_numbers_lanes, lu_factor,
@@ -317,19 +318,7 @@ def design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b,
         s2 = j20 * a0 + j21 * a1 + j22 * a2
         x = phi[j]
         if isR[j]:
-            c = np.cos(x)
-            s = np.sin(x)
-            t = 1.0 - c
-            # Rodrigues: c I + s [a]x + (1 - c) a a^T
-            r00 = c + t * a0 * a0
-            r01 = t * a0 * a1 - s * a2
-            r02 = t * a0 * a2 + s * a1
-            r10 = t * a1 * a0 + s * a2
-            r11 = c + t * a1 * a1
-            r12 = t * a1 * a2 - s * a0
-            r20 = t * a2 * a0 - s * a1
-            r21 = t * a2 * a1 + s * a0
-            r22 = c + t * a2 * a2
+            r00, r01, r02, r10, r11, r12, r20, r21, r22 = rodrigues(a0, a1, a2, x)
             j00, j01, j02 = (j00 * r00 + j01 * r10 + j02 * r20, j00 * r01 + j01 * r11 + j02 * r21,
                              j00 * r02 + j01 * r12 + j02 * r22)
             j10, j11, j12 = (j10 * r00 + j11 * r10 + j12 * r20, j10 * r01 + j11 * r11 + j12 * r21,

@@ -32,6 +32,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..settings import EXACT_START, NEWTON_MAX_STEP
+from .frames import rodrigues
 from .jit import jit
 from .layout import unpack
 from .linalg import cholesky_solve, condition_number, lu_factor, lu_solve
@@ -138,19 +139,8 @@ def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S):
         o0, o1, o2 = J[0, 3], J[1, 3], J[2, 3]
         x = phi[j]
         if isR[j]:
-            c = np.cos(x)
-            s = np.sin(x)
-            t = 1.0 - c
-            # Rodrigues: c I + s [a]x + (1 - c) a a^T
-            Rm[0, 0] = c + t * a0 * a0
-            Rm[0, 1] = t * a0 * a1 - s * a2
-            Rm[0, 2] = t * a0 * a2 + s * a1
-            Rm[1, 0] = t * a1 * a0 + s * a2
-            Rm[1, 1] = c + t * a1 * a1
-            Rm[1, 2] = t * a1 * a2 - s * a0
-            Rm[2, 0] = t * a2 * a0 - s * a1
-            Rm[2, 1] = t * a2 * a1 + s * a0
-            Rm[2, 2] = c + t * a2 * a2
+            (Rm[0, 0], Rm[0, 1], Rm[0, 2], Rm[1, 0], Rm[1, 1], Rm[1, 2], Rm[2, 0], Rm[2, 1],
+             Rm[2, 2]) = rodrigues(a0, a1, a2, x)
             for i in range(3):
                 b0 = J[i, 0] * Rm[0, 0] + J[i, 1] * Rm[1, 0] + J[i, 2] * Rm[2, 0]
                 b1 = J[i, 0] * Rm[0, 1] + J[i, 1] * Rm[1, 1] + J[i, 2] * Rm[2, 1]
