@@ -359,7 +359,8 @@ def noguess_five_bar(base=0.2, l1=0.25, l2=0.25, k1=0.35, k2=0.35, m1=1.0, m2=1.
     The construction is the builder's (mechanisms/closed.py), with the same
     defaults; only ``guess=`` is left out of ``mech.model``.
     """
-    from mechanisms._common import composite, rod_inertia, translation
+    from kic import composite_body as composite
+    from mechanisms._common import rod_inertia, translation
 
     def rod_body(mech, name, m, L, extra=()):
         parts = [(m, np.array([L / 2, 0.0, 0.0]), rod_inertia(m, L, 0))]
