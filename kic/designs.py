@@ -295,7 +295,9 @@ class DesignBatch:
             self._models = [None] * len(self)
         if self._models[d] is None:
             if self._build is None:
-                raise ModelError("this design batch has no models and no builder")
+                raise ModelError("this design batch has no models and no builder: without "
+                                 "the compiled kernels a design is evaluated by its model; "
+                                 "pass build= (e.g. to DesignBatch.from_template)")
             self._models[d] = self._build(**{k: v[d].item() for k, v in self.parameters.items()})
         return self._models[d]
 
