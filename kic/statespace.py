@@ -2,14 +2,13 @@
 (python-control, scipy.signal, MATLAB .mat, numpy .npz)."""
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from .backend import spd_solve
+from ._files import write_atomically
 from .errors import ModelError
 from .settings import RANK_RTOL, TINY
 
@@ -283,7 +282,7 @@ class StateSpaceSequence:
             data["v_nom"] = self.nominal.voltage
             data["i_nom"] = self.nominal.current
         path = Path(path)
-        _atomic_write(path if path.suffix else path.with_suffix(".mat"),
+        write_atomically(path if path.suffix else path.with_suffix(".mat"),
                       lambda f: savemat(f, data))
 
     def save_npz(self, path) -> None:
@@ -298,7 +297,7 @@ class StateSpaceSequence:
             data["v_nom"] = self.nominal.voltage
             data["i_nom"] = self.nominal.current
         path = Path(path)
-        _atomic_write(path if path.name.endswith(".npz") else Path(f"{path}.npz"),
+        write_atomically(path if path.name.endswith(".npz") else Path(f"{path}.npz"),
                       lambda f: np.savez(f, **data))
 
     def eigenvalues(self) -> np.ndarray:
@@ -378,21 +377,3 @@ def _inertia_solve(inertia: np.ndarray, cols: np.ndarray) -> np.ndarray:
                       "inertia of the mechanism with the rotors")
         out[good] = np.swapaxes(x, -1, -2)
     return out
-
-
-def _atomic_write(path, write) -> None:
-    """Write a file through ``write(file object)`` into a temporary file in the
-    same folder, then rename it over ``path``: a reader (or a crash) never sees a
-    half-written file, and the previous file survives a failed write."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -25,7 +25,6 @@ import math
 import os
 import pickle
 import sys
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -36,6 +35,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._files import write_atomically
 from .errors import ModelError
 
 __all__ = ["sweep", "SweepResult", "SweepStatus", "SweepProgress", "as_designs"]
@@ -163,7 +163,7 @@ class SweepResult:
             arrays["result." + key] = value
         for key, dtype in self.result_dtypes.items():
             arrays["dtype." + key] = np.array(dtype)
-        _write_atomically(path, lambda fh: np.savez(fh, **arrays))
+        write_atomically(path, lambda fh: np.savez(fh, **arrays))
         return path
 
     @classmethod
@@ -197,25 +197,6 @@ def _npz_path(path) -> Path:
     """``path`` with the ``.npz`` suffix numpy would give it."""
     path = Path(path)
     return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
-
-
-def _write_atomically(path: Path, write: Callable) -> None:
-    """``write(file)`` into a fresh temporary file beside ``path``, then rename it
-    over ``path`` (atomic on one file system): readers see the old file or the new
-    one, never a part, and concurrent writers never share a temporary file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def sweep(evaluate: Callable[[np.ndarray], Mapping[str, Any]], designs, *,
           names: Sequence[str] | None = None, chunk_size: int | None = None,
           scheduler: Any = "serial", n_workers: int | None = None,
