@@ -39,7 +39,8 @@ from .actuation import load_distribution
 from .assembly import Assembly, assemble, first_guess, in_mode
 from .backend import spd_solve, use_compiled
 from .closed_plan import plan_from_model
-from .errors import ClosureError, ModelError, SingularityError, Status, located
+from .errors import (ClosureError, ModelError, SingularityError, Status, at_batch_indices,
+                     located)
 from .loads import Loads
 from .loops import scaled_condition
 from .transfer import closure_transfer
@@ -165,13 +166,7 @@ class NumpyEvaluation:
                f"{m.mode}" if status[0] == Status.OTHER_MODE else
                "outside the workspace, or not reachable in the model's assembly mode "
                f"{m.mode}")
-        if not batch:
-            where = ""
-        elif len(indices) == 1:
-            where = f" at batch index {indices[0]}"
-        else:
-            where = f" at batch indices {', '.join(str(i) for i in indices[:10])}" + (
-                f" and {len(indices) - 10} more" if len(indices) > 10 else "")
+        where = at_batch_indices(indices, bool(batch))
         raise ClosureError(
             f"{len(bad)} configuration(s) of {m.name or 'the model'} cannot be assembled "
             f"(loop {loop!r} stays open): "

@@ -135,3 +135,14 @@ def located(batch: tuple, size: int, start: int = 0):
         yield
     except (SingularityError, ClosureError) as exc:
         raise exc.in_batch(start, size, batch) from None
+
+
+def at_batch_indices(indices: list, batched: bool) -> str:
+    """`` at batch index (2,)`` or `` at batch indices (2,), (5,) ... and 3 more``
+    (the first ten), for a message; empty for one configuration (internal)."""
+    if not batched:
+        return ""
+    if len(indices) == 1:
+        return f" at batch index {indices[0]}"
+    return f" at batch indices {', '.join(str(i) for i in indices[:10])}" + (
+        f" and {len(indices) - 10} more" if len(indices) > 10 else "")

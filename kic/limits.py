@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import ClosureError, ModelError, Status
+from .errors import ClosureError, ModelError, Status, at_batch_indices
 from .kernels.frames import rotation_matrices
 from .settings import PARALLEL_SINE
 
@@ -257,13 +257,7 @@ def outside_limits_error(limits: JointLimits, phi: np.ndarray, status: np.ndarra
     first = limits.check(phi[bad[0]])
     worst = ", ".join(f"{n} (margin {m:.3g})" for n, m, w in
                       zip(first.names, first.margin, first.within) if not w)
-    if not batch:
-        where = ""
-    elif len(indices) == 1:
-        where = f" at batch index {indices[0]}"
-    else:
-        where = f" at batch indices {', '.join(str(i) for i in indices[:10])}" + (
-            f" and {len(indices) - 10} more" if len(indices) > 10 else "")
+    where = at_batch_indices(indices, bool(batch))
     return ClosureError(
         f"{len(bad)} configuration(s) of {name or 'the model'} are outside the joint limits "
         f"(at the first: {worst}; margins in rad, or a fraction of a P joint's range){where}",
