@@ -105,6 +105,8 @@ def rel_err(actual, expected, floor=1.0, ord=None):
     """
     a = np.asarray(actual, float)
     e = np.asarray(expected, float)
+    if e.size == 0:
+        return 0.0
     return float(np.linalg.norm((a - e).ravel(), ord)
                  / max(float(np.linalg.norm(e.ravel(), ord)), floor))
 
@@ -146,16 +148,26 @@ def assert_close(actual, expected, rtol, floor=1.0, what=""):
 FD_STEP = 1e-6     # central differences: truncation ~h^2, round-off ~eps/h, both ~1e-10 here
 
 
-def derivative(f, x, h=FD_STEP, axis=-1):
+def derivative(f, x, h=FD_STEP, axis=-1, richardson=False):
     """Central differences of ``f`` at ``x`` along every coordinate of ``x``.
 
-    ``result`` stacks ``(f(x + h e_k) - f(x - h e_k)) / 2h`` for k = 0..x.size-1 on
-    ``axis`` of the result (``axis=-1``: a Jacobian ``[..., k]``; ``axis=1``: the
-    influence-coefficient order ``H[p, m, n] = dG[p, n]/dq_m``).
+    ``result`` stacks ``(f(x + h_k e_k) - f(x - h_k e_k)) / 2h_k`` for k = 0..x.size-1
+    on ``axis`` of the result (``axis=-1``: a Jacobian ``[..., k]``; ``axis=1``: the
+    influence-coefficient order ``H[p, m, n] = dG[p, n]/dq_m``).  ``h``: one step or
+    one per coordinate (states of different units).  ``richardson``: one
+    Richardson step over the steps 2h and h (truncation O(h^4) instead of O(h^2),
+    so a larger h keeps round-off small).
     """
     x = np.asarray(x, float)
-    cols = [directional_derivative(f, x, e.reshape(x.shape), h) for e in np.eye(x.size)]
-    return np.stack(cols, axis=axis)
+    steps = np.broadcast_to(np.asarray(h, float), (x.size,))
+
+    def central(scale):
+        cols = [directional_derivative(f, x, e.reshape(x.shape), scale * hk)
+                for e, hk in zip(np.eye(x.size), steps)]
+        return np.stack(cols, axis=axis)
+    if not richardson:
+        return central(1.0)
+    return (4 * central(1.0) - central(2.0)) / 3
 
 
 def directional_derivative(f, x, dx, h=FD_STEP):

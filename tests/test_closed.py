@@ -12,6 +12,8 @@ import kic
 import mechanisms
 from kic.transfer import Transfer
 
+from helpers import derivative, rel_err
+
 pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
 
 H_STEP = 1e-5     # finite-difference step; the closure converges to ~1e-15
@@ -46,19 +48,11 @@ def case(request):
 def _fd(fn, q, h=H_STEP):
     """Central differences of fn along each coordinate, stacked on a new axis 0, with
     one Richardson step (steps 20h and 10h: truncation O(h^4), round-off ~1e-12/h)."""
-    def central(step):
-        out = []
-        for a in range(q.size):
-            e = np.zeros(q.size)
-            e[a] = step
-            out.append((fn(q + e) - fn(q - e)) / (2 * step))
-        return np.stack(out)
-    coarse, fine = central(20 * h), central(10 * h)
-    return (4 * fine - coarse) / 3
+    return derivative(fn, q, 10 * h, axis=0, richardson=True)
 
 
 def _rel(a, b):
-    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-12)
+    return rel_err(a, b, floor=1e-12, ord=np.inf)
 
 
 def test_assembly_closes_every_loop(case):

@@ -27,14 +27,15 @@ import mechanisms
 from kic.designs import DesignBatch
 from mechanisms import five_bar_task
 
+import helpers
+
 MODE = (-1, 1, 1)
 REL = 1e-10
 
 
 def rel_err(a, b) -> float:
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    scale = max(np.abs(b).max(), 1.0) if b.size else 1.0
-    return float(np.abs(a - b).max() / scale) if a.size else 0.0
+    """The largest entry's error against the largest reference entry (floor 1)."""
+    return helpers.rel_err(a, b, floor=1.0, ord=np.inf)
 
 
 def five_bar_params(rng, D: int) -> dict:

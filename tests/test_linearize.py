@@ -23,7 +23,7 @@ from scipy.interpolate import CubicSpline
 
 import kic
 import mechanisms
-from helpers import random_chain, random_loads, rel_err
+from helpers import derivative, random_chain, random_loads, rel_err
 
 pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
 
@@ -31,22 +31,11 @@ RTOL_FD = 1e-6          # finite differences against the analytic linearization
 
 
 # --------------------------------------------------------------- helpers
-def _fd(fn, x, steps):
-    """Central differences of fn at x, one column per component (steps per component)."""
-    cols = []
-    for k, h in enumerate(steps):
-        e = np.zeros(x.size)
-        e[k] = h
-        cols.append((fn(x + e) - fn(x - e)) / (2 * h))
-    return np.stack(cols, axis=-1)
-
-
 def _fd_linear(model, q, qd, qdd, loads=None, h=1e-5):
     """I, C, K by central differences of the inverse dynamics."""
     T = lambda a, b, c: model.inverse_dynamics(a, b, c, loads=loads)     # noqa: E731
-    steps = [h] * model.dof
-    return (_fd(lambda x: T(q, qd, x), qdd, steps), _fd(lambda x: T(q, x, qdd), qd, steps),
-            _fd(lambda x: T(x, qd, qdd), q, steps))
+    return (derivative(lambda x: T(q, qd, x), qdd, h), derivative(lambda x: T(q, x, qdd), qd, h),
+            derivative(lambda x: T(x, qd, qdd), q, h))
 
 
 def _block_errors(A, A_ref, M):
@@ -167,9 +156,9 @@ def _check_state_space(plant, ode, ss, k, rtol=RTOL_FD):
     v0 = ss.nominal.voltage[k]
     steps = np.concatenate([np.full(M, 1e-6), np.full(M, 1e-5),
                             1e-5 * np.maximum(1.0, np.abs(x0[2 * M:]))])
-    A_fd = _fd(lambda x: ode(x, v0), x0, steps)
-    B_fd = _fd(lambda v: ode(x0, v), v0, np.full(Na, 1e-4))
-    E_fd = _fd(lambda w: ode(x0, v0, w), np.zeros(M), np.full(M, 1e-3))
+    A_fd = derivative(lambda x: ode(x, v0), x0, steps)
+    B_fd = derivative(lambda v: ode(x0, v), v0, np.full(Na, 1e-4))
+    E_fd = derivative(lambda w: ode(x0, v0, w), np.zeros(M), np.full(M, 1e-3))
     errs = _block_errors(ss.A[k], A_fd, M)
     errs["B"] = rel_err(ss.B[k], B_fd, floor=0)
     errs["E"] = rel_err(ss.E[k], E_fd, floor=0)
@@ -391,7 +380,7 @@ def test_state_space_stewart_against_finite_differences():
     # the output map: a point of the platform, by differences of its world position
     kin = lambda q: (plant.model.kinematics(q, 1).frame("platform")          # noqa: E731
                      @ np.array([0.0, 0.0, 0.1, 1.0]))[:3]
-    Gp = _fd(kin, tr.q[2], np.full(6, 1e-6))
+    Gp = derivative(kin, tr.q[2], np.full(6, 1e-6))
     assert rel_err(ss.C[2, 6:, :6], Gp, floor=0) < 1e-8
     assert np.all(ss.C[2, 6:, 6:] == 0) and np.allclose(ss.C[2, :6, :6], np.eye(6))
     assert ss.outputs[6:] == ["dp[platform.x]", "dp[platform.y]", "dp[platform.z]"]
@@ -626,7 +615,7 @@ def test_four_bar_one_motor_is_3x3_with_the_reduced_ode_eigenvalues():
         v0 = ss.nominal.voltage[k, 0]
         assert np.allclose(f(x0, v0), [tr.qd[k, 0], tr.qdd[k, 0], ss.nominal.current_rate[k, 0]],
                            rtol=1e-9, atol=1e-9)
-        A_fd = _fd(lambda x: f(x, v0), x0, [1e-6, 1e-5, 1e-5 * max(1, abs(x0[2]))])
+        A_fd = derivative(lambda x: f(x, v0), x0, [1e-6, 1e-5, 1e-5 * max(1, abs(x0[2]))])
         ev_fd = np.sort_complex(np.linalg.eigvals(A_fd))
         ev = np.sort_complex(ss.eigenvalues()[k])
         assert np.abs(ev - ev_fd).max() < 1e-6 * np.abs(ev_fd).max(), (ev, ev_fd)
