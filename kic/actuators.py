@@ -42,7 +42,8 @@ from .settings import (IMPLAUSIBLE_CURRENT_FACTOR, MAX_ELECTRICAL_TIME_CONSTANT,
                        MAX_TRAVEL_PER_MOTOR_RADIAN, MOTOR_CONSTANT_RTOL, RANK_RTOL)
 from .trajectory import Trajectory
 
-__all__ = ["DCMotor", "ActuatedSystem", "NominalInputs", "DriveState", "DriveLimitError", "DriveWarning"]
+__all__ = ["DCMotor", "ActuatedSystem", "NominalInputs", "DriveState", "DriveLimitError",
+           "DriveWarning"]
 
 _ON_LIMIT = ("raise", "warn", "clip")
 _ON_FAILURE = ("raise", "nan")
@@ -772,7 +773,9 @@ class ActuatedSystem:
             if self.electrical == "dynamic":
                 vc = np.where(on, self._R_diag * i_state + e, v) if on.any() else v
                 return vc, i_state, sat
-            i = np.where(on, held * imax, (v - e) / self._R_diag)
+            i = (v - e) / self._R_diag
+            if on.any():
+                i = np.where(on, np.where(on, held, 0) * np.where(on, imax, 0.0), i)
             return (np.where(on, self._R_diag * i + e, v) if on.any() else v), i, sat
         vc = np.clip(v, -vmax, vmax)
         sat = vc != v
@@ -874,8 +877,30 @@ class ActuatedSystem:
             rate = np.concatenate([qd, qdd])
         else:
             di = (vc - self._R_diag * i - self.C_E @ ad) / self._L_diag
+            if held is not None:
+                di[held != 0] = 0.0          # held exactly (not to the rounding of R i + e)
             rate = np.concatenate([qd, qdd, di])
         return DriveState(rate, vc, i, sat, ad)
+
+    def inverse(self, q, qd, qdd) -> tuple[np.ndarray, np.ndarray]:
+        """The motor currents (Na,) A and voltages (Na,) V that give the
+        accelerations ``qdd`` at ``(q, qd)`` (one pose; computed torque):
+        ``G^T C_M i = (I* + G^T I_r G) q'' + bias + G^T (I_r h + B_r a')``
+        (distributed by the weights W when over-actuated), ``v = R i + C_E a'``
+        (the armature's quasi-static voltage: in the dynamic model, without
+        ``L i'``).  Evaluated as :meth:`rhs` is, on the compiled kernels where
+        the model has them; the motors' limits are not applied."""
+        M = self.model.dof
+        q = finite_array(q, "q", (M,))
+        qd = finite_array(qd, "qd", (M,))
+        qdd = finite_array(qdd, "qdd", (M,))
+        I, bias, G, ad, h = self._pose_terms(None, np.ascontiguousarray(q),
+                                             np.ascontiguousarray(qd))
+        add = G @ qdd + h
+        T = I @ qdd + bias + G.T @ (self.I_r @ add + self.B_r @ ad)
+        tau = self._distribute(G[None], T[None])[0][0]
+        i = np.linalg.solve(self.C_M, tau)
+        return i, self.R @ i + self.C_E @ ad
 
     @property
     def _J(self) -> np.ndarray:
@@ -1020,7 +1045,9 @@ def _at_sample(exc: KicError, k: int, t: float) -> KicError:
 
 
 def _at_time(exc: KicError, t) -> KicError:
-    """The same error, said of the state at time t of a simulation."""
+    """The same error, said of the state at time t of a simulation (None: no time)."""
+    if t is None:
+        return exc
     new = copy.copy(exc)
     try:
         when = f"t = {float(t):.6g} s"

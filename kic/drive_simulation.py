@@ -223,17 +223,18 @@ def _options(plant, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
     elif isinstance(voltage, tuple):
         if len(voltage) != 2:
             raise ModelError("voltage samples are a pair (times (K,), values (K, Na))")
-        times = finite_array(voltage[0], "voltage times")
-        values = finite_array(voltage[1], "voltage values")
-        if (times.ndim != 1 or values.shape != (times.size, Na) or times.size == 0
-                or np.any(np.diff(times) <= 0)):
+        sample_t = finite_array(voltage[0], "voltage times")
+        sample_v = finite_array(voltage[1], "voltage values")
+        if (sample_t.ndim != 1 or sample_v.shape != (sample_t.size, Na) or sample_t.size == 0
+                or np.any(np.diff(sample_t) <= 0)):
             raise ModelError(f"voltage samples: times must be increasing (K,) and values "
-                             f"(K, {Na}) for motors {names}; got {times.shape}, {values.shape}")
-        if t0 < times[0]:
-            raise ModelError(f"voltage samples start at t = {times[0]:g} s, after the start "
+                             f"(K, {Na}) for motors {names}; got {sample_t.shape}, "
+                             f"{sample_v.shape}")
+        if t0 < sample_t[0]:
+            raise ModelError(f"voltage samples start at t = {sample_t[0]:g} s, after the start "
                              f"{t0:g} s")
-        held = lambda t, x: values[np.searchsorted(times, t, side="right") - 1]   # noqa: E731
-        boundaries = times
+        held = lambda t, x: sample_v[np.searchsorted(sample_t, t, side="right") - 1]  # noqa
+        boundaries = sample_t
     else:
         constant = np.zeros(Na) if voltage is None else finite_array(voltage, "voltage", (Na,))
         held = lambda t, x: constant                                      # noqa: E731
