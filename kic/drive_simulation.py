@@ -303,6 +303,7 @@ class _Integration:
         self.v_held = None
         self.limit, self.retries = None, 0            # shorter steps after a failed trial
         self.last = None                              # the last evaluation (FSAL reuse)
+        self.end = drive.t1                           # the end of the held input's segment
         self.samples: list = []
         self.events: list = []
         self.nfev = 0
@@ -387,18 +388,21 @@ class _Integration:
 
     # ------------------------------------------------------------ the loop
     def run(self) -> DriveSimulation:
+        """Segment by segment of the held inputs (one segment for a continuous
+        source); a sample at a switching time of the input is taken after the
+        switch (the input held from there on, as a zero-order hold)."""
         d = self.d
         y = np.concatenate([d.x0, np.zeros(_FLOWS)])
         t = d.t0
-        first = True
-        for end in list(d.boundaries) + [d.t1]:
+        for n, end in enumerate(list(d.boundaries) + [d.t1]):
             if d.held is not None:
                 self.v_held = d.held(t, y[:self.n].copy())
             self.last = None
             y = self.settle(t, y)
-            if first:           # the start: the balance's reference, kept if asked for
+            # the start is the balance's reference (dropped later if not asked for)
+            if n == 0 or d.times is None or np.any(d.times == t):
                 self.record(t, y)
-                first = False
+            self.end = end
             while t < end:
                 t, y = self.stretch(t, y, end)
         return self.result()
@@ -444,7 +448,8 @@ class _Integration:
                             self.record(t_s, y_s)
                         return t_s, y_s
                 if d.times is None:
-                    self.record(t_new, y_new)
+                    if t_new < self.end or self.end == d.t1:    # else: after the switch
+                        self.record(t_new, y_new)
                 else:
                     self.record_between(solver.dense_output, t_old, t_new)
         finally:
@@ -474,7 +479,8 @@ class _Integration:
         times = self.d.times
         if times is None:
             return
-        inside = times[(times > t_old) & (times <= t_new)]
+        inside = times[(times > t_old) & (times <= t_new)
+                       & ((times < self.end) | (self.end == self.d.t1))]
         if inside.size:
             fn = dense()
             for s in inside:

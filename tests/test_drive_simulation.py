@@ -203,10 +203,14 @@ def test_held_samples_switch_at_their_times():
     values = np.array([[5.0, -5.0], [30.0, -2.0], [0.0, 0.0]])
     ts = np.linspace(0.0, 0.03, 31)
     sim = kic.simulate(plant, (0.0, 0.03), Q0, [0.0, 0.0], voltage=(times, values), t_eval=ts)
-    assert np.array_equal(sim.commanded[ts <= 0.01], np.tile(values[0], (11, 1)))
-    mid = (ts > 0.01) & (ts <= 0.02)
+    # a sample at a switching time is taken after the switch (held from there on)
+    assert np.array_equal(sim.commanded[ts < 0.01], np.tile(values[0], (10, 1)))
+    mid = (ts >= 0.01) & (ts < 0.02)
     assert np.all(sim.voltages[mid, 0] == 10.0) and np.all(sim.saturated[mid, 0])
-    assert not sim.saturated[mid, 1].any() and not sim.saturated[ts > 0.02].any()
+    assert np.array_equal(sim.commanded[mid], np.tile(values[1], (10, 1)))
+    assert not sim.saturated[mid, 1].any() and not sim.saturated[ts >= 0.02].any()
+    steps = kic.simulate(plant, (0.0, 0.03), Q0, [0.0, 0.0], voltage=(times, values))
+    assert np.count_nonzero(steps.t == 0.01) == 1 and steps.commanded[steps.t == 0.01][0, 0] == 30
     # a digital controller at 1 kHz (zero-order hold) against a hand-written loop
     law = lambda t, x: 150.0 * (TARGET - x[:2]) - 3.0 * x[2:4]          # noqa: E731
     sim = kic.simulate(plant, (0.0, 0.02), Q0, [0.0, 0.0], voltage=law, period=1e-3,
@@ -222,7 +226,9 @@ def test_held_samples_switch_at_their_times():
         X.append(x)
     X = np.array(X)
     assert np.abs(sim.q - X[:, :2]).max() < 1e-8
-    assert np.array_equal(sim.commanded[1], law(0.0, X[0]))          # held over the period
+    asked = np.array([law(k * 1e-3, x) for k, x in enumerate(X[:-1])])  # held over a period
+    assert np.abs(sim.commanded[:-1] - asked).max() < 1e-5
+    assert np.array_equal(sim.commanded[-1], sim.commanded[-2])     # the end: still held
 
 
 # ================================================ nominal tracking, closed models
