@@ -317,3 +317,25 @@ def test_bad_inputs_raise_kic_errors():
         plant.rhs(0.0, np.zeros(5), [0.0, 0.0])
     with pytest.raises(kic.ModelError, match="held"):
         plant.rhs(0.0, np.concatenate([Q0, np.zeros(4)]), [0.0, 0.0], held=[0])
+
+
+def test_inverse_is_the_nominal_input_at_one_pose():
+    """ActuatedSystem.inverse (one pose, compiled where rhs is) against the nominal
+    inputs of a trajectory (batched, numpy) and against rhs."""
+    sp = mechanisms.stewart_platform()
+    motors = [kic.DCMotor(1.0, 1e-3, 0.1, 0.1, rotor_inertia=2e-5, rotor_damping=1e-5)
+              for _ in range(6)]
+    plant = kic.ActuatedSystem(sp, motors, gear_ratios=[2 * np.pi / 0.005] * 6)
+    q0 = np.array([0.0, 0.0, 0.6, 0.0, 0.0, 0.0])
+    tr = kic.Trajectory.quintic(q0, q0 + np.array([0.05, -0.03, 0.05, 0.1, -0.05, 0.08]),
+                                duration=1.0, samples=5)
+    nom = plant.nominal(tr)
+    for k in (1, 2, 3):
+        i, v = plant.inverse(tr.q[k], tr.qd[k], tr.qdd[k])
+        assert np.abs(i - nom.current[k]).max() < 1e-10 * np.abs(nom.current[k]).max()
+        # the dynamic model's voltage without L i'
+        assert np.abs(v + plant.L @ nom.current_rate[k] - nom.voltage[k]).max() < 1e-9
+        x = np.concatenate([tr.q[k], tr.qd[k], i])
+        assert np.abs(plant.rhs(0.0, x, v)[6:12] - tr.qdd[k]).max() < 1e-9
+    with pytest.raises(kic.ModelError, match="qdd"):
+        plant.inverse(q0, np.zeros(6), np.zeros(5))
