@@ -165,6 +165,12 @@ def test_input_loads_enter_the_balance():
     free = kic.simulate(plant, (0.0, 0.2), Q0, [0.0, 0.0], voltage=[1.0, -1.0])
     assert np.all(free.input_work == 0) and free.energy_drift < 1e-7
     assert np.abs(sim.q[-1] - free.q[-1]).max() > 1e-3
+    # no source (0 V, the terminals shorted): the motors brake the fall, nothing supplied
+    shorted = kic.simulate(haptic(), (0.0, 0.2), Q0, [0.0, 0.0])
+    assert np.all(shorted.supplied == 0) and np.all(shorted.voltages == 0)
+    assert shorted.dissipated[-1] > 1e-4 and shorted.energy_drift < 1e-7
+    assert np.allclose(shorted.energy - shorted.energy[0], -shorted.dissipated, rtol=0,
+                       atol=1e-8 * shorted.dissipated[-1])
 
 
 # ================================================================ saturation
