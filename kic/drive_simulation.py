@@ -31,9 +31,10 @@ state, to the integration tolerance::
 
     supplied + input work = stored(t) - stored(0) + dissipated
 
-``supplied = int v . i dt`` (the sources), ``input work = int q' . tau dt``,
-``stored`` = kinetic (mechanism and rotors) + potential (gravity,
-conservative loads) + magnetic ``i^T L i / 2``, ``dissipated`` = copper
+``supplied = int v . i dt`` (the sources), ``input work = int q' . (tau -
+T_L) dt`` (the input loads and the plant's applied loads: springs, dampers,
+forces), ``stored`` = kinetic (mechanism and rotors) + gravitational
+potential + magnetic ``i^T L i / 2``, ``dissipated`` = copper
 ``int i^T R i dt`` + rotor friction ``int a'^T B_r a' dt`` + the mismatch of a
 motor whose torque and back-EMF constants differ (zero in SI units).
 """
@@ -81,11 +82,12 @@ class DriveSimulation(Simulation):
     saturated : ndarray (K, Na) bool
         A motor at its voltage or current limit.
     energy : ndarray (K,)
-        Stored energy (J): kinetic (mechanism and rotors) + potential (gravity,
-        conservative loads) + magnetic ``i^T L i / 2``.
+        Stored energy (J): kinetic (mechanism and rotors) + gravitational
+        potential + magnetic ``i^T L i / 2``.
     supplied, input_work, dissipated : ndarray (K,)
         Since the start (J): the electrical energy delivered by the sources
-        ``int v . i dt``, the work of the input loads ``tau``, and the copper and
+        ``int v . i dt``, the work of the input loads ``tau`` and of the plant's
+        applied loads (springs, dampers, forces: ``-int q' . T_L dt``), and the copper and
         rotor friction losses (with the conversion mismatch of a motor whose
         torque and back-EMF constants differ).
     energy_drift : float
@@ -93,8 +95,7 @@ class DriveSimulation(Simulation):
         energy[0]) - dissipated|``, over the largest of the energies exchanged
         and the kinetic energy: near the integration tolerance.
     conservative : bool
-        The balance accounts for every flow (no non-conservative loads on the
-        plant's mechanism): ``energy_drift`` is meaningful.
+        True: the balance accounts for every flow, ``energy_drift`` is meaningful.
     events : list of (t, motor, quantity, state)
         Where a limit began or stopped acting: time (s), motor name,
         ``"voltage"`` or ``"current"``, ``+1``/``-1`` (at the limit of that sign)
@@ -304,6 +305,7 @@ class _Integration:
         self.limit, self.retries = None, 0            # shorter steps after a failed trial
         self.last = None                              # the last evaluation (FSAL reuse)
         self.end = drive.t1                           # the end of the held input's segment
+        self.phi = None                               # joint values for the applied loads
         self.samples: list = []
         self.events: list = []
         self.nfev = 0
@@ -322,10 +324,25 @@ class _Integration:
         st = self.p.evaluate(t, x, v_mode, None if T is None else -T, held=self.si)
         i, ad = st.current, st.actuator_rates
         tm = self.p.C_M @ i
-        flows = np.array([st.voltage @ i, 0.0 if T is None else x[M:2 * M] @ T,
+        flows = np.array([st.voltage @ i, self.work(x, T),
                           self.R @ (i * i), ad @ self.p.B_r @ ad,
                           i @ (self.p.C_E @ ad) - tm @ ad])
         return st, v, v_mode, flows
+
+    def work(self, x, T) -> float:
+        """The power of the input loads T and of the plant's applied loads (W)."""
+        q, qd = x[:self.M], x[self.M:2 * self.M]
+        power = 0.0 if T is None else float(qd @ T)
+        loads = self.p.loads
+        if loads:
+            model = self.p.model
+            if isinstance(model, ClosedLoopModel):
+                self.phi = np.asarray(model.assemble(q, start=self.phi), float).reshape(-1)
+                dyn = model.dynamics(q, start=self.phi)
+            else:
+                dyn = model.dynamics(q)
+            power -= float(qd @ np.asarray(dyn.load(loads, qd)).reshape(-1))
+        return power
 
     def rhs(self, t, y):
         out = self.point(t, y)
@@ -512,10 +529,6 @@ class _Integration:
             kinetic = (np.asarray(dyn.kinetic_energy(qd)).reshape(K)
                        + 0.5 * np.einsum("na,ab,nb->n", ad, p.I_r, ad))
             stored = kinetic + np.asarray(dyn.potential_energy).reshape(K)
-            if p.loads:
-                stored = stored + np.asarray(
-                    model.loads_energy_at(p.loads, phi) if isinstance(model, ClosedLoopModel)
-                    else dyn.loads_energy(p.loads)).reshape(K)
             if self.dynamic:
                 stored = stored + 0.5 * np.einsum("na,ab,nb->n", currents, p.L, currents)
         supplied, work = flows[:, 0], flows[:, 1]
@@ -524,7 +537,6 @@ class _Integration:
         scale = max(float(np.max(np.abs(np.concatenate([supplied, work, dissipated, kinetic])),
                                  initial=0.0)), TINY)
         drift = float(np.max(np.abs(error), initial=0.0)) / scale
-        conservative = p.loads is None or bool(p.loads.conservative)
         keep = slice(0, K)
         if self.d.times is not None and not (self.d.times.size and self.d.times[0] == t[0]):
             keep = slice(1, K)
@@ -532,7 +544,7 @@ class _Integration:
         currents, voltages, commanded = currents[keep], voltages[keep], commanded[keep]
         saturated, supplied, work, dissipated = (saturated[keep], supplied[keep], work[keep],
                                                  dissipated[keep])
-        return DriveSimulation(t, q, qd, stored, drift, conservative, int(self.nfev), phi,
+        return DriveSimulation(t, q, qd, stored, drift, True, int(self.nfev), phi,
                                currents=currents, voltages=voltages, commanded=commanded,
                                saturated=saturated, supplied=supplied, input_work=work,
                                dissipated=dissipated, events=self.events)

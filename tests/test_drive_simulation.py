@@ -173,6 +173,26 @@ def test_input_loads_enter_the_balance():
                        atol=1e-8 * shorted.dissipated[-1])
 
 
+def test_applied_loads_enter_the_balance():
+    """A spring and a damper on the cranks (the plant's loads, on the numpy path):
+    their work is recorded and closes the balance; against the spring's energy
+    and the damper's dissipation written out."""
+    loads = kic.Loads().spring("crank1", 4.0, rest=Q0[0]).damper("crank2", 0.2)
+    motors = [kic.DCMotor(**MOTOR, name=side, voltage_limit=24.0) for side in ("l", "r")]
+    plant = kic.ActuatedSystem(mechanisms.five_bar(), motors, gear_ratios=[GEAR, GEAR],
+                               loads=loads, electrical="quasi_static")
+    ts = np.linspace(0.0, 0.06, 1201)
+    sim = kic.simulate(plant, (0.0, 0.06), Q0, [0.0, 0.0], voltage=lambda t, x: controller(x),
+                       t_eval=ts)
+    assert sim.conservative and sim.energy_drift < 1e-7
+    spring = 0.5 * 4.0 * (sim.q[:, 0] - Q0[0]) ** 2
+    damper = np.concatenate([[0.0], np.cumsum(0.5 * np.diff(ts) * 0.2 * (
+        sim.qd[1:, 1] ** 2 + sim.qd[:-1, 1] ** 2))])
+    assert spring[-1] > 1e-3 and damper[-1] > 1e-3
+    expected = -(spring - spring[0]) - damper
+    assert np.abs(sim.input_work - expected).max() < 1e-4 * np.abs(expected).max()
+
+
 # ================================================================ saturation
 def test_saturation_engages():
     """A demand beyond the 24 V supply: flags set, voltages clipped, the motion
