@@ -49,8 +49,8 @@ from scipy.interpolate import CubicSpline
 from scipy.optimize import brentq
 
 from ._array import finite_array
-from .actuators import ActuatedSystem, DriveState
-from .errors import KicError, ModelError
+from .actuators import ActuatedSystem
+from .errors import ClosureError, ModelError, SingularityError
 from .model import ClosedLoopModel
 from .settings import INTEGRATION_ATOL, INTEGRATION_RTOL, TINY
 from .simulate import RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation
@@ -312,6 +312,7 @@ class _Integration:
 
     # ------------------------------------------------------------ equations
     def command(self, t, x):
+        """The voltages the source asks for at (t, x)."""
         return self.v_held if self.v_held is not None else self.d.continuous(t, x)
 
     def point(self, t, y) -> tuple:
@@ -345,19 +346,21 @@ class _Integration:
         return power
 
     def rhs(self, t, y):
+        """The state's and the energy flows' rates."""
         out = self.point(t, y)
         self.last = (t, y.copy(), out)
         return np.concatenate([out[0].rate, out[3]])
 
     def at(self, t, y) -> tuple:
+        """:meth:`point`, the last evaluation's when it was there (a step's end)."""
         last = self.last
         if last is not None and last[0] == t and np.array_equal(last[1], y):
             return last[2]
         return self.point(t, y)
 
-    def switching(self, t, y, out=None) -> np.ndarray:
+    def switching(self, t, y) -> np.ndarray:
         """The switching functions (2 Na,): voltage modes, current modes."""
-        st, v, v_mode, _ = self.at(t, y) if out is None else out
+        st, v, v_mode, _ = self.at(t, y)
         gv = np.where(self.sv == 0, self.vmax - np.abs(v), self.sv * v - self.vmax)
         current = y[2 * self.M:self.n] if self.dynamic else st.current
         push = self.si * (v_mode - st.voltage) * (1.0 if self.dynamic else 1.0 / self.R)
@@ -443,8 +446,8 @@ class _Integration:
                 t_old, y_old = solver.t, solver.y.copy()
                 try:
                     message = solver.step()
-                except KicError:
-                    if self.retries >= RETRIES:
+                except (ClosureError, SingularityError):   # the model fails there (not an
+                    if self.retries >= RETRIES:                # input's error: those raise)
                         raise
                     self.retries += 1
                     tried = getattr(solver, "h_abs", None) or solver.step_size or (stop - t)
