@@ -116,7 +116,8 @@ def simulate_drive(plant: ActuatedSystem, t_span, q0, qd0, tau=None, loads=None,
                    method: str = "DOP853", rtol: float = INTEGRATION_RTOL,
                    atol: float = INTEGRATION_ATOL,
                    t_eval=None, max_step: float = np.inf, *, voltage=None, i0=None,
-                   period: float | None = None) -> DriveSimulation:
+                   period: float | None = None,
+                   trajectory: Trajectory | None = None) -> DriveSimulation:
     """Simulate a motor-driven plant; :func:`kic.simulate` with an
     :class:`kic.ActuatedSystem` as the model calls this.
 
@@ -136,7 +137,8 @@ def simulate_drive(plant: ActuatedSystem, t_span, q0, qd0, tau=None, loads=None,
         As :func:`kic.simulate` (``"Radau"``, ``"BDF"`` or ``"LSODA"`` for a
         stiff plant: the armature poles ``-R/L``).
     voltage : None, array_like (Na,), callable, (times, values) or Trajectory
-        The motor voltages (V): None is 0 V (the terminals shorted); an array
+        The motor voltages (V): None is the nominal voltages of ``trajectory``,
+        or without one 0 V (the terminals shorted); an array
         a constant; a callable ``voltage(t, x) -> (Na,)`` a controller of the
         state ``x`` (continuous, or sampled every ``period`` and held); a pair
         ``(times (K,), values (K, Na))`` samples held from each time to the
@@ -149,11 +151,19 @@ def simulate_drive(plant: ActuatedSystem, t_span, q0, qd0, tau=None, loads=None,
     period : float, optional
         The controller's sample period (s): ``voltage(t, x)`` called at
         ``t0 + k period`` and held (a zero-order hold, as a digital controller).
+    trajectory : kic.Trajectory, optional
+        With no ``voltage``: nominal tracking, as ``voltage=trajectory``.
 
     Returns
     -------
     DriveSimulation
     """
+    if trajectory is not None:
+        if voltage is not None:
+            raise ModelError("give voltage or trajectory (nominal tracking), not both")
+        if not isinstance(trajectory, Trajectory):
+            raise ModelError(f"trajectory must be a kic.Trajectory, got {type(trajectory)}")
+        voltage = trajectory
     drive = _options(plant, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
                      max_step, voltage, i0, period)
     return _Integration(drive).run()
@@ -181,7 +191,8 @@ class _Drive:
 def _options(plant, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max_step,
              voltage, i0, period) -> _Drive:
     if not isinstance(plant, ActuatedSystem):
-        raise ModelError(f"voltage, i0 and period are inputs of a kic.ActuatedSystem, not of "
+        raise ModelError(f"voltage, i0, period and trajectory are inputs of a "
+                         f"kic.ActuatedSystem, not of "
                          f"{type(plant).__name__}")
     if loads is not None:
         raise ModelError("a motor-driven plant carries its loads: give them to "
@@ -210,10 +221,13 @@ def _options(plant, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
         nominal = plant.nominal(tr, on_limit="warn")
         spline = CubicSpline(tr.t, nominal.voltage, axis=0)
         continuous = lambda t, x: spline(t)                               # noqa: E731
-        start_current = CubicSpline(tr.t, nominal.current, axis=0)(t0)
+        at = lambda x: CubicSpline(tr.t, x, axis=0)(t0)                  # noqa: E731
+        k = int(np.searchsorted(tr.t, t0))
+        if tr.t[k] == t0:                                   # a sample: exactly
+            at = lambda x: x[k]                                           # noqa: E731
+        start_current = at(nominal.current)
         if q0 is None and qd0 is None:
-            q0 = CubicSpline(tr.t, tr.q, axis=0)(t0)
-            qd0 = CubicSpline(tr.t, tr.qd, axis=0)(t0)
+            q0, qd0 = at(tr.q), at(tr.qd)
     elif callable(voltage):
         checked = _checked_source(voltage, Na, names)
         if period is None:

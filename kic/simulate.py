@@ -172,7 +172,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
         What a closed model's free motion does at a singular configuration of
         the mechanism itself (see above).
     **drive
-        ``voltage``, ``i0``, ``period``: a :class:`kic.ActuatedSystem` as the model is
+        ``voltage``, ``i0``, ``period``, ``trajectory``: a :class:`kic.ActuatedSystem` is
         simulated with its motors (:func:`kic.drive_simulation.simulate_drive`).
 
     Returns

@@ -263,8 +263,10 @@ def test_nominal_tracking_follows_the_trajectory():
     (from the nominal state; the spline between 401 samples is the only error)."""
     plant = haptic()
     tr = kic.Trajectory.quintic(Q0, TARGET, duration=0.4, samples=401)
-    sim = kic.simulate(plant, (0.0, 0.4), None, None, voltage=tr, t_eval=tr.t)
+    sim = kic.simulate(plant, (0.0, 0.4), None, None, trajectory=tr, t_eval=tr.t)
     nom = plant.nominal(tr)
+    same = kic.simulate(plant, (0.0, 0.4), tr.q[0], tr.qd[0], voltage=tr, t_eval=tr.t)
+    assert np.abs(same.q - sim.q).max() < 1e-12
     assert np.abs(sim.q - tr.q).max() < 1e-5
     assert np.abs(sim.currents - nom.current).max() < 1e-3 * np.abs(nom.current).max()
     assert np.abs(sim.commanded - nom.voltage).max() < 1e-12 * np.abs(nom.voltage).max()
@@ -336,6 +338,10 @@ def test_bad_inputs_raise_kic_errors():
         run(method="Euler")
     with pytest.raises(kic.ModelError, match="trajectory"):
         run(voltage=kic.Trajectory.quintic(Q0, TARGET, duration=0.005, samples=6))
+    with pytest.raises(kic.ModelError, match="not both"):
+        run(voltage=[1.0, 1.0], trajectory=kic.Trajectory.quintic(Q0, TARGET, 0.1, 11))
+    with pytest.raises(kic.ModelError, match="q0 and qd0"):
+        kic.simulate(plant, (0.0, 0.01), None, None)
     with pytest.raises(kic.ModelError, match="ActuatedSystem"):
         kic.simulate(mechanisms.planar_two_link(), (0.0, 0.1), [0.0, 0.0], [0.0, 0.0],
                      voltage=[1.0, 1.0])
