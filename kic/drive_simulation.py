@@ -317,6 +317,7 @@ class _Integration:
         self.si = np.zeros(self.Na, dtype=int)        # current modes
         self.v_held = None
         self.limit, self.retries = None, 0            # shorter steps after a failed trial
+        self.recent = None                            # the last accepted step size (s)
         self.last = None                              # the last evaluation (FSAL reuse)
         self.end = drive.t1                           # the end of the held input's segment
         self.phi = None                               # joint values for the applied loads
@@ -448,7 +449,10 @@ class _Integration:
         step) is tried again in shorter steps from the last accepted one, as
         :func:`kic.simulate` does."""
         d = self.d
-        max_step, stop, first = d.max_step, end, None
+        max_step, stop = d.max_step, end
+        # the last accepted step size as the first (no initial-step search at each of a
+        # held input's samples)
+        first = None if self.recent is None else min(self.recent, max_step, stop - t)
         if self.limit is not None:
             max_step = min(max_step, self.limit)
             stop = min(end, t + SHORT_STEPS * self.limit)
@@ -471,6 +475,7 @@ class _Integration:
                 if solver.status == "failed":
                     raise ModelError(f"the integration failed at t = {solver.t:.6g} s: {message}")
                 t_new, y_new = solver.t, solver.y
+                self.recent = getattr(solver, "h_abs", None) or solver.step_size
                 if self.limited:
                     g = self.switching(t_new, y_new)
                     if (g < 0).any():
