@@ -27,11 +27,13 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/drives.py
 	$(BIN)/python benchmarks/cold_start.py
 
-# the design studies of examples/ (plots to examples/out/); QUICK=1 for short runs
+# the design studies and control loops of examples/ (plots to examples/out/); QUICK=1 for
+# short runs
 examples: $(VENV)/.installed-test
 	$(BIN)/python examples/five_bar_optimization.py $(if $(QUICK),--quick)
 	$(BIN)/python examples/stewart_sweep.py $(if $(QUICK),--quick)
 	$(BIN)/python examples/five_bar_haptic_lqr.py $(if $(QUICK),--quick)
+	$(BIN)/python examples/stewart_computed_torque.py $(if $(QUICK),--quick)
 
 # the committed figures under docs/figures/
 figures: $(VENV)/.installed-test

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,7 +42,8 @@ from .settings import (IMPLAUSIBLE_CURRENT_FACTOR, MAX_ELECTRICAL_TIME_CONSTANT,
                        MAX_TRAVEL_PER_MOTOR_RADIAN, MOTOR_CONSTANT_RTOL, RANK_RTOL)
 from .trajectory import Trajectory
 
-__all__ = ["DCMotor", "ActuatedSystem", "NominalInputs", "DriveLimitError", "DriveWarning"]
+__all__ = ["DCMotor", "ActuatedSystem", "NominalInputs", "DriveState", "DriveLimitError",
+           "DriveWarning"]
 
 _ON_LIMIT = ("raise", "warn", "clip")
 _ON_FAILURE = ("raise", "nan")
@@ -183,6 +185,16 @@ class DCMotor:
                          if getattr(self, k) is not None)
         return (f"DCMotor(R={self.resistance}, L={self.inductance}, C_M={self.torque_constant}, "
                 f"C_E={self.back_emf_constant}{limits}, name={self.name!r})")
+
+
+class DriveState(NamedTuple):
+    """What :meth:`ActuatedSystem.evaluate` returns at one state."""
+
+    rate: np.ndarray             #: x' (n_states,)
+    voltage: np.ndarray          #: terminal voltages after saturation (Na,) V
+    current: np.ndarray          #: armature currents (Na,) A
+    saturated: np.ndarray        #: a limit acts (Na,) bool
+    actuator_rates: np.ndarray   #: a' = G^a_q q' (Na,), rad/s or m/s
 
 
 class NominalInputs:
@@ -741,18 +753,30 @@ class ActuatedSystem:
         return np.concatenate(rows, axis=1), np.concatenate(drows, axis=1), labels
 
     # --------------------------------------------------- nonlinear model
-    def terminal(self, t, x, v):
+    def terminal(self, t, x, v, held=None):
         """The motors' terminal voltages and currents in state ``x`` under the
         commanded voltages ``v`` (Na,), after saturation (see the class notes):
         ``(voltage (Na,) V, current (Na,) A, saturated (Na,) bool)``.  The
-        electrical power delivered is ``voltage @ current``."""
-        q, qd, i_state = self._split(x)
-        _, _, G, ad, _ = self._pose_terms(t, q, qd)
-        return self._terminal(i_state, ad, self._voltage(v))
+        electrical power delivered is ``voltage @ current``.  ``held``: as
+        :meth:`rhs`."""
+        state = self.evaluate(t, x, v, held=held)
+        return state.voltage, state.current, state.saturated
 
-    def _terminal(self, i_state, ad, v):
+    def _terminal(self, i_state, ad, v, held=None):
         e = self.C_E @ ad                                   # back-EMF per motor (V)
         vmax, imax = self.voltage_limits, self.current_limits
+        if held is not None:
+            # the caller's saturation modes: v applied as given, the held motors at
+            # their current limit
+            sat = (held != 0) | (np.abs(v) >= vmax)
+            on = held != 0
+            if self.electrical == "dynamic":
+                vc = np.where(on, self._R_diag * i_state + e, v) if on.any() else v
+                return vc, i_state, sat
+            i = (v - e) / self._R_diag
+            if on.any():
+                i = np.where(on, np.where(on, held, 0) * np.where(on, imax, 0.0), i)
+            return (np.where(on, self._R_diag * i + e, v) if on.any() else v), i, sat
         vc = np.clip(v, -vmax, vmax)
         sat = vc != v
         if self.electrical == "dynamic":
@@ -798,7 +822,7 @@ class ActuatedSystem:
         except KicError as exc:
             raise _at_time(exc, t) from None
 
-    def rhs(self, t, x, v, disturbance=None) -> np.ndarray:
+    def rhs(self, t, x, v, disturbance=None, held=None) -> np.ndarray:
         """The nonlinear state equations for simulation: ``x'`` (:attr:`n_states`).
 
         ``x = (q, q', i)`` (dynamic) or ``(q, q')`` (quasi-static), ``v`` (Na,)
@@ -813,10 +837,28 @@ class ActuatedSystem:
         the model has them (the last pose's joint values as the warm start), and
         solved by kic's SPD rule: a singular inertia raises
         :class:`kic.SingularityError` naming ``t``.
+
+        ``held`` (Na,) of -1, 0, +1: the saturation decided by the caller (a
+        simulation that switches it at located events, so that the equations
+        are smooth between them): ``v`` is applied as given, and the motors with
+        ``held = +-1`` are at their current limit of that sign (dynamic model:
+        the voltage that holds the current, ``R i + C_E a'``; quasi-static: the
+        current ``+-current_limit``).  None: saturation from the state, as above.
         """
+        return self.evaluate(t, x, v, disturbance, held).rate
+
+    def evaluate(self, t, x, v, disturbance=None, held=None) -> "DriveState":
+        """:meth:`rhs` with what the motors do there (:class:`DriveState`: the
+        applied voltages, the currents, the saturation flags and the actuator
+        rates ``a'``), from one evaluation of the pose."""
         q, qd, i_state = self._split(x)
         I, bias, G, ad, h = self._pose_terms(t, q, qd)
-        vc, i, _ = self._terminal(i_state, ad, self._voltage(v))
+        if held is not None:
+            held = np.asarray(held)
+            if held.shape != (self.n_motors,):
+                raise ModelError(f"held must have {self.n_motors} entries (-1, 0, +1), "
+                                 f"got shape {held.shape}")
+        vc, i, sat = self._terminal(i_state, ad, self._voltage(v), held)
         r = G.T @ (self.C_M @ i - self.I_r @ h - self.B_r @ ad) - bias
         if disturbance is not None:
             w = np.asarray(disturbance, dtype=float)
@@ -832,9 +874,33 @@ class ActuatedSystem:
             except SingularityError as exc:
                 raise _at_time(exc, t) from None
         if self.electrical == "quasi_static":
-            return np.concatenate([qd, qdd])
-        di = (vc - self._R_diag * i - self.C_E @ ad) / self._L_diag
-        return np.concatenate([qd, qdd, di])
+            rate = np.concatenate([qd, qdd])
+        else:
+            di = (vc - self._R_diag * i - self.C_E @ ad) / self._L_diag
+            if held is not None:
+                di[held != 0] = 0.0          # held exactly (not to the rounding of R i + e)
+            rate = np.concatenate([qd, qdd, di])
+        return DriveState(rate, vc, i, sat, ad)
+
+    def inverse(self, q, qd, qdd) -> tuple[np.ndarray, np.ndarray]:
+        """The motor currents (Na,) A and voltages (Na,) V that give the
+        accelerations ``qdd`` at ``(q, qd)`` (one pose; computed torque):
+        ``G^T C_M i = (I* + G^T I_r G) q'' + bias + G^T (I_r h + B_r a')``
+        (distributed by the weights W when over-actuated), ``v = R i + C_E a'``
+        (the armature's quasi-static voltage: in the dynamic model, without
+        ``L i'``).  Evaluated as :meth:`rhs` is, on the compiled kernels where
+        the model has them; the motors' limits are not applied."""
+        M = self.model.dof
+        q = finite_array(q, "q", (M,))
+        qd = finite_array(qd, "qd", (M,))
+        qdd = finite_array(qdd, "qdd", (M,))
+        I, bias, G, ad, h = self._pose_terms(None, np.ascontiguousarray(q),
+                                             np.ascontiguousarray(qd))
+        add = G @ qdd + h
+        T = I @ qdd + bias + G.T @ (self.I_r @ add + self.B_r @ ad)
+        tau = self._distribute(G[None], T[None])[0][0]
+        i = np.linalg.solve(self.C_M, tau)
+        return i, self.R @ i + self.C_E @ ad
 
     @property
     def _J(self) -> np.ndarray:
@@ -979,7 +1045,9 @@ def _at_sample(exc: KicError, k: int, t: float) -> KicError:
 
 
 def _at_time(exc: KicError, t) -> KicError:
-    """The same error, said of the state at time t of a simulation."""
+    """The same error, said of the state at time t of a simulation (None: no time)."""
+    if t is None:
+        return exc
     new = copy.copy(exc)
     try:
         when = f"t = {float(t):.6g} s"

@@ -102,7 +102,7 @@ _METHODS = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF":
 def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853",
              rtol: float = INTEGRATION_RTOL, atol: float = INTEGRATION_ATOL, t_eval=None,
              max_step: float = np.inf, switch_condition: float = SWITCH_CONDITION,
-             bifurcation: str = "cross") -> Simulation:
+             bifurcation: str = "cross", **drive) -> Simulation:
     """Integrate ``q'' = I*^-1 (T - q'^T P* q' - T_L)`` from (q0, qd0).
 
     The integrator is stepped here (scipy's ``OdeSolver`` classes): after each
@@ -171,6 +171,9 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     bifurcation : {"cross", "raise"}
         What a closed model's free motion does at a singular configuration of
         the mechanism itself (see above).
+    **drive
+        ``voltage``, ``i0``, ``period``, ``trajectory``: a :class:`kic.ActuatedSystem` is
+        simulated with its motors (:func:`kic.drive_simulation.simulate_drive`).
 
     Returns
     -------
@@ -184,6 +187,11 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     >>> sim.conservative, bool(sim.energy_drift < 1e-6)
     (True, True)
     """
+    from .actuators import ActuatedSystem
+    if drive or isinstance(model, ActuatedSystem):      # the motor-driven plant
+        from .drive_simulation import simulate_drive
+        return simulate_drive(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
+                              max_step, **drive)
     run, t0, y0 = _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
                            max_step, switch_condition, bifurcation)
     rec = _Record(model, run.closed)
