@@ -36,7 +36,7 @@ import numpy as np
 from .kernels import closed as compiled_closed   # the one import of the closed kernels
 from ._array import blocks
 from .actuation import load_distribution
-from .assembly import Assembly, assemble, first_guess, in_mode
+from .assembly import Assembly, assemble, guessed_start, in_mode
 from .backend import spd_solve, use_compiled
 from .closed_plan import plan_from_model
 from .errors import (ClosureError, ModelError, SingularityError, Status, at_batch_indices,
@@ -606,21 +606,26 @@ class CompiledEvaluation(NumpyEvaluation):
                          for a in args[:len(rates)]) + args[len(rates):]
 
         idx = None
+        unreachable = np.zeros(qf.shape[0], bool)   # declared by the guess: not searched
         if start is not None:
             out, status = call(qf, self.start(start, qf.shape[0]))
         elif m.guess is not None:
-            out, status = call(qf, first_guess(self.system, qf, m.reference_phi, None,
-                                               m.guess))
+            phi0, unreachable = guessed_start(self.system, qf, m.reference_phi, None, m.guess)
+            out, status = call(qf, phi0)
+            if unreachable.any():
+                out = out.copy()
+                out[unreachable] = np.nan
+                status[unreachable] = _UNASSEMBLABLE
         else:
             out, status = call(qf, m.reference_phi, path=True)
-        lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
+        lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
         if lost.any() and start is None and m.guess is not None:
             idx = np.nonzero(lost)[0]
             again, st = call(qf[idx], m.reference_phi, path=True)
             out = out.copy()
             out[idx] = again
             status[idx] = st
-            lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
+            lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
         if lost.any() or (on_failure == "raise" and status.any()):
             return None                # continuation, or the numpy path's error report
         if what != "assemble" and not np.isfinite(out[status == 0]).all():
