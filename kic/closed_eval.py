@@ -342,8 +342,10 @@ class NumpyEvaluation:
         return loads is not None and (loads.batched or bool(loads.elements))
 
     def inertia(self, phi, tr) -> np.ndarray:
-        """I*_q (n, M, M) from the open chains' I* and the transfer."""
-        I = 0.0
+        """I*_q (n, M, M) from the open chains' I* and the transfer (zero where no
+        chain carries mass or inertia)."""
+        M = self.model.dof
+        I = np.zeros((phi.shape[0], M, M))
         for chain, idx in self.model.open_chains:
             if not chain.has_inertia:
                 continue
@@ -392,6 +394,9 @@ class NumpyEvaluation:
         m = self.model
         each = self.per_configuration(loads)
         chain_loads = None if each else self.loads_for(loads)
+        what = f"effective inertia I* in {m.coordinate_names}" + (
+            "" if any(c.has_inertia for c, _ in m.open_chains)
+            else " (no body of the model has mass or rotational inertia)")
 
         def fn(phi, idx):
             tr, _, phid, phidd, _ = closure_transfer(
@@ -399,8 +404,7 @@ class NumpyEvaluation:
                 velocity=(qd[idx], np.zeros((len(idx), m.dof))))
             cl = self.loads_for(loads, phi, phid) if each else chain_loads
             bias = tr.load(self.joint_loads(phi, phid, phidd, cl))
-            return spd_solve(self.inertia(phi, tr), tau[idx] - bias,
-                             f"effective inertia I* in {m.coordinate_names}")
+            return spd_solve(self.inertia(phi, tr), tau[idx] - bias, what)
 
         if loads is not None and loads.batched and qf.shape[0] > 1:
             asm = self.assembled(qf, batch, start, on_failure="raise")
