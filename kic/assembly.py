@@ -18,7 +18,10 @@ closed-form inverse kinematics on the desired branch), the reference
 configuration.  A configuration that does not converge in the mode from there
 is reached by continuation: a straight path in q, in growing numbers of
 steps, from the nearest configuration of the batch that did (or from the
-reference), each step checked to stay in the mode.
+reference), each step checked to stay in the mode.  Where the guess function
+answers NaN (it knows the configuration is unreachable, e.g. the closed form of
+a loop that cannot close there), the configuration is reported UNASSEMBLABLE at
+once, without Newton or continuation.
 
 The answer at q never depends on earlier calls: a model keeps no state
 between calls.
@@ -34,7 +37,8 @@ from .kernels.linalg import small_inverse
 from .loops import LoopSystem
 from .settings import CLOSURE_TOLERANCE, NEWTON_MAX_ITERATIONS, NEWTON_MAX_STEP, TINY
 
-__all__ = ["Assembly", "assemble", "first_guess", "newton", "in_mode", "project"]
+__all__ = ["Assembly", "assemble", "first_guess", "guessed_start", "newton", "in_mode",
+           "project"]
 
 _CONTINUATION_STEPS = (4, 16, 64)
 
@@ -162,6 +166,15 @@ def first_guess(system: LoopSystem, q: np.ndarray, reference: np.ndarray,
                 start: np.ndarray | None = None, guess=None) -> np.ndarray:
     """Where Newton starts (n, N): the warm start, else the guess function, else the
     reference; rows the guess has no answer for (NaN) start from the reference."""
+    return guessed_start(system, q, reference, start, guess)[0]
+
+
+def guessed_start(system: LoopSystem, q: np.ndarray, reference: np.ndarray,
+                  start: np.ndarray | None = None, guess=None):
+    """:func:`first_guess` and which rows (n,) the guess function declared
+    unreachable: a non-finite value in its answer for a configuration says that
+    the configuration cannot be assembled (a closed form knows it), so no
+    search is made there; those rows start from the reference."""
     n, N = q.shape[0], system.N
     if start is not None:
         phi0 = np.array(np.broadcast_to(np.asarray(start, float).reshape(-1, N), (n, N)))
@@ -179,7 +192,7 @@ def first_guess(system: LoopSystem, q: np.ndarray, reference: np.ndarray,
     lost = ~np.all(np.isfinite(phi0), axis=1)       # a guess that has no answer there
     phi0[lost] = reference
     phi0[:, system.q_idx] = q
-    return phi0
+    return phi0, (lost if start is None and guess is not None else np.zeros(n, bool))
 
 
 def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.ndarray,
@@ -205,16 +218,24 @@ def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.
     Assembly
     """
     n = q.shape[0]
-    phi0 = first_guess(system, q, reference, start, guess)
-    phi, worst = newton(system, phi0)
-    converged = worst < CLOSURE_TOLERANCE
+    phi0, unreachable = guessed_start(system, q, reference, start, guess)
+    if unreachable.any():       # declared by the guess: no Newton, no continuation
+        phi, worst = phi0.copy(), np.full(n, np.inf)
+        worst[unreachable], _ = system.scaled_residual(phi0[unreachable])
+        rest = np.nonzero(~unreachable)[0]
+        phi[rest], worst[rest] = newton(system, phi0[rest])
+    else:
+        phi, worst = newton(system, phi0)
+    converged = (worst < CLOSURE_TOLERANCE) & ~unreachable
     found = np.zeros((n, len(system.mode_parts)))
     if converged.any():
         found[converged] = system.mode(phi[converged])
     good = converged & in_mode(found, mode)
-    if not good.all():
-        phi, worst, found, good = _continue(system, q, mode, reference, phi, worst, found, good)
-    status = np.where(good, Status.OK, np.where(worst < CLOSURE_TOLERANCE, Status.OTHER_MODE,
+    if not (good | unreachable).all():
+        phi, worst, found, good = _continue(system, q, mode, reference, phi, worst, found, good,
+                                            unreachable)
+    status = np.where(good, Status.OK, np.where((worst < CLOSURE_TOLERANCE) & ~unreachable,
+                                                 Status.OTHER_MODE,
                                                  Status.UNASSEMBLABLE)).astype(int)
     attempt = phi.copy()
     phi[~good] = np.nan
@@ -222,12 +243,13 @@ def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.
     return Assembly(phi, status, worst, found, attempt)
 
 
-def _continue(system, q, mode, reference, phi, worst, found, good):
-    """Reach the configurations that failed by continuation from the nearest
-    configuration of the batch that succeeded (or the reference)."""
+def _continue(system, q, mode, reference, phi, worst, found, good, unreachable):
+    """Reach the configurations that failed (and are not ``unreachable``) by
+    continuation from the nearest configuration of the batch that succeeded (or
+    the reference)."""
     seeds_q = np.concatenate([reference[system.q_idx][None], q[good]])
     seeds_phi = np.concatenate([reference[None], phi[good]])
-    failed = np.nonzero(~good)[0]
+    failed = np.nonzero(~good & ~unreachable)[0]
     sq = _scaled_q(system, seeds_q)
     d = np.linalg.norm(_scaled_q(system, q[failed])[:, None] - sq[None], axis=-1)
     nearest = np.argmin(d, axis=1)               # ties: the first seed (the reference)

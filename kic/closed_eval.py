@@ -31,18 +31,22 @@ below is the only one in :mod:`kic` outside the design batches).
 """
 from __future__ import annotations
 
+import copy
+import re
+
 import numpy as np
 
 from .kernels import closed as compiled_closed   # the one import of the closed kernels
 from ._array import blocks
 from .actuation import load_distribution
-from .assembly import Assembly, assemble, first_guess, in_mode
+from .assembly import Assembly, assemble, guessed_start, in_mode
 from .backend import spd_solve, use_compiled
 from .closed_plan import plan_from_model
-from .errors import (ClosureError, ModelError, SingularityError, Status, at_batch_indices,
-                     located)
+from .errors import (ClosureError, KicError, ModelError, SingularityError, Status,
+                     at_batch_indices, located)
 from .loads import Loads
 from .loops import scaled_condition
+from .settings import BATCH_WORK_BYTES
 from .transfer import closure_transfer
 
 __all__ = ["NumpyEvaluation", "CompiledEvaluation", "evaluation_for"]
@@ -51,6 +55,36 @@ _F8 = np.dtype(np.float64)
 _NO_ACTUATORS = np.zeros(0, np.int64)
 # plain ints for the per-call checks (comparing with enum members costs microseconds)
 _UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
+
+
+def in_caller_batch(exc: KicError, first: int, size: int, batch: tuple) -> KicError:
+    """An error raised for a block of ``size`` configurations (indices in that block)
+    starting at flat configuration ``first`` of a batch of shape ``batch``, with its
+    indices in that batch: the ``indices`` a ClosureError lists, the ``index`` of
+    the others, and the message that names them."""
+    def moved(i) -> tuple:
+        return tuple(int(k) for k in np.unravel_index(first + int(i[0]), batch))
+    indices = getattr(exc, "indices", None)
+    if indices:
+        new = copy.copy(exc)
+        new.indices = [moved(i) for i in indices]
+        new.index = new.indices[0]
+        new.args = (str(exc).replace(at_batch_indices(indices, True),
+                                     at_batch_indices(new.indices, True)),)
+        return new
+    if exc.index is not None:
+        return exc.in_batch(first, size, batch)
+    # no index attribute: a message that names "batch index (k,)" (a numpy int or not)
+    found = _BLOCK_INDEX.search(str(exc))
+    if found is None:
+        return exc
+    new = copy.copy(exc)
+    new.args = (_BLOCK_INDEX.sub(f"batch index {moved((found.group(1),))}", str(exc),
+                                 count=1),)
+    return new
+
+
+_BLOCK_INDEX = re.compile(r"batch index \((?:np\.int64\()?(\d+)\)?,\)")
 
 
 def evaluation_for(model, mode: np.ndarray, block_mode: np.ndarray) -> "NumpyEvaluation":
@@ -81,6 +115,7 @@ class NumpyEvaluation:
         # signs are checked on their results
         self.refined = len(self.system.mode_parts) > len(self.system.blocks)
         self._last_actuators: tuple | None = None
+        self._pose_bytes: int | None = None
 
     # ------------------------------------------- compiled entries (none here)
     def one(self, what: str, q, qd, x, start, act=_NO_ACTUATORS, singular: bool = False):
@@ -139,7 +174,7 @@ class NumpyEvaluation:
         """Joint values (n, N) and status (n,), raising unless ``on_failure="nan"``."""
         fast = self.batch("assemble", qf, start, on_failure)
         if fast is None:
-            asm = self.assembled(qf, batch, start, on_failure)
+            asm = self.assembled_in_blocks(qf, batch, start, on_failure)
             fast = asm.phi, asm.status
         return fast
 
@@ -275,6 +310,79 @@ class NumpyEvaluation:
             E = E + e.energy(st[3])
         return E
 
+    # ------------------------------------------------- blocks of a large batch
+    def bytes_per_pose(self) -> int:
+        """An upper estimate of one configuration's temporary memory (bytes) on the
+        numpy path: the closure's transfer to second order (about N (M + 1)^2
+        floats: G, H and the rates) and each open chain's second-order influence
+        coefficients (n_c^3 floats per chain of n_c joints).  (A Stewart platform
+        measures 7 kB a pose against 12 kB estimated.)"""
+        if self._pose_bytes is None:
+            M = self.model.dof
+            floats = self.system.N * (M + 1) ** 2 + sum(
+                len(idx) ** 3 for _, idx in self.model.open_chains)
+            self._pose_bytes = 8 * floats
+        return self._pose_bytes
+
+    def block_size(self) -> int:
+        """Configurations per block of a large batch: :data:`kic.settings.BATCH_WORK_BYTES`
+        over :meth:`bytes_per_pose`, at least two (numpy rounds some products of a
+        lone configuration differently, in the last bit, than inside a batch)."""
+        return max(2, BATCH_WORK_BYTES // self.bytes_per_pose())
+
+    def in_blocks(self, call, qf, batch, start=None) -> tuple:
+        """``call(qf_block, batch_block, start_block, first)`` -> arrays with a leading
+        axis of the block's configurations, over blocks of :meth:`block_size`
+        configurations of ``qf`` (n, M), joined: the same numbers as one call over
+        the batch (every configuration is solved on its own), with temporary
+        memory bounded whatever n.  ``first`` is the block's first configuration
+        in ``qf`` (0 for one call).  A batch that fits in a block is one call; a
+        failure raises for the first block that has one, its indices in the
+        caller's ``batch``."""
+        n = qf.shape[0]
+        size = self.block_size()
+        if n <= size:
+            return call(qf, batch, start, 0)
+        start = self.start(start, n)
+        whole = start is not None and start.shape[0] == n
+        edges = list(range(0, n, size)) + [n]
+        if edges[-1] - edges[-2] == 1:      # no lone configuration (see block_size)
+            del edges[-2]
+        out = None
+        for first, stop in zip(edges[:-1], edges[1:]):
+            sl = slice(first, stop)
+            try:
+                part = call(qf[sl], (sl.stop - first,), start[sl] if whole else start, first)
+            except KicError as exc:
+                raise in_caller_batch(exc, first, sl.stop - first, batch) from None
+            if out is None:
+                out = tuple(None if a is None else np.empty((n,) + a.shape[1:], a.dtype)
+                            for a in part)
+            for o, a in zip(out, part):
+                if o is not None:
+                    o[sl] = a
+        return out
+
+    def assembled_in_blocks(self, qf, batch, start=None, on_failure="raise") -> Assembly:
+        """:meth:`assembled` over blocks of configurations (:meth:`in_blocks`); where
+        the batch takes several blocks, ``attempt`` is not kept (the failures are
+        reported block by block)."""
+        if qf.shape[0] <= self.block_size():
+            return self.assembled(qf, batch, start, on_failure)
+
+        def call(q, b, s, first):
+            asm = self.assembled(q, b, s, on_failure)
+            return asm.phi, asm.status, asm.residual, asm.mode
+        return Assembly(*self.in_blocks(call, qf, batch, start))
+
+    def evaluate_in_blocks(self, qf, batch, fn, tail, on_failure, start=None):
+        """:meth:`evaluate` over blocks of configurations (:meth:`in_blocks`); ``fn``
+        sees the configurations' indices in ``qf`` as in one call."""
+        def call(q, b, s, first):
+            return self.evaluate(q, b, lambda phi, idx: fn(phi, idx + first), tail,
+                                 on_failure, s)
+        return self.in_blocks(call, qf, batch, start)
+
     # ------------------------------------------------------------ dynamics
     def evaluate(self, qf, batch, fn, tail, on_failure, start=None):
         """Run ``fn(phi, idx)`` -> (n_idx,) + tail over the assembled configurations,
@@ -342,8 +450,10 @@ class NumpyEvaluation:
         return loads is not None and (loads.batched or bool(loads.elements))
 
     def inertia(self, phi, tr) -> np.ndarray:
-        """I*_q (n, M, M) from the open chains' I* and the transfer."""
-        I = 0.0
+        """I*_q (n, M, M) from the open chains' I* and the transfer (zero where no
+        chain carries mass or inertia)."""
+        M = self.model.dof
+        I = np.zeros((phi.shape[0], M, M))
         for chain, idx in self.model.open_chains:
             if not chain.has_inertia:
                 continue
@@ -370,7 +480,8 @@ class NumpyEvaluation:
         if loads is not None and loads.batched and qf.shape[0] > 1:
             out, status = self._over_batch(qf, batch, fn, on_failure, start)
         else:
-            out, status = self.evaluate(qf, batch, fn, (M + na * M,), on_failure, start)
+            out, status = self.evaluate_in_blocks(qf, batch, fn, (M + na * M,), on_failure,
+                                                  start)
         return out[:, :M], (out[:, M:].reshape(out.shape[0], na, M) if na else None), status
 
     def inverse_dynamics(self, qf, batch, qd, qdd, loads, on_failure, start):
@@ -392,6 +503,9 @@ class NumpyEvaluation:
         m = self.model
         each = self.per_configuration(loads)
         chain_loads = None if each else self.loads_for(loads)
+        what = f"effective inertia I* in {m.coordinate_names}" + (
+            "" if any(c.has_inertia for c, _ in m.open_chains)
+            else " (no body of the model has mass or rotational inertia)")
 
         def fn(phi, idx):
             tr, _, phid, phidd, _ = closure_transfer(
@@ -399,14 +513,13 @@ class NumpyEvaluation:
                 velocity=(qd[idx], np.zeros((len(idx), m.dof))))
             cl = self.loads_for(loads, phi, phid) if each else chain_loads
             bias = tr.load(self.joint_loads(phi, phid, phidd, cl))
-            return spd_solve(self.inertia(phi, tr), tau[idx] - bias,
-                             f"effective inertia I* in {m.coordinate_names}")
+            return spd_solve(self.inertia(phi, tr), tau[idx] - bias, what)
 
         if loads is not None and loads.batched and qf.shape[0] > 1:
             asm = self.assembled(qf, batch, start, on_failure="raise")
             with located(batch, qf.shape[0]):
                 return fn(asm.phi, np.arange(qf.shape[0])), asm.status
-        return self.evaluate(qf, batch, fn, (m.dof,), on_failure, start)
+        return self.evaluate_in_blocks(qf, batch, fn, (m.dof,), on_failure, start)
 
     def actuator_loads(self, qf, batch, qd, qdd, idx, weights, loads, on_failure, start):
         """tau (n, Na) and the status (n,) (see :meth:`kic.ClosedModel.actuator_loads`)."""
@@ -414,6 +527,19 @@ class NumpyEvaluation:
             "actuator_loads", qf, start, on_failure, qd, qdd, act=idx)
         if fast is not None:
             return fast
+        if loads is not None and loads.batched:     # loads along the batch: one pass
+            return self.actuator_loads_of(qf, batch, qd, qdd, idx, weights, loads,
+                                          on_failure, start)
+
+        def call(q, b, s, first):
+            rows = slice(first, first + q.shape[0])
+            return self.actuator_loads_of(q, b, qd[rows], qdd[rows], idx, weights, loads,
+                                          on_failure, s)
+        return self.in_blocks(call, qf, batch, start)
+
+    def actuator_loads_of(self, qf, batch, qd, qdd, idx, weights, loads, on_failure, start):
+        """:meth:`actuator_loads` on the numpy path, for configurations that fit in
+        a block (or loads that vary along the batch)."""
         T, G, status = self.required(qf, batch, qd, qdd, loads, idx, on_failure, start)
         tau = np.full((qf.shape[0], len(idx)), np.nan)
         ok = status == Status.OK
@@ -606,21 +732,26 @@ class CompiledEvaluation(NumpyEvaluation):
                          for a in args[:len(rates)]) + args[len(rates):]
 
         idx = None
+        unreachable = np.zeros(qf.shape[0], bool)   # declared by the guess: not searched
         if start is not None:
             out, status = call(qf, self.start(start, qf.shape[0]))
         elif m.guess is not None:
-            out, status = call(qf, first_guess(self.system, qf, m.reference_phi, None,
-                                               m.guess))
+            phi0, unreachable = guessed_start(self.system, qf, m.reference_phi, None, m.guess)
+            out, status = call(qf, phi0)
+            if unreachable.any():
+                out = out.copy()
+                out[unreachable] = np.nan
+                status[unreachable] = _UNASSEMBLABLE
         else:
             out, status = call(qf, m.reference_phi, path=True)
-        lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
+        lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
         if lost.any() and start is None and m.guess is not None:
             idx = np.nonzero(lost)[0]
             again, st = call(qf[idx], m.reference_phi, path=True)
             out = out.copy()
             out[idx] = again
             status[idx] = st
-            lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
+            lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
         if lost.any() or (on_failure == "raise" and status.any()):
             return None                # continuation, or the numpy path's error report
         if what != "assemble" and not np.isfinite(out[status == 0]).all():

@@ -699,8 +699,8 @@ class ClosedDynamics(DynamicModel):
         qf, batch = model._flat(q)
         super().__init__(qf.reshape(batch + (model.dof,)), batch)
         self.model = model
-        with located(batch, qf.shape[0]):
-            self._phi = model.evaluation.assembled(qf, batch, start).phi
+        # its reports index the caller's batch already (located() would index again)
+        self._phi = model.evaluation.assembled_in_blocks(qf, batch, start).phi
         self.phi = self._phi.reshape(batch + (model.N,))
         self._parts = [(sl, {}) for sl in blocks(qf.shape[0])]
 

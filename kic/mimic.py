@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .backend import spd_solve
 from .errors import ModelError
 from .kinematics import Influence
 from .transfer import Transfer, transfer_influence
@@ -142,9 +143,8 @@ class MimicModel:
     def forward_dynamics(self, q, qd, tau, loads=None) -> np.ndarray:
         """``q'' = I*_q^-1 (T - G^T T_phi(phi, G q', 0))`` (..., M)."""
         bias = self.inverse_dynamics(q, qd, np.zeros_like(np.asarray(qd, float)), loads)
-        I = self.dynamics(q).I_star
         rhs = np.asarray(tau, float) - bias
-        return np.linalg.solve(I, rhs[..., None])[..., 0]
+        return self.dynamics(q).solve(rhs)
 
     def kinetic_energy(self, q, qd) -> np.ndarray:
         """``q'^T I* q' / 2`` (J)."""
@@ -160,6 +160,7 @@ class MimicDynamics:
 
     def __init__(self, model: MimicModel, q) -> None:
         self.q = model._q(q)
+        self._names = model.coordinate_names
         self.full = model.model.dynamics(model.joints(q))
         self._tr = model.transfer(q)
 
@@ -199,7 +200,16 @@ class MimicDynamics:
     def acceleration(self, qd, tau) -> np.ndarray:
         """``I*^-1 (T - q'^T P* q' - gravity load)`` (..., M)."""
         rhs = np.asarray(tau, float) - self.velocity_term(qd) - self.gravity_load
-        return np.linalg.solve(self.I_star, rhs[..., None])[..., 0]
+        return self.solve(rhs)
+
+    def solve(self, rhs) -> np.ndarray:
+        """``I*^-1 rhs`` (..., M) by kic's one SPD solve and singularity rule
+        (:func:`kic.backend.spd_solve`): a singular I* (a coordinate that moves
+        no mass or inertia) is a SingularityError naming the configuration."""
+        I = self.I_star
+        return spd_solve(I, np.broadcast_to(rhs, I.shape[:-1]),
+                         f"effective inertia I* in the independent joints "
+                         f"{self._names}")
 
 
 class MimicKinematics:

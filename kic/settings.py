@@ -16,7 +16,7 @@ __all__ = [
     "MAX_ELECTRICAL_TIME_CONSTANT", "MAX_TRAVEL_PER_MOTOR_RADIAN", "IMPLAUSIBLE_CURRENT_FACTOR",
     "BRIDGE_CONDITION", "CROSSING_RTOL", "LANDING_TOLERANCE", "RIGID_RTOL", "ZERO_NORM",
     "COINCIDENT_RTOL", "NULLSPACE_RTOL", "INTEGRATION_RTOL", "INTEGRATION_ATOL",
-    "SAME_FRAME_ATOL", "STRUCTURE_RTOL", "GAUSS_NEWTON_RCOND",
+    "SAME_FRAME_ATOL", "STRUCTURE_RTOL", "GAUSS_NEWTON_RCOND", "BATCH_WORK_BYTES",
 ]
 
 # ---------------------------------------------------------------- loop closure
@@ -190,3 +190,11 @@ GAUSS_NEWTON_RCOND = 1e-10
 """The minimum-norm Gauss-Newton steps that assemble a reference
 configuration drop singular values below this fraction of the largest (the
 directions a redundant closure leaves free)."""
+
+# ------------------------------------------------------------------ memory
+BATCH_WORK_BYTES = 2 ** 28
+"""Temporary memory (bytes) of one block of a large batch on a closed model's numpy
+path: a batch is evaluated in blocks of this many bytes over an upper estimate of
+one configuration's (:meth:`kic.closed_eval.NumpyEvaluation.bytes_per_pose`), so that
+a batch of any size stays within 1 GB beyond its outputs (a quarter of it: numpy's
+allocator keeps some of a block's memory, and the outputs grow alongside)."""

@@ -29,9 +29,9 @@ from kic.chain import composite_body as composite  # the one home of joining bod
 from ._common import (checked, finite, gravity_magnitude, length, mass,
                       rod_inertia, translation, vector3)
 from .geometry import (FIVE_BAR_HOME, FIVE_BAR_JOINTS, FIVE_BAR_LENGTHS, FiveBarGeometry,
-                       StewartGeometry, angle, circle_meet, finite_pair, five_bar_crank_guess,
-                       five_bar_mode, five_bar_tip_guess, mode_tuple, rx4, stewart_anchors,
-                       stewart_guess, two_link_ik, wrap)
+                       StewartGeometry, angle, circle_meet, finite_pair, five_bar_closes,
+                       five_bar_crank_guess, five_bar_mode, five_bar_tip_guess, mode_tuple,
+                       rx4, stewart_anchors, stewart_guess, two_link_ik, wrap)
 
 __all__ = ["five_bar", "FiveBarGeometry", "FIVE_BAR_HOME", "StewartGeometry", "four_bar",
            "slider_crank", "bricard", "stewart_platform", "redundant_planar_arm",
@@ -188,6 +188,11 @@ def five_bar(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35,
     if coordinates not in ("cranks", "tip"):
         raise kic.ModelError(f"{b}: coordinates must be 'cranks' or 'tip', got {coordinates!r}")
     lengths = [p[k] for k in FIVE_BAR_LENGTHS]
+    if not five_bar_closes(dict(zip(FIVE_BAR_LENGTHS, lengths))):
+        longest = max(FIVE_BAR_LENGTHS, key=p.__getitem__)
+        raise kic.ModelError(f"{b}: the loop closes nowhere: {longest} = {p[longest]:.6g} m "
+                             f"is longer than the other four lengths together "
+                             f"({sum(lengths) - p[longest]:.6g} m)")
     geometry = FiveBarGeometry(*lengths, want or (-1, 1), side)
     if home is None:
         q0 = geometry.reference_cranks(want, side)

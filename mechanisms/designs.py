@@ -23,7 +23,7 @@ from kic.settings import DEFAULT_GRAVITY, WRITER_RTOL
 from ._common import design_arrays
 from .closed import (FIVE_BAR_PARAMETERS, STEWART_PARAMETERS, check_half_angles, five_bar,
                      five_bar_numbers, stewart_inertias, stewart_numbers, stewart_platform)
-from .geometry import (FIVE_BAR_LENGTHS, five_bar_inverse, five_bar_joint_values,
+from .geometry import (FIVE_BAR_LENGTHS, five_bar_closes, five_bar_inverse, five_bar_joint_values,
                        five_bar_rates, five_bar_reference, mode_tuple, points,
                        stewart_anchors, stewart_joint_values)
 
@@ -143,8 +143,9 @@ def five_bar_designs(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2
         m_tip=m_tip, g=g))
     side = elbows_side[2]
     template = _five_bar_template(side)
+    # a loop that closes nowhere is decided in closed form, the mode by the search
     ref, _ = five_bar_reference(p, elbows_side[:2], side)
-    feasible = np.all(np.isfinite(ref), -1)
+    feasible = five_bar_closes(p) & np.all(np.isfinite(ref), -1)
     params = dict(p, elbow1=np.full(D, elbows_side[0]), elbow2=np.full(D, elbows_side[1]),
                   tip_side=np.full(D, side))
     batch = DesignBatch.from_template(

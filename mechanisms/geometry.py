@@ -284,6 +284,27 @@ def five_bar_gap(lengths: Mapping, cranks) -> np.ndarray:
                     l2 * np.sin(c[..., 1]) - l1 * np.sin(c[..., 0]))
 
 
+def five_bar_closes(lengths: Mapping) -> np.ndarray:
+    """Whether a five-bar's loop closes at some crank angles, in closed form
+    (batched over designs: ``lengths`` maps :data:`FIVE_BAR_LENGTHS` to scalars
+    or arrays (...); returns (...) bool).
+
+    As the cranks turn, the distance |A2 - A1| between the crank tips takes
+    every value from ``max(0, base - l1 - l2, |l1 - l2| - base)`` to
+    ``base + l1 + l2`` (A2 - A1 sweeps the annulus of radii |l1 - l2| and
+    l1 + l2 about (base, 0)); the couplers meet where it lies in
+    ``[|k1 - k2|, k1 + k2]`` (:func:`circles_meet`, same tolerance).  The two
+    intervals overlap exactly when no length exceeds the sum of the other four
+    (the closed polygon's inequality): no search over crank angles decides more.
+    """
+    L = {k: np.asarray(lengths[k], float) for k in FIVE_BAR_LENGTHS}
+    b, l1, l2, k1, k2 = (L[k] for k in FIVE_BAR_LENGTHS)
+    near = np.maximum(np.maximum(b - l1 - l2, np.abs(l1 - l2) - b), 0.0)
+    far = b + l1 + l2
+    tol = CLOSURE_TOLERANCE * (k1 + k2)
+    return (near <= k1 + k2 + tol) & (far >= np.abs(k1 - k2) - tol) & (far > 0)
+
+
 def five_bar_reference(lengths: Mapping, elbows, tip_side, home=FIVE_BAR_HOME,
                        grid: int = GRID):
     """Reference configurations (D, 5) of D five-bar designs (``lengths``: arrays
@@ -293,19 +314,20 @@ def five_bar_reference(lengths: Mapping, elbows, tip_side, home=FIVE_BAR_HOME,
     :data:`REGULAR`, else the most regular configuration in the mode (the first
     in grid order among equals) of a ``grid`` x ``grid`` crank grid over the
     full turn, then of an 8 times finer one; NaN rows where the mode has none.
+    Designs whose loop closes nowhere (:func:`five_bar_closes`) are not searched.
     """
     L = {k: np.asarray(lengths[k], float).reshape(-1) for k in FIVE_BAR_LENGTHS}
     D = L["base"].shape[0]
     ref = np.full((D, 5), np.nan)
     closes = np.zeros(D, bool)
-    todo = np.arange(D)
-    if home is not None:
-        h = np.broadcast_to(np.asarray(home, float), (D, 2))
-        phi = five_bar_joint_values(L, h, None, tip_side)
+    todo = np.nonzero(five_bar_closes(L))[0]
+    if home is not None and todo.size:
+        h = np.broadcast_to(np.asarray(home, float), (todo.size, 2))
+        phi = five_bar_joint_values({k: v[todo] for k, v in L.items()}, h, None, tip_side)
         good = five_bar_score(phi, elbows, tip_side) >= REGULAR
-        ref[good] = phi[good]
-        closes |= good
-        todo = np.nonzero(~good)[0]
+        ref[todo[good]] = phi[good]
+        closes[todo[good]] = True
+        todo = todo[~good]
     for n in (grid, 8 * grid):
         if todo.size == 0:
             break

@@ -160,12 +160,90 @@ def models():
     yield "closed", "four_bar", fo, fo.reference
 
 
+def _one_joint_without_inertia():
+    mech = kic.Mechanism()
+    mech.add_body("a", mass=0.0)
+    mech.add_joint("j", "R", "ground", "a")
+    return mech.model(["j"])
+
+
+def _mimic_with_singular_inertia():
+    # point masses on the common axis of two revolutes: I* = 0
+    z = kic.Joint("R", [0, 0, 1], np.eye(4))
+    return kic.MimicModel(kic.SerialChain([z, z], [kic.Link(1.0), kic.Link(1.0)]), {})
+
+
+def _unreachable_by_guess():
+    """A five-bar whose guess answers NaN at crank angles where the couplers
+    cannot meet; evaluated there."""
+    return mechanisms.five_bar(coupler1=0.3, coupler2=0.3)
+
+
+def bad_models():
+    """Models a user can build whose dynamics cannot be evaluated, or which cannot
+    close: (name, builder, pose to evaluate at or None for the reference)."""
+    massless = dict.fromkeys(("m_crank1", "m_crank2", "m_coupler1", "m_coupler2", "m_tip"),
+                             0.0)
+    heavy = dict.fromkeys(massless, 1e300)
+    yield "one joint without inertia", _one_joint_without_inertia, None
+    yield "massless five-bar", lambda: mechanisms.five_bar(**massless), None
+    yield "mimic with a singular I*", _mimic_with_singular_inertia, np.zeros(2)
+    yield "five-bar that never closes", lambda: mechanisms.five_bar(base=2.0), None
+    yield "pose unreachable by the guess", _unreachable_by_guess, np.array([np.pi, 0.0])
+    yield "five-bar of 1e300 kg", lambda: mechanisms.five_bar(**heavy), None
+    yield "Stewart platform of 1e300 kg", lambda: mechanisms.stewart_platform(
+        m_plat=1e300, m_cyl=1e300, m_rod=1e300), None
+
+
+def _infeasible_design_loads():
+    """Loads of a five-bar design batch whose first design never closes."""
+    batch = mechanisms.five_bar_designs(base=[2.0, 0.2])
+    q = np.array([[[2.0, 1.1]]])
+    return batch.loads(q, np.zeros_like(q), np.zeros_like(q))
+
+
+def bad_model_cases():
+    """Every evaluation of each of :func:`bad_models` at its pose (single and a
+    batch of two): a kic error or a status, never a non-kic exception or NaN
+    without a status; a model that cannot be built must be refused clearly."""
+    yield "five-bar designs, one never closes: loads", "design", _infeasible_design_loads
+    for name, build, at in bad_models():
+        try:
+            model = build()
+        except Exception:                      # noqa: BLE001 - classified below
+            yield f"{name}: build", "build", build
+            continue
+        q = model.reference if at is None else at
+        M = model.dof
+        qd, x = np.full(M, 0.1), np.ones(M)
+        calls = {
+            "forward_dynamics": lambda q: model.forward_dynamics(q, qd, x),
+            "inverse_dynamics": lambda q: model.inverse_dynamics(q, qd, x),
+            "dynamics.I_star": lambda q: model.dynamics(q).I_star,
+            "gravity_load": lambda q: model.gravity_load(q),
+            "kinetic_energy": lambda q: model.kinetic_energy(q, qd),
+            "potential_energy": lambda q: model.potential_energy(q),
+        }
+        if isinstance(model, kic.ClosedModel):
+            calls.update({
+                "assemble nan": lambda q: model.assemble(q, on_failure="nan"),
+                "forward_dynamics nan": lambda q: model.forward_dynamics(q, qd, x,
+                                                                         on_failure="nan"),
+                "inverse_dynamics nan": lambda q: model.inverse_dynamics(q, qd, x,
+                                                                         on_failure="nan"),
+            })
+        for (fname, fn), (bname, arg) in itertools.product(
+                calls.items(), (("one", q), ("batch", np.stack([q, q])))):
+            yield f"{name}.{fname} <- {bname}", bname, (lambda fn=fn, arg=arg: fn(arg))
+
+
 def all_cases():
     for kind, name, model, q0 in models():
         if kind == "serial":
             yield from serial_cases(model, name)
         else:
             yield from closed_cases(model, name, q0)
+    yield from bad_model_cases()
 
 
 def run(verbose: bool = False, backends=("numba", "numpy")) -> Counter:

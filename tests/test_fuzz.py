@@ -49,8 +49,14 @@ def _five_bar(data):
     base = data.draw(st.floats(0.05, 0.5))
     c1, c2 = data.draw(st.floats(0.1, 0.4)), data.draw(st.floats(0.1, 0.4))
     k1, k2 = data.draw(st.floats(0.2, 0.6)), data.draw(st.floats(0.2, 0.6))
+    # masses: the defaults, none at all (I* = 0), or implausibly large
+    scale = data.draw(st.sampled_from([1.0, 0.0, 1e300]))
+    masses = {k: scale * m for k, m in (("m_crank1", 1.0), ("m_crank2", 1.0),
+                                         ("m_coupler1", 0.8), ("m_coupler2", 0.8),
+                                         ("m_tip", 0.5))}
     try:
-        return mechanisms.five_bar(base=base, crank1=c1, crank2=c2, coupler1=k1, coupler2=k2)
+        return mechanisms.five_bar(base=base, crank1=c1, crank2=c2, coupler1=k1, coupler2=k2,
+                                   **masses)
     except kic.KicError:                       # an impossible design is refused clearly
         return None
 
