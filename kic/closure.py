@@ -29,9 +29,9 @@ from .backend import use_compiled
 from .closed_eval import NumpyEvaluation, evaluation_for
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
 from .dynamics import DynamicModel
-from .errors import ModelError, Status, located
+from .errors import ModelError, located
 from .kinematics import Influence
-from .limits import JointLimits, outside_limits_error
+from .limits import JointLimits
 from .loops import LoopSystem, scaled_condition
 from .settings import MAX_CONDITION
 from .transfer import Transfer, closure_transfer
@@ -434,15 +434,7 @@ class ClosedModel:
         """
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
-        fast = self.evaluation.assemble(qf, batch, start, on_failure)
-        limits = self.__dict__.get("_limits")
-        if limits is not None and limits.checked:   # on the assembled phi, after the solver
-            status = limits.status(fast[0], fast[1])
-            outside = status == Status.OUTSIDE_LIMITS
-            if outside.any():
-                if on_failure == "raise":
-                    raise outside_limits_error(limits, fast[0], status, batch, self.name)
-                fast = np.where(outside[:, None], np.nan, fast[0]), status
+        fast = self.evaluation.assemble(qf, batch, start, on_failure)   # limits checked
         phi = fast[0].reshape(batch + (self.N,))
         return (phi, fast[1].reshape(batch)) if on_failure == "nan" else phi
 

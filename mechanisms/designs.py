@@ -362,12 +362,9 @@ def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     Notes
     -----
     The reference configuration of each design is its nominal pose
-    ``(0, 0, h0, 0, 0, 0)`` with the legs' closed-form joint values.
-    :func:`stewart_platform`'s model starts from the same legs but closes the
-    loops by a minimum-norm step that also moves the platform (to z = 0.53 m
-    for the defaults), so its reference, and with it the characteristic length
-    that makes conditions dimensionless, can differ from the writer's; every
-    other number of the float buffer is the builder's (tests/test_designs.py).
+    ``(0, 0, h0, 0, 0, 0)`` with the legs' closed-form joint values, as
+    :func:`stewart_platform`'s model's; every number of the float buffer is the
+    builder's (tests/test_designs.py).
 
     Examples
     --------
