@@ -262,8 +262,8 @@ def _continue(system, q, mode, reference, phi, worst, found, good):
         cur = p0[todo].copy()
         alive = np.ones(todo.size, bool)
         for k in range(1, steps + 1):
-            t = k / steps
-            qt = q0[todo] + t * (q[failed[todo]] - q0[todo])
+            t = k / steps          # the last step at q itself (q0 + (q - q0) may round)
+            qt = q[failed[todo]] if k == steps else q0[todo] + t * (q[failed[todo]] - q0[todo])
             cur[:, system.q_idx] = qt
             idx = np.nonzero(alive)[0]
             sol, w = newton(system, cur[idx])
