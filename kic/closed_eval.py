@@ -625,20 +625,19 @@ class CompiledEvaluation(NumpyEvaluation):
         at = 1 if what == "assemble" else 2           # where the kernel puts the status
         m, n = self.model, qf.shape[0]
 
-        def call(rows, phi0):
+        def call(rows, phi0, mode=self.block_mode):
             """(out, phi, status) of the poses ``rows`` (None: all) from phi0."""
             a = rates + ((act,) if act is not None else ())
             if rows is not None:
                 a = tuple(r[rows] if r.shape[0] == n else r for r in rates) + a[len(rates):]
-            res = fn(self.plan, qf if rows is None else qf[rows], *a, phi0,
-                     mode=self.block_mode)
+            res = fn(self.plan, qf if rows is None else qf[rows], *a, phi0, mode=mode)
             status = np.array(res[at], int)
             status[self.off_mode(res[at - 1], status)] = _OTHER_MODE
             return res[0], res[at - 1], status
 
-        def again(rows, phi0):
+        def again(rows, phi0, mode=self.block_mode):
             """Poses ``rows`` evaluated anew from phi0 (their rows), merged in."""
-            o, p, st = call(rows, phi0)
+            o, p, st = call(rows, phi0, mode)
             out[rows], phi[rows], status[rows] = o, p, st
 
         s = None if start is None else self.start(start, n)
@@ -662,8 +661,8 @@ class CompiledEvaluation(NumpyEvaluation):
             asm = assemble(self.system, qf[idx], self.mode, m.reference_phi,
                            None if s is None else (s[idx] if s.shape[0] == n else s), m.guess)
             found = idx[asm.ok]
-            if found.size:
-                again(found, asm.phi[asm.ok])
+            if found.size:         # in the mode already (the numpy path checked it)
+                again(found, asm.phi[asm.ok], np.zeros_like(self.block_mode))
             status[idx[~asm.ok]] = asm.status[~asm.ok]
             lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
         if what == "assemble":

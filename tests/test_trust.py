@@ -14,6 +14,7 @@ import pytest
 
 import kic
 import kic.indices
+import kic.limits
 import mechanisms
 from kic.settings import MAX_CONDITION
 from mechanisms.geometry import five_bar_inverse
@@ -111,6 +112,23 @@ def test_violations_name_the_joint_its_value_and_range():
         ("leg1.p", 0.4, (0.5, 0.7), "m"), ("leg4.p", 0.75, (0.5, 0.7), "m")]   # worst first
     assert v[0].margin == pytest.approx(-0.5) and v[1].margin == pytest.approx(-0.25)
     assert str(v[1]) == "joint 'leg4.p' = 0.75 m outside its range [0.5, 0.7] m"
+
+
+def test_one_pose_test_is_the_batched_one():
+    m = mechanisms.five_bar().mechanism.copy()
+    m.set_limits("crank1", (0.5, 2.0))
+    m.set_limits("elbow1", (-3.0, 4.0))            # wider than a turn: never binds
+    m.set_limits("tip", (-2.5, -1.0))
+    lim = kic.limits.JointLimits(m, m.primitive_joints)
+    rng = np.random.default_rng(3)
+    phi = rng.uniform(-7.0, 7.0, (400, len(m.primitive_joints)))
+    i = [m.primitive_joints.index(n) for n in ("crank1", "tip")]
+    phi[:20, i] = [0.5, -1.0]                       # on the bounds
+    phi[20:40, i] = [2.0 + 2 * np.pi, -2.5 - 4 * np.pi]
+    phi[40, 0] = np.nan
+    expected = lim.check(phi).ok
+    assert 0 < expected.sum() < len(phi) and expected[:40].all() and not expected[40]
+    assert [lim.within(p) for p in phi] == expected.tolist()
 
 
 def test_stewart_reference_is_the_nominal_pose():
