@@ -518,7 +518,11 @@ class CompiledEvaluation(NumpyEvaluation):
         argument handling beyond a type check: the output, or None where anything
         is unusual (another layout, a batch, a failed pose: the general path then
         answers or raises with its reports).  With ``singular``, a pose assembled
-        but singular gives (NaN output, status): no other start helps."""
+        but singular gives (NaN output, status): no other start helps.  Without
+        ``start`` Newton starts from the reference, not from the guess function
+        (whose call costs more than the pose): the answer agrees with
+        :meth:`batch`'s to rounding.  A pose outside the joint limits declines
+        (the general path reports it)."""
         M = self.model.dof
         for a in (q, qd, x):
             if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != (M,) \
