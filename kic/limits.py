@@ -282,6 +282,9 @@ class JointLimits(Mapping):
         value or cone angle, the limit, the margin); empty where every limit
         holds.  What a report or a simulation's limit event names."""
         phi = np.asarray(phi, dtype=float).reshape(-1)
+        if not np.all(np.isfinite(phi)):
+            raise ModelError("violations: phi must be finite joint values (an assembled "
+                             f"configuration), got {phi!r}")
         c = self.check(phi)
         out = []
         for k, (name, ok, margin) in enumerate(zip(c.names, c.within, c.margin)):

@@ -112,6 +112,8 @@ def test_violations_name_the_joint_its_value_and_range():
         ("leg1.p", 0.4, (0.5, 0.7), "m"), ("leg4.p", 0.75, (0.5, 0.7), "m")]   # worst first
     assert v[0].margin == pytest.approx(-0.5) and v[1].margin == pytest.approx(-0.25)
     assert str(v[1]) == "joint 'leg4.p' = 0.75 m outside its range [0.5, 0.7] m"
+    with pytest.raises(kic.ModelError, match="finite"):
+        sp.limits.violations(np.full(sp.N, np.nan))
 
 
 def test_one_pose_test_is_the_batched_one():
