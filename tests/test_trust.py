@@ -214,7 +214,8 @@ def _cases():
     sp = mechanisms.stewart_platform()
     stew = np.column_stack([rng.uniform(-0.08, 0.08, (16, 2)), rng.uniform(0.5, 0.7, 16),
                             rng.uniform(-0.15, 0.15, (16, 3))])
-    return (("four-bar", _four_bar(), rng.permutation(np.linspace(-np.pi, 3 * np.pi, 48))[:, None]),
+    crank = rng.permutation(np.linspace(-np.pi, 3 * np.pi, 48))[:, None]
+    return (("four-bar", _four_bar(), crank),
             ("five-bar", fb, five), ("Stewart", sp, stew))
 
 
