@@ -17,11 +17,22 @@ e.g. the previous step of a simulation), the model's guess function (a
 closed-form inverse kinematics on the desired branch), the reference
 configuration.  A configuration that does not converge in the mode from there
 is reached by continuation: a straight path in q, in growing numbers of
-steps, from the nearest configuration of the batch that did (or from the
-reference), each step checked to stay in the mode.  Where the guess function
-answers NaN (it knows the configuration is unreachable, e.g. the closed form of
-a loop that cannot close there), the configuration is reported UNASSEMBLABLE at
-once, without Newton or continuation.
+steps, from the reference, each step checked to stay in the mode.  Where the
+guess function answers NaN (it knows the configuration is unreachable, e.g. the
+closed form of a loop that cannot close there), the configuration is reported
+UNASSEMBLABLE at once, without Newton or continuation.
+
+Each configuration of a batch is solved as it would be alone: from its own
+start, never from a batch-mate (no warm start from a neighbour, no
+continuation from one), so a batch equals its configurations asked one by
+one, bit for bit, whatever their order (the compiled one-pose shortcut of
+the dynamics, :meth:`kic.closed_eval.CompiledEvaluation.one`, starts from the
+reference without calling a guess function, and agrees to rounding).  One convention for the values of
+revolute joints (:func:`reference_branch`): a revolute joint the closure solves
+for is reported within pi of its value in the start configuration (the
+explicit warm start, else the model's reference), ``[a - pi, a + pi)``; an
+assembled loop fixes a passive angle only up to whole turns, and this picks
+one.  The coordinates q are the caller's and are never wrapped.
 
 The answer at q never depends on earlier calls: a model keeps no state
 between calls.
@@ -38,7 +49,7 @@ from .loops import LoopSystem
 from .settings import CLOSURE_TOLERANCE, NEWTON_MAX_ITERATIONS, NEWTON_MAX_STEP, TINY
 
 __all__ = ["Assembly", "assemble", "first_guess", "guessed_start", "newton", "in_mode",
-           "project"]
+           "project", "reference_branch"]
 
 _CONTINUATION_STEPS = (4, 16, 64)
 
@@ -157,9 +168,24 @@ def in_mode(found: np.ndarray, mode: np.ndarray) -> np.ndarray:
     return np.all(~defined | (found == mode), axis=1)
 
 
-def _scaled_q(system: LoopSystem, q: np.ndarray) -> np.ndarray:
-    """Coordinates with lengths divided by L, to measure distances between poses."""
-    return q * np.where(system.is_prismatic[system.q_idx], 1.0 / system.length, 1.0)
+def reference_branch(system: LoopSystem, phi: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """Joint values ``phi`` (n, N) with every revolute joint the closure solves for
+    (not a coordinate) moved by whole turns into ``[a - pi, a + pi)`` of its value
+    ``a`` in ``anchor`` (N,) or (n, N): kic's one convention for assembled angles
+    (the start's branch).  A value already there is returned unchanged, bit for
+    bit; NaN rows stay NaN."""
+    wrap = ~np.asarray(system.is_prismatic, bool)
+    wrap[system.q_idx] = False
+    wrap = np.nonzero(wrap)[0]
+    if wrap.size == 0 or phi.shape[0] == 0:
+        return phi
+    a = np.broadcast_to(anchor, phi.shape)[:, wrap]
+    turns = np.floor((phi[:, wrap] - a + np.pi) / (2.0 * np.pi))
+    if not np.any(turns):                  # the usual case: nothing to move
+        return phi
+    out = phi.copy()
+    out[:, wrap] = np.where(turns != 0, phi[:, wrap] - turns * (2.0 * np.pi), phi[:, wrap])
+    return out
 
 
 def first_guess(system: LoopSystem, q: np.ndarray, reference: np.ndarray,
@@ -237,6 +263,8 @@ def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.
     status = np.where(good, Status.OK, np.where((worst < CLOSURE_TOLERANCE) & ~unreachable,
                                                  Status.OTHER_MODE,
                                                  Status.UNASSEMBLABLE)).astype(int)
+    phi = reference_branch(system, phi, reference if start is None else
+                           np.asarray(start, float).reshape(-1, system.N))
     attempt = phi.copy()
     phi[~good] = np.nan
     found[~good] = 0.0
@@ -245,15 +273,11 @@ def assemble(system: LoopSystem, q: np.ndarray, mode: np.ndarray, reference: np.
 
 def _continue(system, q, mode, reference, phi, worst, found, good, unreachable):
     """Reach the configurations that failed (and are not ``unreachable``) by
-    continuation from the nearest configuration of the batch that succeeded (or
-    the reference)."""
-    seeds_q = np.concatenate([reference[system.q_idx][None], q[good]])
-    seeds_phi = np.concatenate([reference[None], phi[good]])
+    continuation from the reference (never from a batch-mate: the answer at q
+    is the one it gets alone)."""
     failed = np.nonzero(~good & ~unreachable)[0]
-    sq = _scaled_q(system, seeds_q)
-    d = np.linalg.norm(_scaled_q(system, q[failed])[:, None] - sq[None], axis=-1)
-    nearest = np.argmin(d, axis=1)               # ties: the first seed (the reference)
-    q0, p0 = seeds_q[nearest], seeds_phi[nearest]
+    q0 = np.broadcast_to(reference[system.q_idx], (failed.size, system.dof))
+    p0 = np.broadcast_to(reference, (failed.size, system.N))
     todo = np.arange(failed.size)
     for steps in _CONTINUATION_STEPS:
         if todo.size == 0:
@@ -261,8 +285,8 @@ def _continue(system, q, mode, reference, phi, worst, found, good, unreachable):
         cur = p0[todo].copy()
         alive = np.ones(todo.size, bool)
         for k in range(1, steps + 1):
-            t = k / steps
-            qt = q0[todo] + t * (q[failed[todo]] - q0[todo])
+            t = k / steps          # the last step at q itself (q0 + (q - q0) may round)
+            qt = q[failed[todo]] if k == steps else q0[todo] + t * (q[failed[todo]] - q0[todo])
             cur[:, system.q_idx] = qt
             idx = np.nonzero(alive)[0]
             sol, w = newton(system, cur[idx])

@@ -39,11 +39,12 @@ import numpy as np
 from .kernels import closed as compiled_closed   # the one import of the closed kernels
 from ._array import blocks
 from .actuation import load_distribution
-from .assembly import Assembly, assemble, guessed_start, in_mode
+from .assembly import Assembly, assemble, guessed_start, in_mode, reference_branch
 from .backend import spd_solve, use_compiled
 from .closed_plan import plan_from_model
 from .errors import (ClosureError, KicError, ModelError, SingularityError, Status,
                      at_batch_indices, located)
+from .limits import outside_limits_error
 from .loads import Loads
 from .loops import scaled_condition
 from .settings import BATCH_WORK_BYTES
@@ -55,6 +56,7 @@ _F8 = np.dtype(np.float64)
 _NO_ACTUATORS = np.zeros(0, np.int64)
 # plain ints for the per-call checks (comparing with enum members costs microseconds)
 _UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
+_OUTSIDE_LIMITS = int(Status.OUTSIDE_LIMITS)
 
 
 def in_caller_batch(exc: KicError, first: int, size: int, batch: tuple) -> KicError:
@@ -116,6 +118,10 @@ class NumpyEvaluation:
         self.refined = len(self.system.mode_parts) > len(self.system.blocks)
         self._last_actuators: tuple | None = None
         self._pose_bytes: int | None = None
+        # the model's joint limits (kic.limits), None where none applies: every
+        # evaluation at a pose checks its assembled phi against them here
+        limits = model.limits
+        self.limits = limits if limits.checked else None
 
     # ------------------------------------------- compiled entries (none here)
     def one(self, what: str, q, qd, x, start, act=_NO_ACTUATORS, singular: bool = False):
@@ -185,7 +191,27 @@ class NumpyEvaluation:
                        self.start(start, qf.shape[0]), m.guess)
         if on_failure == "raise" and not asm.ok.all():
             self.raise_failures(asm, batch)
+        status = self.within_limits(asm.phi, asm.status, batch, on_failure)
+        if status is not asm.status:
+            asm.phi = np.where((status == _OUTSIDE_LIMITS)[:, None], np.nan, asm.phi)
+            asm.status = status
         return asm
+
+    def within_limits(self, phi, status, batch, on_failure) -> np.ndarray:
+        """``status`` (n,) with OUTSIDE_LIMITS where assembled joint values phi (n,
+        N) violate the model's limits (:meth:`kic.limits.JointLimits.status`, the
+        one test); ``status`` itself where no limit applies or fails.  Raises the
+        :class:`kic.ClosureError` naming the joint, its value, its range and the
+        batch indices unless ``on_failure="nan"``."""
+        if self.limits is None:
+            return status
+        checked = self.limits.status(phi, status)
+        outside = checked == _OUTSIDE_LIMITS
+        if not outside.any():
+            return status
+        if on_failure == "raise":
+            raise outside_limits_error(self.limits, phi, checked, batch, self.model.name)
+        return checked
 
     def raise_failures(self, asm: Assembly, batch: tuple) -> None:
         m, s = self.model, self.system
@@ -618,7 +644,11 @@ class CompiledEvaluation(NumpyEvaluation):
         argument handling beyond a type check: the output, or None where anything
         is unusual (another layout, a batch, a failed pose: the general path then
         answers or raises with its reports).  With ``singular``, a pose assembled
-        but singular gives (NaN output, status): no other start helps."""
+        but singular gives (NaN output, status): no other start helps.  Without
+        ``start`` Newton starts from the reference, not from the guess function
+        (whose call costs more than the pose): the answer agrees with
+        :meth:`batch`'s to rounding.  A pose outside the joint limits declines
+        (the general path reports it)."""
         M = self.model.dof
         for a in (q, qd, x):
             if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != (M,) \
@@ -638,6 +668,8 @@ class CompiledEvaluation(NumpyEvaluation):
                                                       path, self.block_mode)
         if status == 0 and self.refined and self.off_mode(phi_one, [0])[0]:
             return None
+        if self.limits is not None and status == 0 and not self.limits.within(phi_one):
+            return None                # outside the limits: the general path reports
         if singular and status in (Status.SINGULAR, Status.SINGULAR_LOAD):
             return np.full(out.shape, np.nan), status
         # a non-finite result of finite inputs (an overflow) takes the general path too
@@ -707,68 +739,105 @@ class CompiledEvaluation(NumpyEvaluation):
 
     def batch(self, what: str, qf, start, on_failure, *rates, act=None):
         """One compiled call for the whole batch: (output, status), or None where
-        the numpy path must answer (no plan; or configurations the kernel could not
-        assemble in the mode, or failures to raise with the numpy path's reports)."""
+        the numpy path must answer (no plan; failures to raise with the numpy
+        path's reports; an overflow).
+
+        Every pose is solved as it would be alone (:mod:`kic.assembly`): from
+        the warm start, else from the guess function (a closed form: Newton then
+        converges in a step), else from the reference; a pose lost from the guess
+        tries the reference, and one lost from there is assembled by the numpy
+        path's continuation from the reference, the kernel then evaluating it
+        from the joint values found.  Never from a batch-mate, so a batch equals
+        its poses asked one by one, bit for bit."""
         if self.plan is None:
             return None
         fn = getattr(compiled_closed, what)
-        args = rates + ((act,) if act is not None else ())
         at = 1 if what == "assemble" else 2           # where the kernel puts the status
-        m = self.model
-        # from the warm start, else from the guess function (a closed form: Newton
-        # then converges in a step), else from the reference along the batch (each
-        # pose from the previous one); poses that land outside the mode try the
-        # continuation along the batch, then the numpy path
-        def call(q_, phi0, **kw):
-            res = fn(self.plan, q_, *args_for(q_), phi0, mode=self.block_mode, **kw)
+        m, n = self.model, qf.shape[0]
+
+        def call(rows, phi0, mode=self.block_mode):
+            """(out, phi, status) of the poses ``rows`` (None: all) from phi0."""
+            a = rates + ((act,) if act is not None else ())
+            if rows is not None:
+                a = tuple(r[rows] if r.shape[0] == n else r for r in rates) + a[len(rates):]
+            res = fn(self.plan, qf if rows is None else qf[rows], *a, phi0, mode=mode)
             status = np.array(res[at], int)
             status[self.off_mode(res[at - 1], status)] = _OTHER_MODE
-            return res[0], status
+            return res[0], res[at - 1], status
 
-        def args_for(q_):
-            if q_ is qf:
-                return args
-            return tuple(a[idx] if a.shape[0] == qf.shape[0] else a
-                         for a in args[:len(rates)]) + args[len(rates):]
+        def again(rows, phi0, mode=self.block_mode):
+            """Poses ``rows`` evaluated anew from phi0 (their rows), merged in."""
+            o, p, st = call(rows, phi0, mode)
+            out[rows], phi[rows], status[rows] = o, p, st
 
-        idx = None
-        unreachable = np.zeros(qf.shape[0], bool)   # declared by the guess: not searched
-        if start is not None:
-            out, status = call(qf, self.start(start, qf.shape[0]))
+        s = None if start is None else self.start(start, n)
+        unreachable = np.zeros(n, bool)       # declared by the guess: not searched
+        if s is not None:
+            out, phi, status = call(None, s)
         elif m.guess is not None:
             phi0, unreachable = guessed_start(self.system, qf, m.reference_phi, None, m.guess)
-            out, status = call(qf, phi0)
+            out, phi, status = call(None, phi0)
             if unreachable.any():
                 out = out.copy()
                 out[unreachable] = np.nan
                 status[unreachable] = _UNASSEMBLABLE
         else:
-            out, status = call(qf, m.reference_phi, path=True)
+            out, phi, status = call(None, m.reference_phi)
         lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
-        if lost.any() and start is None and m.guess is not None:
+        if lost.any():
+            out, phi = out.copy(), phi.copy()
+        if lost.any() and s is None and m.guess is not None:
             idx = np.nonzero(lost)[0]
-            again, st = call(qf[idx], m.reference_phi, path=True)
-            out = out.copy()
-            out[idx] = again
-            status[idx] = st
+            again(idx, np.broadcast_to(m.reference_phi, (idx.size, self.system.N)))
             lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
-        if lost.any() or (on_failure == "raise" and status.any()):
-            return None                # continuation, or the numpy path's error report
+        if lost.any():
+            # the numpy path's continuation from the reference, pose by pose as alone
+            idx = np.nonzero(lost)[0]
+            asm = assemble(self.system, qf[idx], self.mode, m.reference_phi,
+                           None if s is None else (s[idx] if s.shape[0] == n else s), m.guess)
+            found = idx[asm.ok]
+            if found.size:         # in the mode already (the numpy path checked it)
+                again(found, asm.phi[asm.ok], np.zeros_like(self.block_mode))
+            status[idx[~asm.ok]] = asm.status[~asm.ok]
+        if what == "assemble":
+            phi = out = reference_branch(self.system, phi, m.reference_phi if s is None else s)
+        status = self.within_limits(phi, status, (n,), "nan")
+        if on_failure == "raise" and status.any():
+            return None                # the numpy path's error report
         if what != "assemble" and not np.isfinite(out[status == 0]).all():
             return None                # an overflow: the numpy path reports it
+        bad = status != 0
+        if bad.any():
+            out = np.where(bad.reshape((-1,) + (1,) * (out.ndim - 1)), np.nan, out)
         return out, status
 
     def assembly(self, qf, batch, start) -> Assembly:
+        """:meth:`kic.ClosedModel.assembly`: the kernel from the starts
+        :meth:`batch` takes (each pose as alone), the numpy path for the poses it
+        loses (and only those)."""
         if self.plan is None:
             return super().assembly(qf, batch, start)
-        m, N = self.model, self.system.N
-        s = m.reference_phi if start is None else self.start(start, qf.shape[0])
-        phi, status, res, cond, sign = compiled_closed.assemble(
-            self.plan, qf, s, path=start is None, mode=self.block_mode)
+        m, N, n = self.model, self.system.N, qf.shape[0]
+        s = None if start is None else self.start(start, n)
+        ref = m.reference_phi
+        unreachable = np.zeros(n, bool)       # declared by the guess: the numpy path's report
+        if s is not None or m.guess is None:
+            phi0 = s if s is not None else ref
+        else:
+            phi0, unreachable = guessed_start(self.system, qf, ref, None, m.guess)
+        phi, status, res, cond, sign = compiled_closed.assemble(self.plan, qf, phi0,
+                                                                mode=self.block_mode)
         status = np.array(status, int)
         status[self.off_mode(phi, status)] = _OTHER_MODE
-        if np.any((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)):
-            return super().assembly(qf, batch, start)
+        lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE) | unreachable
+        retry = np.nonzero(lost & ~unreachable)[0]
+        if retry.size and s is None and m.guess is not None:
+            got = compiled_closed.assemble(self.plan, qf[retry], ref, mode=self.block_mode)
+            for whole, part in zip((phi, status, res, cond, sign), got):
+                whole[retry] = part
+            status[retry[self.off_mode(got[0], got[1])]] = _OTHER_MODE
+            lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE) | unreachable
+        phi = reference_branch(self.system, phi, ref if s is None else s)
         ok = status == Status.OK
         if self.refined:
             sign = np.zeros((ok.size, len(self.mode)))
@@ -776,6 +845,13 @@ class CompiledEvaluation(NumpyEvaluation):
                 sign[ok] = self.system.mode(phi[ok])
         sign = np.where(ok[:, None], sign, 0.0)
         cond = np.where(ok, cond.max(axis=1) if cond.shape[1] else 1.0, np.nan)
+        attempt = phi.copy()
+        if lost.any():             # the numpy path's continuation, for these poses alone
+            idx = np.nonzero(lost)[0]
+            sub = super().assembly(qf[idx], (idx.size,), None if s is None else
+                                   (s[idx] if s.shape[0] == n else s))
+            phi[idx], status[idx], res[idx], sign[idx], attempt[idx], cond[idx] = (
+                sub.phi, sub.status, sub.residual, sub.mode, sub.attempt, sub.condition)
         return Assembly(phi.reshape(batch + (N,)), status.reshape(batch), res.reshape(batch),
-                        sign.reshape(batch + (-1,)), phi.reshape(batch + (N,)),
+                        sign.reshape(batch + (-1,)), attempt.reshape(batch + (N,)),
                         cond.reshape(batch))

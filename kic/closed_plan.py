@@ -330,10 +330,12 @@ def float_fields(plan: ClosedPlan, buffers: np.ndarray) -> dict:
 
 
 def joint_origins(plan: ClosedPlan, fields: dict, phi) -> np.ndarray:
-    """World origins (..., N, 3) of every joint frame (``F_parent @ origin``) at
-    joint values ``phi`` (..., N), for designs whose numbers are ``fields``
-    (:func:`float_fields`, leading axes broadcast with phi's): the numpy,
-    batched form of :func:`body_frames`."""
+    """World points (..., N, 3) of every joint at joint values ``phi`` (..., N):
+    its frame's origin ``F_parent @ origin`` moved by the joint (a P joint's point
+    travels with it, as :class:`kic.ChainKinematics`' ``joint_points``, which
+    the model's characteristic length measures), for designs whose numbers are
+    ``fields`` (:func:`float_fields`, leading axes broadcast with phi's): the
+    numpy, batched form of :func:`body_frames`."""
     phi = np.asarray(phi, float)
     axis, origin, offset = fields["axis"], fields["origin"], fields["offset"]
     lead = np.broadcast_shapes(phi.shape[:-1], origin.shape[:-3])
@@ -343,9 +345,9 @@ def joint_origins(plan: ClosedPlan, fields: dict, phi) -> np.ndarray:
         p = int(plan.parent[j])
         J = origin[..., j, :, :] if p < 0 else F[..., p, :, :] @ origin[..., j, :, :]
         J = np.broadcast_to(J, lead + (4, 4))
-        o[..., j, :] = J[..., :3, 3]
-        T = joint_motions(bool(plan.is_revolute[j]), axis[..., j, :], phi[..., j])
-        F[..., j, :, :] = J @ T @ offset[..., j, :, :]
+        JT = J @ joint_motions(bool(plan.is_revolute[j]), axis[..., j, :], phi[..., j])
+        o[..., j, :] = JT[..., :3, 3]
+        F[..., j, :, :] = JT @ offset[..., j, :, :]
     return o
 
 

@@ -12,9 +12,13 @@ The front end over the stages of the closed layer, data flowing one way:
   same interface as :class:`kic.SerialChain`.
 
 A model is a constant description: its answer at q never depends on earlier
-calls.  Where several assemblies exist, the model's assembly mode decides
+calls, nor on the other configurations of a batch (a batch equals its
+configurations asked one by one, bit for bit: :mod:`kic.assembly`).  Where
+several assemblies exist, the model's assembly mode decides
 (:attr:`ClosedModel.mode`) and every assembled configuration is checked to be
-in it.  Batched calls take ``on_failure="nan"`` to return NaN plus a
+in it.  Every evaluation at a pose checks the assembled joint values against
+the joint limits (:attr:`ClosedModel.limits`, ``Status.OUTSIDE_LIMITS``).
+Batched calls take ``on_failure="nan"`` to return NaN plus a
 :class:`kic.Status` per configuration instead of raising.
 """
 from __future__ import annotations
@@ -29,9 +33,9 @@ from .backend import use_compiled
 from .closed_eval import NumpyEvaluation, evaluation_for
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
 from .dynamics import DynamicModel
-from .errors import ModelError, Status, located
+from .errors import ModelError, located
 from .kinematics import Influence
-from .limits import JointLimits, outside_limits_error
+from .limits import JointLimits
 from .loops import LoopSystem, scaled_condition
 from .settings import MAX_CONDITION
 from .transfer import Transfer, closure_transfer
@@ -50,6 +54,13 @@ class ClosedModel:
     works with :func:`kic.simulate` and :func:`kic.linear_dynamics`), plus the
     position-level closure (:meth:`assemble`), actuator loads and singularity
     queries (:meth:`condition`).  Built by :meth:`kic.Mechanism.model`.
+
+    Every evaluation at a pose (``assemble``, the dynamics, ``actuator_loads``,
+    ``actuator_jacobian``, ``joint_rates``, ``kinematics``, ``dynamics``,
+    ``condition``) raises a :class:`kic.ClosureError` naming the joint, its value,
+    its range and the batch indices where the assembled joint values violate
+    :attr:`limits`, or with ``on_failure="nan"`` gives NaN and
+    ``Status.OUTSIDE_LIMITS``; :meth:`assembly` reports the closure alone.
 
     Attributes
     ----------
@@ -282,7 +293,10 @@ class ClosedModel:
 
         Never raises for a configuration: the result's ``status`` (...) holds
         a :class:`kic.Status` per configuration and ``phi`` (..., N) NaN where
-        it failed.
+        it failed.  The closure's report alone: the joint limits are not
+        checked here (``self.limits.status(asm.phi, asm.status)`` adds them),
+        so a path can be followed past them and a simulation decide what a
+        limit means for it.
 
         Parameters
         ----------
@@ -434,15 +448,7 @@ class ClosedModel:
         """
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
-        fast = self.evaluation.assemble(qf, batch, start, on_failure)
-        limits = self.__dict__.get("_limits")
-        if limits is not None and limits.checked:   # on the assembled phi, after the solver
-            status = limits.status(fast[0], fast[1])
-            outside = status == Status.OUTSIDE_LIMITS
-            if outside.any():
-                if on_failure == "raise":
-                    raise outside_limits_error(limits, fast[0], status, batch, self.name)
-                fast = np.where(outside[:, None], np.nan, fast[0]), status
+        fast = self.evaluation.assemble(qf, batch, start, on_failure)   # limits checked
         phi = fast[0].reshape(batch + (self.N,))
         return (phi, fast[1].reshape(batch)) if on_failure == "nan" else phi
 

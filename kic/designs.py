@@ -68,9 +68,10 @@ class DesignLoads:
     status : ndarray (D, n) of int
         :class:`kic.Status`: 0 ok, 1 not assembled (or an infeasible design),
         2 singular closure, 3 singular actuation (the coordinate loads are
-        still given, the actuator loads are NaN), 4 another assembly mode; a
-        status the caller knew (e.g. 1 from a closed-form inverse kinematics)
-        is passed through.
+        still given, the actuator loads are NaN), 4 another assembly mode, 5
+        outside the joint limits (the structure's, :attr:`DesignBatch.limits`:
+        every output NaN); a status the caller knew (e.g. 1 from a closed-form
+        inverse kinematics) is passed through.
     actuation_condition : ndarray (D, n)
         2-norm condition number of the actuation Jacobian ``G^a_q``
         (actuator rates per coordinate rate) made dimensionless with the
@@ -117,12 +118,16 @@ class DesignBatch:
         The default actuated joints.
     parameters : dict of ndarray (D,)
         The design parameters (as given to the builder or writer), if known.
+    limits : kic.limits.JointLimits or None
+        The structure's joint limits (its first model's, or the template's),
+        shared by the designs; :meth:`loads` reports poses outside them as
+        ``Status.OUTSIDE_LIMITS``.  None: no limit.
     """
 
     def __init__(self, plan: ClosedPlan, floats, reference_phi, modes, feasible=None,
                  actuators: Sequence[str] = (), parameters: Mapping | None = None,
                  build: Callable | None = None, models: Sequence | None = None,
-                 guess: Callable | None = None) -> None:
+                 guess: Callable | None = None, limits=None) -> None:
         self.plan = plan
         self.floats = np.ascontiguousarray(floats, dtype=np.float64)
         D = self.floats.shape[0]
@@ -138,6 +143,9 @@ class DesignBatch:
         self._build = build
         self._models = None if models is None else list(models)
         self.guess = guess
+        # the structure's joint limits (kic.limits.JointLimits, shared by the designs;
+        # None: none), checked at every assembled pose of loads()
+        self.limits = limits if limits is not None and limits.checked else None
 
     # -------------------------------------------------------------- making
     @classmethod
@@ -175,7 +183,7 @@ class DesignBatch:
         return cls(plans[0], np.stack([p.args[0] for p in plans]),
                    np.stack([m.reference_phi for m in models]), modes,
                    actuators=tuple(getattr(models[0], "actuators", ()) or ()),
-                   parameters=parameters, models=models)
+                   parameters=parameters, models=models, limits=models[0].limits)
 
     @classmethod
     def from_builder(cls, build: Callable, parameters: Mapping) -> "DesignBatch":
@@ -206,7 +214,7 @@ class DesignBatch:
         floats[feasible], ref[feasible], modes[feasible] = (first.floats, first.reference_phi,
                                                             first.modes)
         return cls(first.plan, floats, ref, modes, feasible, first.actuators, params, build,
-                   models)
+                   models, limits=first.limits)
 
     @classmethod
     def from_template(cls, template, designs: int, *, parameters: Mapping | None = None,
@@ -244,7 +252,7 @@ class DesignBatch:
         tile = lambda a: np.repeat(a[:1], D, axis=0)          # noqa: E731
         return cls(template.plan, tile(template.floats), tile(template.reference_phi),
                    tile(template.modes), None, template.actuators, parameters, build,
-                   guess=guess)
+                   guess=guess, limits=template.limits)
 
     @property
     def fields(self) -> dict:
@@ -408,6 +416,12 @@ class DesignBatch:
                                    guessed)
         else:
             T, Ta, I, phi, status, acond = self._numpy_loads(qa, qda, xa, act, phi0, path, sk)
+        if self.limits is not None:          # the one test of kic.limits, per pose
+            status = self.limits.status(phi, status)
+            outside = status == Status.OUTSIDE_LIMITS
+            if outside.any():
+                for a in (T, Ta, I, phi, acond):
+                    a[outside] = np.nan
         bias = T[:, :, 0, :] - np.einsum("dnab,dnb->dna", I,
                                          np.broadcast_to(xa[:, :, 0, :], (D, n, M)))
         if accelerations is None:

@@ -30,11 +30,18 @@ class Status(IntEnum):
     UNASSEMBLABLE = 1
     #: the closure's dependent-joint Jacobian is singular (condition above the limit)
     SINGULAR = 2
-    #: the effective inertia I* or the actuation Jacobian is singular
+    #: the effective inertia I* or the actuation Jacobian is singular: the
+    #: actuation Jacobian's (actuator rates per task rate, or its inverse's)
+    #: dimensionless condition number at or above ``max_condition``
+    #: (:data:`kic.settings.MAX_CONDITION`), one rule for a type I singularity
+    #: (the edge of the workspace: actuator rates unbounded) and a type II
+    #: (uncontrolled motion), in ``actuator_loads``, :mod:`kic.indices`, design
+    #: batches and tasks (``mechanisms.five_bar_task``, ``inverse_rates``)
     SINGULAR_LOAD = 3
     #: the loops close only in another assembly mode than the model's
     OTHER_MODE = 4
-    #: a joint is outside its range
+    #: a joint is outside its limits (a range, a stroke, a cone angle:
+    #: :mod:`kic.limits`), checked by every evaluation at a pose
     OUTSIDE_LIMITS = 5
 
 

@@ -42,7 +42,7 @@ from .errors import ClosureError, ModelError, Status, at_batch_indices
 from .kernels.frames import rotation_matrices
 from .settings import PARALLEL_SINE
 
-__all__ = ["JointRange", "ConeLimit", "JointLimits", "LimitCheck", "make_limit",
+__all__ = ["JointRange", "ConeLimit", "JointLimits", "LimitCheck", "Violation", "make_limit",
            "outside_limits_error"]
 
 _TWO_PI = 2.0 * np.pi
@@ -137,6 +137,28 @@ class LimitCheck:
         return [n for n, good in zip(self.names, w) if not good]
 
 
+class Violation(NamedTuple):
+    """A limit that fails at one configuration (:meth:`JointLimits.violations`)."""
+
+    #: the limited joint (a primitive joint's name, or a U/S joint's for a cone)
+    joint: str
+    #: the joint value as assembled (rad or m, not wrapped), or the cone angle (rad)
+    value: float
+    #: the limit it fails: a JointRange or a ConeLimit
+    limit: JointRange | ConeLimit
+    #: the margin (negative): rad for R ranges and cones, a fraction of a P range
+    margin: float
+    #: "rad" or "m"
+    unit: str
+
+    def __str__(self) -> str:
+        if isinstance(self.limit, ConeLimit):
+            return (f"joint {self.joint!r} cone angle {self.value:.6g} rad above its limit "
+                    f"{self.limit.angle:.6g} rad")
+        return (f"joint {self.joint!r} = {self.value:.6g} {self.unit} outside its range "
+                f"[{self.limit.lower:.6g}, {self.limit.upper:.6g}] {self.unit}")
+
+
 class JointLimits(Mapping):
     """The limits of a model: a read-only mapping joint name -> limit, and the
     batched check of joint values phi (..., N) in the model's joint order.
@@ -189,6 +211,11 @@ class JointLimits(Mapping):
         self._r_lo, self._r_hi = np.array(r_lo, float), np.array(r_hi, float)
         self._r_angle = np.array(r_angle, bool)
         self.names = self._range_names + [c[0] for c in self._cones]
+        # the one-pose test (within) on plain arrays: P ranges, and R ranges that bind
+        lin = ~self._r_angle
+        turn = self._r_angle & (self._r_hi - self._r_lo < _TWO_PI)
+        self._lin = (self._r_idx[lin], self._r_lo[lin], self._r_hi[lin])
+        self._turn = (self._r_idx[turn], self._r_lo[turn], self._r_hi[turn])
 
     # the mapping (read-only)
     def __getitem__(self, joint: str):
@@ -234,6 +261,43 @@ class JointLimits(Mapping):
         margin = np.concatenate(margins, -1) if margins else np.zeros(batch + (0,))
         return LimitCheck(list(self.names), margin >= 0, margin)
 
+    def within(self, phi) -> bool:
+        """Whether every limit holds at one configuration phi (N,): the test the
+        compiled one-pose path makes (True at once when no limit applies), the
+        same as ``check(phi).ok`` in fewer operations."""
+        if not self.names:
+            return True
+        if self._cones:
+            return bool(np.all(self.check(phi).within))
+        idx, lo, hi = self._lin
+        v = phi[idx]
+        if not np.all((v >= lo) & (v <= hi)):
+            return False
+        idx, lo, hi = self._turn
+        return bool(np.all(lo + np.mod(phi[idx] - lo, _TWO_PI) <= hi))     # as check()
+
+    def violations(self, phi) -> list:
+        """The limits that fail at one configuration phi (N,) (rad, m), worst
+        (most negative margin) first: a list of :class:`Violation` (joint, its
+        value or cone angle, the limit, the margin); empty where every limit
+        holds.  What a report or a simulation's limit event names."""
+        phi = np.asarray(phi, dtype=float).reshape(-1)
+        if not np.all(np.isfinite(phi)):
+            raise ModelError("violations: phi must be finite joint values (an assembled "
+                             f"configuration), got {phi!r}")
+        c = self.check(phi)
+        out = []
+        for k, (name, ok, margin) in enumerate(zip(c.names, c.within, c.margin)):
+            if ok:
+                continue
+            if k < len(self._range_names):
+                value = float(phi[self._r_idx[k]])
+                unit = "rad" if self._r_angle[k] else "m"
+            else:                      # the cone angle from its margin
+                value, unit = float(self._cones[k - len(self._range_names)][4] - margin), "rad"
+            out.append(Violation(name, value, self._limits[name], float(margin), unit))
+        return sorted(out, key=lambda v: (not np.isnan(v.margin), v.margin))
+
     def status(self, phi, status=None) -> np.ndarray:
         """:class:`kic.Status` codes (...): ``OUTSIDE_LIMITS`` where phi (..., N)
         violates a limit and ``status`` (default all OK) is OK."""
@@ -254,12 +318,13 @@ def outside_limits_error(limits: JointLimits, phi: np.ndarray, status: np.ndarra
     bad = np.nonzero(np.asarray(status) == Status.OUTSIDE_LIMITS)[0]
     indices = [tuple(int(i) for i in np.unravel_index(k, batch)) if batch else ()
                for k in bad]
-    first = limits.check(phi[bad[0]])
-    worst = ", ".join(f"{n} (margin {m:.3g})" for n, m, w in
-                      zip(first.names, first.margin, first.within) if not w)
+    violated = limits.violations(phi[bad[0]])
+    worst = "; ".join(str(v) for v in violated[:3]) + (
+        f"; and {len(violated) - 3} more limit(s)" if len(violated) > 3 else "")
     where = at_batch_indices(indices, bool(batch))
+    first = f" at batch index {indices[0]}" if batch and len(bad) > 1 else ""
     return ClosureError(
-        f"{len(bad)} configuration(s) of {name or 'the model'} are outside the joint limits "
-        f"(at the first: {worst}; margins in rad, or a fraction of a P joint's range){where}",
+        f"{len(bad)} configuration(s) of {name or 'the model'} outside the joint limits"
+        f"{where}: {worst}{first}",
         index=indices[0] if batch else None, indices=indices if batch else [],
         status=[Status.OUTSIDE_LIMITS] * len(bad))

@@ -561,7 +561,10 @@ def stewart_platform(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     guess = partial(stewart_guess, geometry=geometry)
 
     q0 = np.array([0.0, 0.0, p["h0"], 0.0, 0.0, 0.0])
-    ref = {k: float(v[0]) for k, v in guess(q0).items() if k.startswith("leg")}
+    # every joint value at the nominal pose, the platform's pose joints included (a
+    # reference naming only the legs left the pose at zero, and closing the loops by
+    # a minimum-norm step moved the platform to z = 0.53 m for the defaults)
+    ref = {k: float(v[0]) for k, v in guess(q0).items()}
     model = mech.model([kic.BodyPose("platform")], reference=ref, guess=guess,
                        name="Stewart platform")
     model.actuators = [f"leg{i}.p" for i in range(6)]

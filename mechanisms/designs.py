@@ -18,14 +18,15 @@ import numpy as np
 import kic
 from kic.designs import DesignBatch
 from kic.errors import Status
-from kic.settings import DEFAULT_GRAVITY, WRITER_RTOL
+from kic.settings import DEFAULT_GRAVITY, MAX_CONDITION, WRITER_RTOL
 
 from ._common import design_arrays
 from .closed import (FIVE_BAR_PARAMETERS, STEWART_PARAMETERS, check_half_angles, five_bar,
                      five_bar_numbers, stewart_inertias, stewart_numbers, stewart_platform)
-from .geometry import (FIVE_BAR_LENGTHS, five_bar_closes, five_bar_inverse, five_bar_joint_values,
-                       five_bar_rates, five_bar_reference, mode_tuple, points,
-                       stewart_anchors, stewart_joint_values)
+from .geometry import (FIVE_BAR_LENGTHS, five_bar_closes, five_bar_inverse,
+                       five_bar_joint_values, five_bar_rate_condition, five_bar_rates,
+                       five_bar_reference, mode_tuple, points, stewart_anchors,
+                       stewart_joint_values)
 
 __all__ = ["five_bar_designs", "five_bar_task", "FiveBarTask", "stewart_designs"]
 
@@ -185,19 +186,6 @@ def _five_bar_design_guess(params: dict, q, tip_side=1) -> np.ndarray:
     return five_bar_joint_values(_lengths(params), q, None, tip_side)
 
 
-def _condition_2x2(a, b, c, d):
-    """2-norm condition numbers of [[a, b], [c, d]] (batched), from
-    ``sigma_1 = Q + R``, ``sigma_1 sigma_2 = |det|`` with Q, R the norms of the
-    matrix's conformal and anticonformal parts (no cancellation near 1); inf
-    where singular, NaN where not finite."""
-    Q = np.hypot((a + d) / 2, (c - b) / 2)
-    R = np.hypot((a - d) / 2, (c + b) / 2)
-    det = np.abs(a * d - b * c)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        k = np.where(det > 0, (Q + R) ** 2 / np.where(det > 0, det, 1.0), np.inf)
-    return np.where(np.isfinite(a + b + c + d), k, np.nan)
-
-
 class FiveBarTask:
     """A tip task evaluated for D five-bar designs (per-configuration results).
 
@@ -216,17 +204,26 @@ class FiveBarTask:
     status : ndarray (D, n) of int
         :class:`kic.Status`: UNASSEMBLABLE where a crank cannot reach the tip (or
         the design is infeasible), OTHER_MODE where the cranks reach it with the
-        tip on the other side, SINGULAR where the couplers are aligned (type II).
+        tip on the other side, SINGULAR_LOAD where the task Jacobian is singular
+        by kic's one rule (``condition`` at or above
+        :data:`kic.settings.MAX_CONDITION`): a type I singularity (an elbow
+        straight, the tip at the edge of its reach: unbounded crank rates) or a
+        type II (the couplers aligned), as :mod:`kic.indices` reports it;
+        SINGULAR where the closure of the design's model (in the crank angles)
+        is singular, the couplers aligned (type II); OUTSIDE_LIMITS where a
+        joint is outside its limits.
     condition : ndarray (D, n)
-        2-norm condition number of the task Jacobian ``J = dC/dq`` (m/rad), tip
-        velocity per crank rate: 1 where a crank rate moves the tip equally
-        fast in every direction, inf at a type I (an elbow straight: J loses
-        rank) or type II singularity (the couplers aligned: J unbounded).  All
-        entries of J are lengths per radian, so ``kappa(J)`` does not depend on
-        the units or on the size of the linkage (it equals
-        ``kic.indices.point_conditioning(...).condition``); computed in closed
-        form from ``J^-1`` with rows ``e_i^T / (l_i e_i . n_i)`` (``e_i = C - A_i``,
-        ``n_i`` the normal of crank i).  NaN where the inverse kinematics failed.
+        Dimensionless 2-norm condition number of the task Jacobian ``J = dC/dq``
+        (m/rad), tip velocity per crank rate
+        (:func:`mechanisms.geometry.five_bar_rate_condition`, kic's one scaled
+        condition): 1 where a crank rate moves the tip equally fast in every
+        direction, inf at a type I (an elbow straight: J loses rank) or type II
+        singularity (the couplers aligned: J unbounded).  All entries of J are
+        lengths per radian, so ``kappa(J)`` does not depend on the units or on
+        the size of the linkage (it equals
+        ``kic.indices.point_conditioning(...).condition``); from ``J^-1`` with
+        rows ``e_i^T / (l_i e_i . n_i)`` (``e_i = C - A_i``, ``n_i`` the normal
+        of crank i).  NaN where the inverse kinematics failed.
     """
 
     def __init__(self, **kw) -> None:
@@ -287,13 +284,14 @@ def five_bar_task(batch, tip, tip_rate, tip_acceleration) -> FiveBarTask:
     lengths = _lengths(p)
     cranks, status = five_bar_inverse(lengths, x, mode[:2], mode[2])
     qd, qdd, rows = five_bar_rates(lengths, cranks, x, xd, xdd)
-    condition = _condition_2x2(rows[0][..., 0], rows[0][..., 1], rows[1][..., 0],
-                               rows[1][..., 1])
+    condition = five_bar_rate_condition(rows)
     ok = status == Status.OK
     start = five_bar_joint_values(lengths, np.where(ok[..., None], cranks, 0.0), x)
-    # a type I singularity (infinite rates) cannot be evaluated: singular
+    # type I and type II by one rule and threshold (inverse_rates, kic.indices):
+    # rates near either are not to be trusted
     finite = np.all(np.isfinite(qd), -1) & np.all(np.isfinite(qdd), -1)
-    status = np.where(ok & ~finite, int(Status.SINGULAR), status)
+    singular = ~(condition < MAX_CONDITION) | ~finite
+    status = np.where(ok & singular, int(Status.SINGULAR_LOAD), status)
     ok = status == Status.OK
     z = lambda a: np.where(ok[..., None], a, 0.0)                # noqa: E731
     res = batch.loads(z(cranks), z(qd), z(qdd), actuators=(),
@@ -363,12 +361,9 @@ def stewart_designs(rb=0.5, rp=0.3, base_half_angle=np.radians(15.0),
     Notes
     -----
     The reference configuration of each design is its nominal pose
-    ``(0, 0, h0, 0, 0, 0)`` with the legs' closed-form joint values.
-    :func:`stewart_platform`'s model starts from the same legs but closes the
-    loops by a minimum-norm step that also moves the platform (to z = 0.53 m
-    for the defaults), so its reference, and with it the characteristic length
-    that makes conditions dimensionless, can differ from the writer's; every
-    other number of the float buffer is the builder's (tests/test_designs.py).
+    ``(0, 0, h0, 0, 0, 0)`` with the legs' closed-form joint values, as
+    :func:`stewart_platform`'s model's; every number of the float buffer is the
+    builder's (tests/test_designs.py).
 
     Examples
     --------

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 import numpy as np
 
 import kic
-from kic.errors import ClosureError, Status
-from kic.settings import CLOSURE_TOLERANCE
+from kic.errors import ClosureError, SingularityError, Status, at_batch_indices
+from kic.loops import scaled_condition
+from kic.settings import CLOSURE_TOLERANCE, MAX_CONDITION
 
 __all__ = ["FiveBarGeometry", "FIVE_BAR_HOME", "StewartGeometry"]
 
@@ -243,6 +244,33 @@ def five_bar_rates(lengths: Mapping, cranks, tip, tip_rate, tip_acceleration=Non
                 qdd.append((np.sum(ed * ed, -1) + np.sum(e * xdd, -1)
                             + l * np.sum(e * u, -1) * w * w) / den)
     return np.stack(qd, -1), None if xdd is None else np.stack(qdd, -1), rows
+
+
+def five_bar_rate_condition(rows) -> np.ndarray:
+    """The dimensionless 2-norm condition number (...) of the task Jacobian
+    ``J = dC/dq`` (tip velocity per crank rate) from the rows (..., 2) of ``J^-1``
+    (:func:`five_bar_rates`), by kic's one rule (:func:`kic.loops.scaled_condition`;
+    the tip's coordinates are lengths, the cranks' angles, so the characteristic
+    length cancels and 1 m stands for it).  Infinite at a type I singularity (an
+    elbow straight: ``J^-1`` unbounded) and at type II (the couplers aligned:
+    ``J^-1`` loses rank); ``kappa(J^-1) = kappa(J)``."""
+    return scaled_condition(np.stack(rows, -2), np.zeros(2, bool), np.ones(2, bool), 1.0)
+
+
+def five_bar_singularity_kind(lengths: Mapping, cranks, tip) -> np.ndarray:
+    """1 where a five-bar pose is nearer a type I singularity (an elbow straight:
+    the smaller ``|sin|`` is an elbow's) than a type II (the couplers aligned),
+    else 2 (...): which one a report names."""
+    c, x = np.asarray(cranks, float), np.asarray(tip, float)
+    A1, A2 = five_bar_tips(lengths, c)
+    e1, e2 = x - A1, x - A2
+    norm = lambda v: np.linalg.norm(v, axis=-1)              # noqa: E731
+    O2 = np.stack([np.asarray(lengths["base"], float), 0.0 * lengths["base"]], -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        elbows = [np.abs(cross(A - O, e)) / (norm(A - O) * norm(e))
+                  for A, O, e in ((A1, 0.0, e1), (A2, O2, e2))]
+        tip_sin = np.abs(cross(e1, e2)) / (norm(e1) * norm(e2))
+    return np.where(np.minimum(*elbows) <= tip_sin, 1, 2)
 
 
 def five_bar_modes(passive) -> np.ndarray:
@@ -513,7 +541,8 @@ class FiveBarGeometry:
         conditioning indices proper."""
         return five_bar_regularity(self._passive(phi, names))
 
-    def inverse_rates(self, cranks, tip, tip_rate, tip_acceleration=None):
+    def inverse_rates(self, cranks, tip, tip_rate, tip_acceleration=None,
+                      on_failure: str = "raise"):
         """Crank rates (and accelerations) for a tip motion (closed form).
 
         Differentiating ``|C - A_i(theta_i)|^2 = k_i^2`` with ``e_i = C - A_i``,
@@ -522,28 +551,76 @@ class FiveBarGeometry:
             theta_i'  = (e_i . C') / (l_i e_i . n_i)
             theta_i'' = (|e_i'|^2 + e_i . C'' + l_i (e_i . u_i) theta_i'^2) / (l_i e_i . n_i)
 
-        with ``e_i' = C' - l_i n_i theta_i'``; infinite at a type I singularity
-        (``e_i . n_i = 0``).
+        with ``e_i' = C' - l_i n_i theta_i'``; unbounded at a type I singularity
+        (``e_i . n_i = 0``, an elbow straight: the tip at the edge of its reach).
+
+        Singular poses are those of kic's one rule for type I and type II alike:
+        the dimensionless condition number of the task Jacobian ``J = dC/dq``
+        (:func:`five_bar_rate_condition`) at or above
+        :data:`kic.settings.MAX_CONDITION`, where the rates are not to be
+        trusted (:class:`kic.Status` ``SINGULAR_LOAD``: the actuation Jacobian
+        singular, as :mod:`kic.indices` and ``actuator_loads`` report it).
 
         Parameters
         ----------
         cranks, tip, tip_rate, tip_acceleration : array_like (..., 2)
             Crank angles (rad) reaching ``tip`` (m), tip velocity (m/s) and
             acceleration (m/s^2).
+        on_failure : {"raise", "nan"}
+            ``"nan"``: NaN rates where singular, and a status (...) returned last.
 
         Returns
         -------
         qd : ndarray (..., 2)
             Crank rates (rad/s); with ``tip_acceleration`` also
         qdd : ndarray (..., 2)
-            Crank accelerations (rad/s^2).
+            Crank accelerations (rad/s^2); with ``on_failure="nan"`` also
+        status : ndarray (...) of int
+            ``Status.OK`` or ``Status.SINGULAR_LOAD``.
+
+        Raises
+        ------
+        kic.SingularityError
+            A singular pose (``on_failure="raise"``): the message gives its
+            batch index, its condition number and the kind (type I or II).
+        kic.ModelError
+            Inputs that are not finite (a pose the inverse kinematics missed).
         """
+        if on_failure not in ("raise", "nan"):
+            raise kic.ModelError(f"on_failure must be 'raise' or 'nan', got {on_failure!r}")
         c = points(cranks, "cranks")
         x, xd = points(tip, "tip"), points(tip_rate, "tip_rate")
         xdd = None if tip_acceleration is None else points(tip_acceleration,
                                                            "tip_acceleration")
-        qd, qdd, _ = five_bar_rates(self.lengths, c, x, xd, xdd)
-        return qd if xdd is None else (qd, qdd)
+        for v, name in ((c, "cranks"), (x, "tip"), (xd, "tip_rate"), (xdd, "tip_acceleration")):
+            if v is not None and not np.all(np.isfinite(v)):
+                raise kic.ModelError(f"inverse_rates: {name} contains NaN or infinite values "
+                                     "(pass the poses the inverse kinematics reached)")
+        qd, qdd, rows = five_bar_rates(self.lengths, c, x, xd, xdd)
+        cond = five_bar_rate_condition(rows)
+        singular = ~(cond < MAX_CONDITION)
+        if singular.any() and on_failure == "raise":
+            shape = singular.shape
+            bad = [tuple(int(i) for i in np.unravel_index(k, shape))
+                   for k in np.flatnonzero(singular)]
+            first = bad[0]
+            kind = int(np.broadcast_to(five_bar_singularity_kind(self.lengths, c, x),
+                                       shape)[first])
+            what = ("type I: an elbow straight, the tip at the edge of its reach" if kind == 1
+                    else "type II: the couplers aligned")
+            raise SingularityError(
+                f"five-bar crank rates at a singular pose ({what}): dimensionless condition "
+                f"number of the task Jacobian {float(cond[first]):.3e} >= "
+                f"{MAX_CONDITION:.0e}{at_batch_indices(bad, bool(shape))}",
+                condition=float(cond[first]), where="five-bar task Jacobian dC/dq",
+                index=first if shape else None)
+        if on_failure == "raise":
+            return qd if xdd is None else (qd, qdd)
+        status = np.where(singular, int(Status.SINGULAR_LOAD), int(Status.OK))
+        qd = np.where(singular[..., None], np.nan, qd)
+        if xdd is None:
+            return qd, status
+        return qd, np.where(singular[..., None], np.nan, qdd), status
 
     def reference_cranks(self, elbows=(-1, 1), tip_side=None, home=FIVE_BAR_HOME,
                          grid: int = GRID) -> np.ndarray:

@@ -18,7 +18,7 @@ __all__ = ["random_rotation", "random_rigid", "random_inertia", "random_link",
            "random_chain", "random_loads", "rel_err", "max_rel_err", "assert_close",
            "assert_rel_recorded", "derivative", "directional_derivative", "FD_STEP",
            "mechanism_builder", "two_link_rods", "G_FU", "dh_standard", "dh_modified",
-           "combine_bodies"]
+           "combine_bodies", "within_ranges"]
 
 
 # ------------------------------------------------------------ random pieces
@@ -232,3 +232,17 @@ def combine_bodies(parts):
         d = np.asarray(ci, float) - c
         I += np.asarray(Ii, float) + mi * (d @ d * np.eye(3) - np.outer(d, d))
     return m, c, I
+
+
+def within_ranges(limits, names, phi, span: float):
+    """Joint values ``phi`` (..., len(names)) drawn in [-span, span) mapped affinely
+    into the ranges of the joints ``limits`` (a mapping joint -> (lower, upper))
+    gives them: a closed model refuses poses outside its joint limits
+    (kic.Status.OUTSIDE_LIMITS), so tests that compare with a peer at random poses
+    draw them inside."""
+    phi = np.array(phi, dtype=float)
+    for i, n in enumerate(names):
+        if n in limits:
+            lo, hi = limits[n]
+            phi[..., i] = lo + (hi - lo) * (phi[..., i] + span) / (2 * span)
+    return phi

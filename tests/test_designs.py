@@ -26,6 +26,7 @@ import kic.indices
 import mechanisms
 from kic.designs import DesignBatch
 from mechanisms import five_bar_task
+from mechanisms.geometry import stewart_anchors
 
 import helpers
 
@@ -115,18 +116,21 @@ def test_stewart_writer_equals_builder():
     batch = mechanisms.stewart_designs(**p)
     generic = DesignBatch.from_builder(mechanisms.stewart_platform, p)
     fb, fg = batch.fields, generic.fields
-    for name in fb:
-        if name != "scale":
-            assert np.abs(fb[name] - fg[name]).max() <= 1e-14 * max(np.abs(fg[name]).max(), 1)
+    for name in fb:          # the scale too: the builder's reference is the nominal pose
+        assert np.abs(fb[name] - fg[name]).max() <= 1e-14 * max(np.abs(fg[name]).max(), 1)
     assert np.array_equal(batch.modes, generic.modes)
-    # the writer's reference is the nominal pose (0, 0, h0, 0, 0, 0); its
-    # characteristic length in closed form: the joint origins are the base anchors,
-    # the world origin (x, y, z joints) and the platform centre (yaw, pitch, roll)
-    B = np.stack([np.stack([p["rb"] * np.cos(a), p["rb"] * np.sin(a)], -1) for a in (
-        np.radians(120 * k) + s * p["base_half_angle"] for k in range(3) for s in (-1, 1))], 1)
-    chord = np.linalg.norm(B[:, :, None] - B[:, None], axis=-1).max(axis=(1, 2))
-    L = np.maximum(chord, np.hypot(p["rb"], p["h0"]))
+    # the reference is the nominal pose (0, 0, h0, 0, 0, 0); the characteristic
+    # length in closed form: the largest distance between the joints' points, the
+    # base anchors (U), the platform anchors (where the legs' P joints have carried
+    # their rods), the world origin (x, y, z) and the platform centre (yaw, pitch,
+    # roll), as the model measures it
+    B, P = stewart_anchors(p["rb"], p["rp"], p["base_half_angle"], p["plat_half_angle"])
+    centre = np.stack([0 * p["h0"], 0 * p["h0"], p["h0"]], -1)[:, None]
+    pts = np.concatenate([B, P + centre, 0 * centre, centre], axis=1)
+    L = np.linalg.norm(pts[:, :, None] - pts[:, None], axis=-1).max(axis=(1, 2))
     assert np.allclose(fb["scale"][:, 0], L, rtol=1e-14, atol=0)
+    assert np.allclose([mechanisms.stewart_platform(**{k: v[d] for k, v in p.items()})
+                        .characteristic_length for d in range(len(L))], L, rtol=1e-14, atol=0)
     assert np.allclose(batch.reference_phi[:, 18:21], np.stack(
         [0 * p["h0"], 0 * p["h0"], p["h0"]], -1), atol=0)
 

@@ -33,6 +33,8 @@ import pytest
 import kic
 from kic.io import RepairWarning, to_mjcf, to_urdf
 
+from helpers import within_ranges
+
 pin = pytest.importorskip("pinocchio")
 
 
@@ -110,7 +112,7 @@ def test_loads_and_agrees_with_pinocchio(robot):
     model = mech.model(names)
     data = pm.createData()
     rng = np.random.default_rng(zlib.crc32(Path(path).name.encode()))
-    phi = rng.uniform(-1.5, 1.5, (STATES, len(names)))
+    phi = within_ranges(mech.limits, names, rng.uniform(-1.5, 1.5, (STATES, len(names))), 1.5)
     qd, qdd = rng.uniform(-1, 1, (2, STATES, len(names)))
     dyn = model.dynamics(phi)
     tau = model.inverse_dynamics(phi, qd, qdd)
@@ -160,7 +162,8 @@ def test_mjcf_export_matches_mujoco(robot):
     qadr = np.array([m.joint(n).qposadr[0] for n in names])
     vadr = np.array([m.joint(n).dofadr[0] for n in names])
     model = mech.model(names)
-    phi = np.random.default_rng(5).uniform(-1.5, 1.5, (STATES, len(names)))
+    phi = within_ranges(mech.limits, names,
+                        np.random.default_rng(5).uniform(-1.5, 1.5, (STATES, len(names))), 1.5)
     I = model.dynamics(phi).I_star
     M = np.zeros((m.nv, m.nv))
     for k in range(STATES):

@@ -23,6 +23,8 @@ from kic import MimicModel
 from kic.io import RepairWarning
 from kic.io.urdf import chain_from_urdf, mechanism_from_urdf, parse_urdf, to_urdf
 
+from helpers import within_ranges
+
 DATA = Path(__file__).resolve().parent / "data"
 TOL = 1e-12
 
@@ -71,6 +73,8 @@ def close(a, b, tol=TOL):
 def compare(a, b, M, rng, n=6, tol=TOL, span=1.5):
     """I*, P*, gravity load and inverse dynamics of two models at random states."""
     q = rng.uniform(-span, span, (n, M))
+    if isinstance(a, kic.ClosedModel):   # within its ranges (b is the same mechanism)
+        q = within_ranges(a.limits, a.coordinate_names, q, span)
     qd, qdd = rng.uniform(-1, 1, (2, n, M))
     da, db = a.dynamics(q), b.dynamics(q)
     close(da.I_star, db.I_star, tol)
@@ -180,7 +184,7 @@ def test_tree_mimic_joint_by_transfer():
     G[[0, 1, 2, 3, 5], [0, 1, 2, 3, 4]] = 1.0
     G[4, 3] = -0.7
     c = np.array([0, 0, 0, 0, 0.1, 0])
-    q = rng.uniform(-1.2, 1.2, (5, 5))
+    q = within_ranges(mech.limits, model.coordinate_names, rng.uniform(-1.2, 1.2, (5, 5)), 1.2)
     qd, qdd = rng.uniform(-1, 1, (2, 5, 5))
     phi = q @ G.T + c
     close(model.joints(q), phi, 1e-15)
@@ -416,7 +420,7 @@ def test_pinocchio_agrees(fname):
     rng = np.random.default_rng(8)
     worst = 0.0
     for _ in range(4):
-        phi = rng.uniform(-1.5, 1.5, M)
+        phi = within_ranges(mech.limits, names, rng.uniform(-1.5, 1.5, M), 1.5)
         qd, qdd = rng.uniform(-1, 1, (2, M))
         qp = _pin_q(pm, names, phi)
         v, a = np.zeros(pm.nv), np.zeros(pm.nv)
@@ -491,6 +495,7 @@ def test_pinocchio_mimic_model_agrees(fname):
     worst = 0.0
     for _ in range(4):
         q, qd, qdd = rng.uniform(-1, 1, (3, model.dof))
+        q = within_ranges(mech.limits, names, q, 1.0)
         qp, v, a = np.zeros(pm.nq), np.zeros(pm.nv), np.zeros(pm.nv)
         qp[order], v[order], a[order] = q, qd, qdd
         dyn = model.dynamics(q)
