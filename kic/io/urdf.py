@@ -81,29 +81,31 @@ __all__ = ["UrdfRobot", "parse_urdf", "chain_from_urdf", "mechanism_from_urdf", 
 _MOVING = {"revolute": "R", "continuous": "R", "prismatic": "P"}
 _UNSUPPORTED = ("floating", "planar")
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+_IDENTITY = np.eye(4)           # copied, never handed out (np.eye costs 10x a copy)
 
 
 # --------------------------------------------------------------------------
 # rotations
 # --------------------------------------------------------------------------
+def _rpy_rows(roll: float, pitch: float, yaw: float) -> list[float]:
+    """The 9 entries (row by row) of ``Rz(yaw) Ry(pitch) Rx(roll)``, in Python floats:
+    a file's origins are converted one by one, and numpy's cost per call would be most
+    of the work."""
+    if not (roll or pitch or yaw):
+        return [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, -0.0, 0.0, 1.0]
+    cr, cp, cy = math.cos(roll), math.cos(pitch), math.cos(yaw)
+    sr, sp, sy = math.sin(roll), math.sin(pitch), math.sin(yaw)
+    return [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr,
+            sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr,
+            -sp, cp * sr, cp * cr]
+
+
 def rpy_matrix(rpy) -> np.ndarray:
     """URDF rotation ``Rz(yaw) Ry(pitch) Rx(roll)`` of ``rpy = (roll, pitch, yaw)`` (rad);
     batched: ``rpy`` (..., 3) gives (..., 3, 3)."""
     rpy = np.asarray(rpy, float)
-    cr, cp, cy = np.moveaxis(np.cos(rpy), -1, 0)
-    sr, sp, sy = np.moveaxis(np.sin(rpy), -1, 0)
-    return np.stack([cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr,
-                     sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr,
-                     -sp, cp * sr, cp * cr], axis=-1).reshape(rpy.shape[:-1] + (3, 3))
-
-
-def _frames(xyz, rpy) -> np.ndarray:
-    """4x4 transforms (n, 4, 4) of URDF origins: translations (n, 3), rpy (n, 3)."""
-    T = np.zeros((len(xyz), 4, 4))
-    T[:, :3, :3] = rpy_matrix(rpy)
-    T[:, :3, 3] = xyz
-    T[:, 3, 3] = 1.0
-    return T
+    rows = [_rpy_rows(*r) for r in rpy.reshape(-1, 3).tolist()]
+    return np.array(rows, float).reshape(rpy.shape[:-1] + (3, 3))
 
 
 def matrix_rpy(R) -> tuple[float, float, float]:
@@ -215,11 +217,11 @@ class UrdfRobot:
         for n in order:
             j = self.parent_joint.get(n)
             if j is None or j.kind != "fixed":
-                self.body[n] = (n, np.eye(4))
+                self.body[n] = (n, _IDENTITY.copy())
                 self.members[n] = [n]
             else:
                 top, T = self.body[j.parent]
-                self.body[n] = (top, T @ j.origin)
+                self.body[n] = (top, j.origin.copy() if top == j.parent else T @ j.origin)
                 self.members[top].append(n)
 
     def _order(self) -> list[str]:
@@ -240,20 +242,34 @@ class UrdfRobot:
         """The mass properties of the rigid groups with top links ``tops`` (fixed joints
         merged), as the file states them (defects are reported by the importers)."""
         masses, coms, inertias = [], [], []
+        merged = []                             # (index, parts) of the groups to combine
         for top in tops:
-            parts = []
-            for n in self.members[top]:
+            L = self.links[top]
+            parts = [(L.mass, L.com, L.inertia)]
+            for n in self.members[top][1:]:
                 L = self.links[n]
-                if n == top:
-                    parts.append((L.mass, L.com, L.inertia))
-                elif L.mass != 0 or L.inertia.any():     # massless frames add nothing
+                if L.mass != 0 or L.inertia.any():     # massless frames add nothing
                     T = self.body[n][1]
                     R = T[:3, :3]
                     parts.append((L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
-            m, c, I = parts[0] if len(parts) == 1 else composite_body(parts)
-            masses.append(m)
-            coms.append(c)
-            inertias.append(I)
+            if len(parts) > 1:
+                merged.append((len(masses), parts))
+            masses.append(parts[0][0])
+            coms.append(parts[0][1])
+            inertias.append(parts[0][2])
+        if merged:
+            # all groups at once: composite_body is batched; a group with fewer parts is
+            # padded with parts of zero mass and inertia (they add exact zeros)
+            width = max(len(parts) for _, parts in merged)
+            m = np.zeros((width, len(merged)))
+            c = np.zeros((width, len(merged), 3))
+            I = np.zeros((width, len(merged), 3, 3))
+            for g, (_, parts) in enumerate(merged):
+                for p, (mp, cp, Ip) in enumerate(parts):
+                    m[p, g], c[p, g], I[p, g] = mp, cp, Ip
+            m, c, I = composite_body(list(zip(m, c, I)))
+            for g, (k, _) in enumerate(merged):
+                masses[k], coms[k], inertias[k] = m[g], c[g], I[g]
         return Link.many(masses, coms, inertias, tops, strict=False)
 
     def defects(self, tops) -> list[str]:
@@ -297,15 +313,17 @@ def _report(robot: UrdfRobot, tops, strict: bool) -> None:
         f"defect(s) (strict=True refuses them):\n{lines}"), stacklevel=3)
 
 
-def _floats(text, what: str, default: tuple) -> list[float]:
+def _floats(text, what: str, default: list) -> list[float]:
     """Three finite numbers of an attribute (``default`` when it is missing)."""
     if text is None:
-        return list(default)
+        return default
     try:
-        v = [float(x) for x in text.split()]
+        v = list(map(float, text.split()))
     except ValueError:
         raise ModelError(f"{what} = {text!r} is not 3 numbers") from None
-    if len(v) != 3 or not all(map(math.isfinite, v)):
+    # a sum is finite when every term is (only sums beyond 1e308 look twice)
+    if len(v) != 3 or not math.isfinite(v[0] + v[1] + v[2]) and \
+            not all(map(math.isfinite, v)):
         raise ModelError(f"{what} = {text!r} must be 3 finite numbers")
     return v
 
@@ -325,7 +343,22 @@ def _scalar(elem, key: str, what: str, default: float | None = None) -> float:
     return v
 
 
-_ZERO3 = (0.0, 0.0, 0.0)
+def _inertia(elem, what: str) -> list[float]:
+    """The six entries of an ``<inertia>`` (missing ones 0), finite."""
+    get = elem.get
+    try:
+        six = [float(get(key, 0.0)) for key in _INERTIA_KEYS]
+    except ValueError:
+        six = None
+    if six is None or not math.isfinite(sum(six)) and not all(map(math.isfinite, six)):
+        for key in _INERTIA_KEYS:                   # name the entry at fault
+            _scalar(elem, key, what, 0.0)
+    return six
+
+
+_ZERO3 = [0.0, 0.0, 0.0]
+_ZERO6 = [0.0] * 6
+_X_AXIS = [1.0, 0.0, 0.0]                   # URDF's default joint axis
 
 
 def _origin(elem, what: str) -> tuple:
@@ -345,15 +378,14 @@ def _link(e, k: int) -> tuple:
         raise ModelError(f"URDF <link> number {k + 1} has no name")
     inertial = e.find("inertial")
     if inertial is None:
-        return name, 0.0, _ZERO3, _ZERO3, (0.0,) * 6
+        return name, 0.0, _ZERO3, _ZERO3, _ZERO6
     what = f"URDF link {name!r}"
     me = inertial.find("mass")
     mass = 0.0 if me is None else _scalar(me, "value", f"{what} <mass>")
     if mass < 0:
         raise ModelError(f"{what} <mass value={mass!r}>: a mass is >= 0 kg")
     ie = inertial.find("inertia")
-    six = (0.0,) * 6 if ie is None else \
-        tuple(_scalar(ie, key, f"{what} <inertia>", 0.0) for key in _INERTIA_KEYS)
+    six = _ZERO6 if ie is None else _inertia(ie, f"{what} <inertia>")
     return (name, mass, *_origin(inertial, f"{what} <inertial>"), six)
 
 
@@ -364,25 +396,27 @@ def _joint(e, k: int) -> tuple:
         raise ModelError(f"URDF <joint> number {k + 1} has no name")
     what = f"URDF joint {name!r}"
     jtype = e.get("type")
-    if jtype in _UNSUPPORTED:
-        raise ModelError(f"{what}: type {jtype!r} is not supported; kic models a fixed "
-                         "base with revolute, continuous, prismatic and fixed joints (a "
-                         "floating base or planar joint can be written as a chain of "
-                         "prismatic and revolute joints with massless links)")
-    if jtype not in _MOVING and jtype != "fixed":
+    kind = _MOVING.get(jtype) or ("fixed" if jtype == "fixed" else None)
+    if kind is None:
+        if jtype in _UNSUPPORTED:
+            raise ModelError(f"{what}: type {jtype!r} is not supported; kic models a fixed "
+                             "base with revolute, continuous, prismatic and fixed joints (a "
+                             "floating base or planar joint can be written as a chain of "
+                             "prismatic and revolute joints with massless links)")
         raise ModelError(f"{what}: unknown joint type {jtype!r}; URDF types are revolute, "
                          "continuous, prismatic, fixed (floating, planar unsupported)")
     ends = []
     for side in ("parent", "child"):
         s = e.find(side)
-        if s is None or not s.get("link"):
+        link = None if s is None else s.get("link")
+        if not link:
             raise ModelError(f"{what}: <{side} link=...> is missing")
-        ends.append(s.get("link"))
+        ends.append(link)
     if ends[0] == ends[1]:
         raise ModelError(f"{what} joins link {ends[0]!r} to itself")
-    axis = (1.0, 0.0, 0.0)                  # the URDF default
+    axis = _X_AXIS
     limit = mimic = None
-    if jtype != "fixed":
+    if kind != "fixed":
         a = e.find("axis")
         if a is not None:
             axis = _floats(a.get("xyz"), f"{what} <axis xyz>", axis)
@@ -402,8 +436,7 @@ def _joint(e, k: int) -> tuple:
                 raise ModelError(f"{what} <mimic>: attribute 'joint' is missing")
             mimic = (mi.get("joint"), _scalar(mi, "multiplier", f"{what} <mimic>", 1.0),
                      _scalar(mi, "offset", f"{what} <mimic>", 0.0))
-    return (name, jtype, _MOVING.get(jtype, "fixed"), ends[0], ends[1], limit, mimic,
-            *_origin(e, what), axis)
+    return (name, jtype, kind, ends[0], ends[1], limit, mimic, *_origin(e, what), axis)
 
 
 def parse_urdf(source) -> UrdfRobot:
@@ -416,25 +449,35 @@ def parse_urdf(source) -> UrdfRobot:
     and mimics are checked by the importers (only where they matter).
     """
     root = read_xml(source, "URDF", "robot")
-    raw = [_link(e, k) for k, e in enumerate(root.iterfind("link"))]
+    raw = [_link(e, k) for k, e in enumerate(x for x in root if x.tag == "link")]
     if not raw:
         raise ModelError("URDF has no <link>")
-    # the arithmetic of all links at once: inertia about the centroid in link axes
-    R = rpy_matrix([r[3] for r in raw])
-    six = np.array([r[4] for r in raw])
-    I = R @ six[:, [0, 1, 2, 1, 3, 4, 2, 4, 5]].reshape(-1, 3, 3) @ R.transpose(0, 2, 1)
-    com = np.array([r[2] for r in raw])
+    # inertia about the centroid in link axes, rotated by the inertial's rpy where the
+    # file gives one (few links do)
+    I = np.array([(a, b, c, b, d, e, c, e, f) for *_, (a, b, c, d, e, f) in raw],
+                 float).reshape(-1, 3, 3)
+    turned = [k for k, r in enumerate(raw) if any(r[3])]
+    if turned:
+        R = rpy_matrix([raw[k][3] for k in turned])
+        I[turned] = R @ I[turned] @ R.transpose(0, 2, 1)
+    com = np.array([r[2] for r in raw], float)
     links: dict[str, UrdfLink] = {}
     for k, r in enumerate(raw):
         if r[0] in links:
             raise ModelError(f"URDF link {r[0]!r} is defined twice")
         links[r[0]] = UrdfLink(r[0], r[1], com[k], I[k])
-    raw = [_joint(e, k) for k, e in enumerate(root.iterfind("joint"))]
+    raw = [_joint(e, k) for k, e in enumerate(x for x in root if x.tag == "joint")]
     joints: dict[str, UrdfJoint] = {}
     if raw:
-        origins = _frames([r[7] for r in raw], [r[8] for r in raw])
-        axes = np.array([r[9] for r in raw])
-        axes /= np.sqrt((axes * axes).sum(axis=1))[:, None]
+        # origins as 4x4 transforms and unit axes, one array each for all joints
+        flat, axes = [], []
+        for r in raw:
+            R, (x, y, z), (u, v, w) = _rpy_rows(*r[8]), r[7], r[9]
+            flat += (*R[0:3], x, *R[3:6], y, *R[6:9], z, 0.0, 0.0, 0.0, 1.0)
+            n = math.sqrt(u * u + v * v + w * w)
+            axes.append((u / n, v / n, w / n))
+        origins = np.array(flat, float).reshape(-1, 4, 4)
+        axes = np.array(axes, float)
         for k, r in enumerate(raw):
             if r[0] in joints:
                 raise ModelError(f"URDF joint {r[0]!r} is defined twice")
@@ -615,7 +658,7 @@ def mechanism_from_urdf(source, gravity=(0.0, 0.0, -9.81), strict: bool = False,
     for j in moving:
         top, T = robot.body[j.parent]
         mech.add_joint(j.name, j.kind, rename.get(top, top), j.child, axis=j.axis,
-                       origin=T @ j.origin)
+                       origin=j.origin if top == j.parent else T @ j.origin)
     # equal bounds (a joint its limits lock) are no range of motion: a kic range needs
     # lower < upper, so such a joint keeps no range
     mech.limits = {k: v for k, v in robot.limits().items() if v[0] < v[1]}
