@@ -28,6 +28,7 @@ __all__ = ["Mechanism", "GROUND", "PrimitiveJoint"]
 GROUND = "ground"
 
 _COMPOUND = {"R": 1, "P": 1, "U": 2, "C": 2, "S": 3}
+_PRIMITIVE_KINDS = {"R": "R", "P": "P", "U": "RR", "C": "RP", "S": "RRR"}
 _IDENTITY = np.eye(4)           # copied, never handed out (np.eye costs 10x a copy)
 
 
@@ -164,9 +165,9 @@ class Mechanism:
                                  f"(got {[a.tolist() for a in ax]}): "
                                  + ("parallel axes make one rotation twice" if n == 2 else
                                     "coplanar axes put the joint at its gimbal lock"))
-        kinds = {"R": "R", "P": "P", "U": "RR", "C": "RP", "S": "RRR"}[key]
-        bodies = [parent] + [self._fresh_body_name(f"{name}:{k + 1}") for k in range(n - 1)] \
-            + [child]
+        kinds = _PRIMITIVE_KINDS[key]
+        bodies = [parent, child] if n == 1 else [parent] + [
+            self._fresh_body_name(f"{name}:{k + 1}") for k in range(n - 1)] + [child]
         for b in bodies[1:-1]:
             self.graph.add_node(b, link=Link(0.0, name=b), intermediate=True)
         for k in range(n):
@@ -180,8 +181,8 @@ class Mechanism:
             self._primitives.append(prim)
             self._primitive_index[pname] = prim
             self.graph.add_edge(prim.parent, prim.child, key=pname, primitive=prim)
-        self._joints[name] = dict(kind=key, parent=parent, child=child,
-                                  primitives=[p.name for p in self._primitives[-n:]])
+        self._joints[name] = {"kind": key, "parent": parent, "child": child,
+                              "primitives": [p.name for p in self._primitives[-n:]]}
         if limits is not None:
             try:
                 self.set_limits(name, limits)

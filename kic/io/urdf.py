@@ -175,10 +175,11 @@ class UrdfRobot:
         self.parent_joint: dict[str, UrdfJoint] = {}
         self.children: dict[str, list[UrdfJoint]] = {n: [] for n in links}
         for j in joints.values():
-            for side, link in (("parent", j.parent), ("child", j.child)):
-                if link not in links:
-                    raise ModelError(f"URDF joint {j.name!r}: its {side} link {link!r} is "
-                                     "not a <link> of the robot")
+            if j.parent not in links or j.child not in links:
+                side, link = ("parent", j.parent) if j.parent not in links else \
+                    ("child", j.child)
+                raise ModelError(f"URDF joint {j.name!r}: its {side} link {link!r} is "
+                                 "not a <link> of the robot")
             if j.child in self.parent_joint:
                 raise ModelError(f"URDF joint {j.name!r}: link {j.child!r} is already the child "
                                  f"of joint {self.parent_joint[j.child].name!r}; a URDF is a "
@@ -193,7 +194,7 @@ class UrdfRobot:
             raise ModelError(f"URDF has several root links {roots}: every link but one must be "
                              "the child of a joint (a robot is one tree)")
         self.root = roots[0]
-        order = self._order()
+        self.order = order = self._order()      # links, parents first (depth first)
         if len(order) != len(links):
             lost = [n for n in links if n not in set(order)]
             raise ModelError(f"URDF joints form a cycle through links {lost} (not reachable "
@@ -235,8 +236,9 @@ class UrdfRobot:
 
     def moving_joints(self) -> list[UrdfJoint]:
         """Revolute, continuous and prismatic joints, parents first (depth first)."""
-        return [self.parent_joint[n] for n in self._order()
-                if n in self.parent_joint and self.parent_joint[n].kind != "fixed"]
+        parent_joint = self.parent_joint
+        return [j for j in map(parent_joint.get, self.order)
+                if j is not None and j.kind != "fixed"]
 
     def body_links(self, tops) -> list[Link]:
         """The mass properties of the rigid groups with top links ``tops`` (fixed joints
@@ -272,16 +274,27 @@ class UrdfRobot:
                 masses[k], coms[k], inertias[k] = m[g], c[g], I[g]
         return Link.many(masses, coms, inertias, tops, strict=False)
 
-    def defects(self, tops) -> list[str]:
+    def defects(self, tops, bodies: list[Link] | None = None) -> list[str]:
         """What is unphysical in the links of the rigid groups ``tops`` (the ones that
-        move), one line each, and the dropped mimics."""
-        names = [n for t in tops for n in self.members[t]]
-        notes = []
+        move), one line each, and the dropped mimics.  ``bodies``, the groups'
+        :meth:`body_links` if at hand, stand for the groups of one link (the same
+        test on the same numbers)."""
+        members = self.members
+        alone = {} if bodies is None else \
+            {t: L.defects for t, L in zip(tops, bodies) if len(members[t]) == 1}
+        names = [n for t in tops if t not in alone for n in members[t]]
+        found = {}
         if names:
             L = [self.links[n] for n in names]
-            I = np.stack([x.inertia for x in L])
-            scale = inertia_scale(I, np.array([x.mass for x in L]), np.stack([x.com for x in L]))
-            notes = [f"link {n!r}: {d}" for n, d in zip(names, inertia_defects(I, scale)) if d]
+            I = np.array([x.inertia for x in L])
+            scale = inertia_scale(I, np.array([x.mass for x in L]), np.array([x.com for x in L]))
+            found = dict(zip(names, inertia_defects(I, scale)))
+        notes = []
+        for t in tops:
+            if t in alone:
+                notes += [f"link {t!r}: {d}" for d in alone[t]]
+            else:
+                notes += [f"link {n!r}: {found[n]}" for n in members[t] if found[n]]
         notes += [f"joint {j!r}: <mimic> {why}; dropped (the joint moves on its own)"
                   for j, why in self.dropped_mimics.items()]
         return notes
@@ -300,9 +313,10 @@ class UrdfRobot:
                 if n in self.parent_joint and self.parent_joint[n].kind == "fixed"}
 
 
-def _report(robot: UrdfRobot, tops, strict: bool) -> None:
-    """One warning (or, strict, one ModelError) for everything unphysical or broken."""
-    notes = robot.defects(tops)
+def _report(robot: UrdfRobot, tops, strict: bool, bodies: list[Link]) -> None:
+    """One warning (or, strict, one ModelError) for everything unphysical or broken;
+    ``bodies`` are the groups' :meth:`UrdfRobot.body_links`."""
+    notes = robot.defects(tops, bodies)
     if not notes:
         return
     lines = "\n".join(f"  - {n}" for n in notes)
@@ -313,64 +327,70 @@ def _report(robot: UrdfRobot, tops, strict: bool) -> None:
         f"defect(s) (strict=True refuses them):\n{lines}"), stacklevel=3)
 
 
-def _floats(text, what: str, default: list) -> list[float]:
-    """Three finite numbers of an attribute (``default`` when it is missing)."""
-    if text is None:
-        return default
+def _floats(text: str, what: str, part: str, seen: dict) -> tuple:
+    """Three finite numbers of an attribute ``text`` of ``what``'s element ``part``
+    (named in errors).  ``seen`` holds the strings converted before: a document
+    repeats "0 0 0" and "0 0 1" hundreds of times."""
+    v = seen.get(text)
+    if v is not None:
+        return v
     try:
-        v = list(map(float, text.split()))
+        v = tuple(map(float, text.split()))
     except ValueError:
-        raise ModelError(f"{what} = {text!r} is not 3 numbers") from None
+        raise ModelError(f"{what} {part} = {text!r} is not 3 numbers") from None
     # a sum is finite when every term is (only sums beyond 1e308 look twice)
     if len(v) != 3 or not math.isfinite(v[0] + v[1] + v[2]) and \
             not all(map(math.isfinite, v)):
-        raise ModelError(f"{what} = {text!r} must be 3 finite numbers")
+        raise ModelError(f"{what} {part} = {text!r} must be 3 finite numbers")
+    seen[text] = v
     return v
 
 
-def _scalar(elem, key: str, what: str, default: float | None = None) -> float:
+def _scalar(elem, key: str, what: str, part: str, default: float | None = None) -> float:
+    """A finite number, attribute ``key`` of ``what``'s element ``part``."""
     text = elem.get(key)
     if text is None:
         if default is None:
-            raise ModelError(f"{what}: attribute {key!r} is missing")
+            raise ModelError(f"{what} {part}: attribute {key!r} is missing")
         return default
     try:
         v = float(text)
     except ValueError:
-        raise ModelError(f"{what}: {key}={text!r} is not a number") from None
+        raise ModelError(f"{what} {part}: {key}={text!r} is not a number") from None
     if not math.isfinite(v):
-        raise ModelError(f"{what}: {key}={text!r} is not finite")
+        raise ModelError(f"{what} {part}: {key}={text!r} is not finite")
     return v
 
 
-def _inertia(elem, what: str) -> list[float]:
-    """The six entries of an ``<inertia>`` (missing ones 0), finite."""
+def _inertia(elem, what: str) -> tuple:
+    """The six entries of ``what``'s ``<inertia>`` (missing ones 0), finite."""
     get = elem.get
     try:
-        six = [float(get(key, 0.0)) for key in _INERTIA_KEYS]
+        six = tuple([float(get(key, 0.0)) for key in _INERTIA_KEYS])
     except ValueError:
         six = None
     if six is None or not math.isfinite(sum(six)) and not all(map(math.isfinite, six)):
         for key in _INERTIA_KEYS:                   # name the entry at fault
-            _scalar(elem, key, what, 0.0)
+            _scalar(elem, key, what, "<inertia>", 0.0)
     return six
 
 
-_ZERO3 = [0.0, 0.0, 0.0]
-_ZERO6 = [0.0] * 6
-_X_AXIS = [1.0, 0.0, 0.0]                   # URDF's default joint axis
+_ZERO3 = (0.0, 0.0, 0.0)
+_ZERO6 = (0.0,) * 6
+_X_AXIS = (1.0, 0.0, 0.0)                   # URDF's default joint axis
 
 
-def _origin(elem, what: str) -> tuple:
+def _origin(elem, what: str, seen: dict) -> tuple:
     """``(xyz, rpy)`` of an element's ``<origin>`` (zeros where missing)."""
     o = elem.find("origin")
     if o is None:
         return _ZERO3, _ZERO3
-    return (_floats(o.get("xyz"), f"{what} <origin xyz>", _ZERO3),
-            _floats(o.get("rpy"), f"{what} <origin rpy>", _ZERO3))
+    xyz, rpy = o.get("xyz"), o.get("rpy")
+    return (_ZERO3 if xyz is None else _floats(xyz, what, "<origin xyz>", seen),
+            _ZERO3 if rpy is None else _floats(rpy, what, "<origin rpy>", seen))
 
 
-def _link(e, k: int) -> tuple:
+def _link(e, k: int, seen: dict) -> tuple:
     """A <link> as numbers: ``(name, mass, xyz, rpy, inertia entries)`` of its inertial
     (the arithmetic is done for all links at once, in :func:`parse_urdf`)."""
     name = e.get("name")
@@ -381,15 +401,15 @@ def _link(e, k: int) -> tuple:
         return name, 0.0, _ZERO3, _ZERO3, _ZERO6
     what = f"URDF link {name!r}"
     me = inertial.find("mass")
-    mass = 0.0 if me is None else _scalar(me, "value", f"{what} <mass>")
+    mass = 0.0 if me is None else _scalar(me, "value", what, "<mass>")
     if mass < 0:
         raise ModelError(f"{what} <mass value={mass!r}>: a mass is >= 0 kg")
     ie = inertial.find("inertia")
-    six = _ZERO6 if ie is None else _inertia(ie, f"{what} <inertia>")
-    return (name, mass, *_origin(inertial, f"{what} <inertial>"), six)
+    six = _ZERO6 if ie is None else _inertia(ie, what)
+    return (name, mass, *_origin(inertial, f"{what} <inertial>", seen), six)
 
 
-def _joint(e, k: int) -> tuple:
+def _joint(e, k: int, seen: dict) -> tuple:
     """A <joint> as ``(UrdfJoint fields but origin and axis, xyz, rpy, axis)``."""
     name = e.get("name")
     if not name:
@@ -418,15 +438,16 @@ def _joint(e, k: int) -> tuple:
     limit = mimic = None
     if kind != "fixed":
         a = e.find("axis")
-        if a is not None:
-            axis = _floats(a.get("xyz"), f"{what} <axis xyz>", axis)
+        text = None if a is None else a.get("xyz")
+        if text is not None:
+            axis = _floats(text, what, "<axis xyz>", seen)
         if not any(axis):
             raise ModelError(f"{what}: <axis xyz> is zero")
         le = e.find("limit")
         if le is not None and jtype != "continuous" and \
                 (le.get("lower") is not None or le.get("upper") is not None):
-            lo = _scalar(le, "lower", f"{what} <limit>", 0.0)
-            hi = _scalar(le, "upper", f"{what} <limit>", 0.0)
+            lo = _scalar(le, "lower", what, "<limit>", 0.0)
+            hi = _scalar(le, "upper", what, "<limit>", 0.0)
             if lo > hi:
                 raise ModelError(f"{what} <limit>: lower {lo} > upper {hi}")
             limit = (lo, hi)
@@ -434,9 +455,9 @@ def _joint(e, k: int) -> tuple:
         if mi is not None:
             if not mi.get("joint"):
                 raise ModelError(f"{what} <mimic>: attribute 'joint' is missing")
-            mimic = (mi.get("joint"), _scalar(mi, "multiplier", f"{what} <mimic>", 1.0),
-                     _scalar(mi, "offset", f"{what} <mimic>", 0.0))
-    return (name, jtype, kind, ends[0], ends[1], limit, mimic, *_origin(e, what), axis)
+            mimic = (mi.get("joint"), _scalar(mi, "multiplier", what, "<mimic>", 1.0),
+                     _scalar(mi, "offset", what, "<mimic>", 0.0))
+    return (name, jtype, kind, ends[0], ends[1], limit, mimic, *_origin(e, what, seen), axis)
 
 
 def parse_urdf(source) -> UrdfRobot:
@@ -449,7 +470,8 @@ def parse_urdf(source) -> UrdfRobot:
     and mimics are checked by the importers (only where they matter).
     """
     root = read_xml(source, "URDF", "robot")
-    raw = [_link(e, k) for k, e in enumerate(x for x in root if x.tag == "link")]
+    seen: dict = {}                         # attribute strings converted so far
+    raw = [_link(e, k, seen) for k, e in enumerate([x for x in root if x.tag == "link"])]
     if not raw:
         raise ModelError("URDF has no <link>")
     # inertia about the centroid in link axes, rotated by the inertial's rpy where the
@@ -466,7 +488,7 @@ def parse_urdf(source) -> UrdfRobot:
         if r[0] in links:
             raise ModelError(f"URDF link {r[0]!r} is defined twice")
         links[r[0]] = UrdfLink(r[0], r[1], com[k], I[k])
-    raw = [_joint(e, k) for k, e in enumerate(x for x in root if x.tag == "joint")]
+    raw = [_joint(e, k, seen) for k, e in enumerate([x for x in root if x.tag == "joint"])]
     joints: dict[str, UrdfJoint] = {}
     if raw:
         # origins as 4x4 transforms and unit axes, one array each for all joints
@@ -540,15 +562,17 @@ def chain_from_urdf(source, base_link: str | None = None, tip_link: str | None =
         moving = _path(robot, base, tip_link)
     on_path = {j.name for j in moving}
     tops = [j.child for j in moving]
-    _report(robot, tops, strict)
-    base_top, T_base = robot.body[base]
-    joints, prev = [], (base_top, T_base)
-    for j in moving:
-        top, T = robot.body[j.parent]
-        origin = _inv(prev[1]) @ T @ j.origin
-        joints.append(Joint(j.kind, j.axis, origin, name=j.name))
-        prev = (j.child, np.eye(4))
     links = robot.body_links(tops)
+    _report(robot, tops, strict, links)
+    base_top, T_base = robot.body[base]
+    joints = []
+    for k, j in enumerate(moving):
+        top, T = robot.body[j.parent]
+        if k == 0:                          # the first joint's origin in the base frame
+            origin = _inv(T_base) @ T @ j.origin
+        else:                               # the others' in their parent body's frame
+            origin = j.origin if top == j.parent else T @ j.origin
+        joints.append(Joint(j.kind, j.axis, origin, name=j.name))
     tool = robot.body[tip_link][1]
     chain = SerialChain(joints, links, gravity=gravity, tool=tool, name=robot.name)
     names = [j.name for j in moving]
@@ -650,9 +674,10 @@ def mechanism_from_urdf(source, gravity=(0.0, 0.0, -9.81), strict: bool = False,
     if GROUND in tops:
         raise ModelError(f"URDF link {GROUND!r} is moved by a joint; kic reserves that name "
                          "for the fixed base")
-    _report(robot, tops, strict)
+    bodies = robot.body_links(tops)
+    _report(robot, tops, strict, bodies)
     mech = Mechanism(gravity=gravity, name=name or robot.name)
-    for t, link in zip(tops, robot.body_links(tops)):
+    for t, link in zip(tops, bodies):
         mech.add_body(t, link=link)
     rename = {root: GROUND}
     for j in moving:
