@@ -212,7 +212,8 @@ def inertia_defects(inertia, scale, check_triangle: bool = True) -> list[str]:
     """
     inertia = np.asarray(inertia, float).reshape(-1, 3, 3)
     n = len(inertia)
-    tol = np.broadcast_to(INERTIA_RTOL * np.asarray(scale, float).reshape(-1), (n,))
+    scale = np.asarray(scale, float).reshape(-1)
+    tol = INERTIA_RTOL * (scale if len(scale) == n else np.broadcast_to(scale, (n,)))
     out = [""] * n
     if n <= _SCREENED:
         doubt = [k for k, (entries, t) in enumerate(zip(inertia.reshape(n, 9).tolist(),
@@ -325,21 +326,25 @@ class Link:
         m = finite_array(masses, "link masses", (n,))
         c = finite_array(coms, "link centroids", (n, 3))
         I = finite_array(inertias, "link inertias", (n, 3, 3))
-        for k in np.flatnonzero(m < 0)[:1]:
+        negative = m < 0
+        if negative.any():
+            k = int(negative.argmax())
             raise ModelError(f"link {names[k]!r}: mass must be a scalar >= 0 kg, got {m[k]!r}")
         scale = inertia_scale(I, m, c)
-        for k in np.flatnonzero(np.abs(I - I.swapaxes(1, 2)).max(axis=(1, 2))
-                                > INERTIA_RTOL * scale)[:1]:
+        skew = np.abs(I - I.swapaxes(1, 2)).reshape(n, 9).max(axis=1) > INERTIA_RTOL * scale
+        if skew.any():
+            k = int(skew.argmax())
             raise ModelError(f"link {names[k]!r}: inertia is not symmetric: {I[k].tolist()}")
         I = 0.5 * (I + I.swapaxes(1, 2))
         defects = inertia_defects(I, scale, check_triangle)
         out = []
-        for k, name in enumerate(names):
-            if strict and defects[k]:
-                raise ModelError(f"link {name!r}: {defects[k]}")
-            link = cls.__new__(cls)
-            link.mass, link.com, link.inertia, link.name = float(m[k]), c[k], I[k], name
-            link.defects = (defects[k],) if defects[k] else ()
+        new = cls.__new__
+        for name, mk, ck, Ik, d in zip(names, m.tolist(), c, I, defects):
+            if strict and d:
+                raise ModelError(f"link {name!r}: {d}")
+            link = new(cls)
+            link.mass, link.com, link.inertia, link.name = mk, ck, Ik, name
+            link.defects = (d,) if d else ()
             out.append(link)
         return out
 

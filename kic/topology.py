@@ -138,10 +138,11 @@ class Mechanism:
         key = str(kind).upper()
         if key not in _COMPOUND:
             raise ModelError(f"{label}: unknown joint kind {kind!r}; use R, P, U, C or S")
-        for side, body in (("parent", parent), ("child", child)):
-            if body not in self.graph:
-                raise ModelError(f"{label}: unknown {side} body {body!r}; add it with add_body "
-                                 f"first (known: {sorted(self.graph.nodes)})")
+        graph = self.graph
+        if parent not in graph or child not in graph:
+            side, body = ("parent", parent) if parent not in graph else ("child", child)
+            raise ModelError(f"{label}: unknown {side} body {body!r}; add it with add_body "
+                             f"first (known: {sorted(graph.nodes)})")
         if parent == child:
             raise ModelError(f"{label} joins body {parent!r} to itself")
         O = _IDENTITY.copy() if origin is None else check_rigid(origin, f"{label} origin")

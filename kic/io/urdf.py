@@ -248,12 +248,11 @@ class UrdfRobot:
         for top in tops:
             L = self.links[top]
             parts = [(L.mass, L.com, L.inertia)]
-            for n in self.members[top][1:]:
+            for n in self._carrying(top):
                 L = self.links[n]
-                if L.mass != 0 or L.inertia.any():     # massless frames add nothing
-                    T = self.body[n][1]
-                    R = T[:3, :3]
-                    parts.append((L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
+                T = self.body[n][1]
+                R = T[:3, :3]
+                parts.append((L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
             if len(parts) > 1:
                 merged.append((len(masses), parts))
             masses.append(parts[0][0])
@@ -274,14 +273,23 @@ class UrdfRobot:
                 masses[k], coms[k], inertias[k] = m[g], c[g], I[g]
         return Link.many(masses, coms, inertias, tops, strict=False)
 
+    def _carrying(self, top: str) -> list[str]:
+        """The links fixed to ``top`` that carry mass or inertia (massless frames add
+        nothing to a body)."""
+        links = self.links
+        return [n for n in self.members[top][1:]
+                if links[n].mass != 0 or links[n].inertia.any()]
+
     def defects(self, tops, bodies: list[Link] | None = None) -> list[str]:
         """What is unphysical in the links of the rigid groups ``tops`` (the ones that
         move), one line each, and the dropped mimics.  ``bodies``, the groups'
-        :meth:`body_links` if at hand, stand for the groups of one link (the same
-        test on the same numbers)."""
+        :meth:`body_links` if at hand, stand for the groups whose top link alone
+        carries mass (the same test on the same numbers; massless frames have no
+        defect)."""
         members = self.members
         alone = {} if bodies is None else \
-            {t: L.defects for t, L in zip(tops, bodies) if len(members[t]) == 1}
+            {t: L.defects for t, L in zip(tops, bodies)
+             if len(members[t]) == 1 or not self._carrying(t)}
         names = [n for t in tops if t not in alone for n in members[t]]
         found = {}
         if names:
