@@ -60,6 +60,7 @@ def composite_body(parts) -> tuple:
 
 
 _EYE = np.eye(3)
+_EYE4 = np.eye(4)      # copied where handed out (np.eye costs 10x a copy)
 
 
 def check_rigid(T, name: str) -> np.ndarray:
@@ -106,14 +107,26 @@ def unit_axis(axis, label: str) -> np.ndarray:
 
 
 def _frame_with_z(axis: np.ndarray) -> np.ndarray:
-    """A rotation whose third column is the unit vector ``axis``."""
-    z = axis
-    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    if np.allclose(z, (0.0, 0.0, 1.0)):
-        return np.eye(3)
-    x = helper - z * (helper @ z)
+    """A rotation whose third column is the unit vector ``axis``.
+
+    Its first column is the x (or, for an axis near x, the y) direction made
+    orthogonal to ``axis``, the second ``axis x first``: the arithmetic of numpy's
+    vector operations written on Python floats (the same numbers, without numpy's
+    cost per call, which was most of a chain's construction)."""
+    z = axis.tolist()
+    z0, z1, z2 = z
+    if z == [0.0, 0.0, 1.0] or (abs(z0) < 0.9 and abs(z1) < 0.9
+                                and np.allclose(axis, (0.0, 0.0, 1.0))):
+        return _EYE.copy()
+    if abs(z0) < 0.9:                   # x minus its part along the axis
+        x = np.array((1.0 - z0 * z0, -(z1 * z0), -(z2 * z0)))
+    else:                               # y minus its part along the axis
+        x = np.array((-(z0 * z1), 1.0 - z1 * z1, -(z2 * z1)))
     x /= np.linalg.norm(x)
-    return np.column_stack([x, np.cross(z, x), z])
+    x0, x1, x2 = x.tolist()
+    return np.array(((x0, z1 * x2 - z2 * x1, z0),
+                     (x1, z2 * x0 - z0 * x2, z1),
+                     (x2, z0 * x1 - z1 * x0, z2)))
 
 
 class Joint:
@@ -150,7 +163,7 @@ class Joint:
                              "or 'P' (prismatic)")
         self.kind: str = _KINDS[key]
         self.axis: np.ndarray = unit_axis(axis, label)
-        self.origin: np.ndarray = (np.eye(4) if origin is None
+        self.origin: np.ndarray = (_EYE4.copy() if origin is None
                                    else check_rigid(origin, f"{label} origin"))
         self.name = name
 
@@ -428,11 +441,11 @@ class SerialChain:
                 dup = sorted({n for n in names if names.count(n) > 1})
                 raise ModelError(f"duplicate {kind} names {dup}")
         self.gravity: np.ndarray = finite_array(gravity, "gravity", (3,))
-        self.base: np.ndarray = np.eye(4) if base is None else check_rigid(base, "base")
-        self.tool: np.ndarray = np.eye(4) if tool is None else check_rigid(tool, "tool")
+        self.base: np.ndarray = _EYE4.copy() if base is None else check_rigid(base, "base")
+        self.tool: np.ndarray = _EYE4.copy() if tool is None else check_rigid(tool, "tool")
         M = len(joints)
         if frame_offsets is None:
-            offsets = np.broadcast_to(np.eye(4), (M, 4, 4)).copy()
+            offsets = np.broadcast_to(_EYE4, (M, 4, 4)).copy()
         else:
             offsets = finite_array(frame_offsets, "frame_offsets")
             if offsets.shape != (M, 4, 4):
@@ -458,7 +471,7 @@ class SerialChain:
         Q[:, 3, 3] = 1.0
         for k, j in enumerate(self.joints):
             Q[k, :3, :3] = _frame_with_z(j.axis)
-        prevQ_T = np.concatenate([np.eye(4)[None], Q[:-1].transpose(0, 2, 1)])
+        prevQ_T = np.concatenate([_EYE4[None], Q[:-1].transpose(0, 2, 1)])
         O = np.stack([j.origin for j in self.joints])
         self._origin_z = prevQ_T @ O @ Q                 # (M, 4, 4), joint axis = z
         Fo = Q.transpose(0, 2, 1) @ self.frame_offsets  # user frame in the z frame

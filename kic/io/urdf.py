@@ -585,10 +585,11 @@ def chain_from_urdf(source, base_link: str | None = None, tip_link: str | None =
     chain = SerialChain(joints, links, gravity=gravity, tool=tool, name=robot.name)
     names = [j.name for j in moving]
     chain.limits = robot.limits(names)
-    chain.fixed_frames = {n: (None if top == base_top else top,
-                              (_inv(T_base) @ T) if top == base_top else T)
+    to_base = _inv(T_base)
+    on_chain = set(tops)
+    chain.fixed_frames = {n: (None, to_base @ T) if top == base_top else (top, T)
                           for n, (top, T) in robot.body.items()
-                          if top in tops or top == base_top}
+                          if top in on_chain or top == base_top}
     chain.fixed_joints = robot.fixed_joints(chain.fixed_frames)
     chain.mimic = robot.mimic(names)
     for j, (master, _, _) in chain.mimic.items():
