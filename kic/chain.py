@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import dynamics
-from ._array import as_batch, finite_array, homogeneous, rot_x, rot_z
+from ._array import as_batch, finite_array, homogeneous, numeric, rot_x, rot_z
 from .errors import ModelError
 from .settings import INERTIA_RTOL, TINY
 from .settings import RIGID_RTOL, ZERO_NORM
@@ -336,14 +336,20 @@ class Link:
         """
         names = list(names)
         n = len(names)
-        m = finite_array(masses, "link masses", (n,))
-        c = finite_array(coms, "link centroids", (n, 3))
-        I = finite_array(inertias, "link inertias", (n, 3, 3))
+        given = ((masses, "link masses", (n,)), (coms, "link centroids", (n, 3)),
+                 (inertias, "link inertias", (n, 3, 3)))
+        m, c, I = (numeric(v, what) for v, what, _ in given)
+        if (m.shape, c.shape, I.shape) != tuple(shape for *_, shape in given):
+            for v, what, shape in given:
+                finite_array(v, what, shape)        # names the one of a wrong shape
         negative = m < 0
         if negative.any():
             k = int(negative.argmax())
             raise ModelError(f"link {names[k]!r}: mass must be a scalar >= 0 kg, got {m[k]!r}")
         scale = inertia_scale(I, m, c)
+        if not np.isfinite(scale).all():    # a NaN or infinity in any input makes one here
+            for v, what, shape in given:
+                finite_array(v, what, shape)        # names the input
         skew = np.abs(I - I.swapaxes(1, 2)).reshape(n, 9).max(axis=1) > INERTIA_RTOL * scale
         if skew.any():
             k = int(skew.argmax())

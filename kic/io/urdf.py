@@ -374,7 +374,7 @@ def _inertia(elem, what: str) -> tuple:
     """The six entries of ``what``'s ``<inertia>`` (missing ones 0), finite."""
     get = elem.get
     try:
-        six = tuple([float(get(key, 0.0)) for key in _INERTIA_KEYS])
+        six = tuple(map(float, map(get, _INERTIA_KEYS, _ZERO6)))
     except ValueError:
         six = None
     if six is None or not math.isfinite(sum(six)) and not all(map(math.isfinite, six)):
