@@ -606,7 +606,7 @@ def chain_from_urdf(source, base_link: str | None = None, tip_link: str | None =
 
 def _single_chain(robot: UrdfRobot, base: str) -> tuple[list[UrdfJoint], str]:
     """The moving joints below ``base`` when they form one chain, and the tip link."""
-    below = set(_subtree(robot, base))
+    below = robot.links if base == robot.root else set(_subtree(robot, base))
     after: dict[str, list[UrdfJoint]] = {}     # rigid group -> moving joints on it
     for j in robot.moving_joints():
         if j.child in below:
