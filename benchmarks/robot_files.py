@@ -14,7 +14,9 @@ RepairWarnings are silenced here) and by ``pinocchio.buildModelFromUrdf(path)``,
 interleaved in one process, in CPU time of the process; the best of the repeats is
 reported per robot (the median beside it), with the ratio kic / Pinocchio, and over
 the collection the ratio of the total times and the median and largest per-robot
-ratios.
+ratios.  The robots that are one chain for Pinocchio are also loaded by
+``kic.SerialChain.from_urdf(path)`` (a chain ready for its dynamics), with the same
+figures over them.
 """
 from __future__ import annotations
 
@@ -114,23 +116,40 @@ def main(argv=None) -> int:
                 continue
         except Exception:                   # noqa: BLE001  (not loaded by Pinocchio)
             continue
+        pm = pin.buildModelFromUrdf(path)
+        one_chain = all(pm.parents[i] == i - 1 for i in range(1, pm.njoints))
         kic.Mechanism.from_urdf(path)       # warm: imports, first-call costs
-        tk, tp = [], []
+        loads = [kic.Mechanism.from_urdf, pin.buildModelFromUrdf]
+        if one_chain:
+            kic.SerialChain.from_urdf(path)
+            loads.append(kic.SerialChain.from_urdf)
+        times = [[] for _ in loads]
         for _ in range(repeats):            # interleaved
-            tk.append(timed(kic.Mechanism.from_urdf, path))
-            tp.append(timed(pin.buildModelFromUrdf, path))
-        rows.append((str(p.relative_to(root)), min(tk), min(tp), statistics.median(tk),
-                     statistics.median(tp)))
-    print(f"{'robot':58s} {'kic ms':>8s} {'pin ms':>8s} {'kic/pin':>8s}   (medians)")
-    for name, tk, tp, mk, mp in rows:
+            for load, t in zip(loads, times):
+                t.append(timed(load, path))
+        rows.append((str(p.relative_to(root)), *map(min, times[:2]),
+                     *map(statistics.median, times[:2]), min(times[2]) if one_chain else None))
+    print(f"{'robot':58s} {'kic ms':>8s} {'pin ms':>8s} {'kic/pin':>8s}   (medians)   "
+          "SerialChain ms, /pin")
+    for name, tk, tp, mk, mp, tc in rows:
+        chain = "" if tc is None else f"   {tc * 1e3:6.2f} {tc / tp:5.2f}"
         print(f"{name:58s} {tk * 1e3:8.2f} {tp * 1e3:8.2f} {tk / tp:8.2f}   "
-              f"({mk * 1e3:.2f} {mp * 1e3:.2f} {mk / mp:.2f})")
-    ratios = [r[1] / r[2] for r in rows]
-    total_k, total_p = sum(r[1] for r in rows), sum(r[2] for r in rows)
-    print(f"\n{len(rows)} robots, best of {repeats}: total kic {total_k * 1e3:.1f} ms, "
-          f"Pinocchio {total_p * 1e3:.1f} ms, ratio {total_k / total_p:.2f}; per robot "
-          f"median {statistics.median(ratios):.2f}, largest {max(ratios):.2f}")
+              f"({mk * 1e3:.2f} {mp * 1e3:.2f} {mk / mp:.2f}){chain}")
+    print()
+    summary(f"{len(rows)} robots, Mechanism.from_urdf", repeats,
+            [(r[1], r[2]) for r in rows])
+    summary(f"{sum(r[5] is not None for r in rows)} single chains, SerialChain.from_urdf",
+            repeats, [(r[5], r[2]) for r in rows if r[5] is not None])
     return 0
+
+
+def summary(what: str, repeats: int, pairs) -> None:
+    """One line: total times, their ratio, the median and largest per-robot ratios."""
+    ratios = [k / p for k, p in pairs]
+    total_k, total_p = sum(k for k, _ in pairs), sum(p for _, p in pairs)
+    print(f"{what}, best of {repeats}: total kic {total_k * 1e3:.1f} ms, Pinocchio "
+          f"{total_p * 1e3:.1f} ms, ratio {total_k / total_p:.2f}; per robot median "
+          f"{statistics.median(ratios):.2f}, largest {max(ratios):.2f}")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,14 @@ apart from ``Data``).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import dynamics
-from ._array import as_batch, finite_array, homogeneous, rot_x, rot_z
+from ._array import as_batch, finite_array, homogeneous, numeric, rot_x, rot_z
 from .errors import ModelError
 from .settings import INERTIA_RTOL, TINY
 from .settings import RIGID_RTOL, ZERO_NORM
@@ -59,31 +60,73 @@ def composite_body(parts) -> tuple:
 
 
 _EYE = np.eye(3)
+_EYE4 = np.eye(4)      # copied where handed out (np.eye costs 10x a copy)
 
 
 def check_rigid(T, name: str) -> np.ndarray:
-    """Validate a 4x4 rigid transform (orthonormal, det +1, last row 0 0 0 1)."""
-    T = finite_array(T, name)
+    """Validate a 4x4 rigid transform (orthonormal, det +1, last row 0 0 0 1).
+
+    The tests run on Python floats (a few microseconds: a file importer checks
+    every joint's origin, and numpy's per-call cost would be most of a load).
+    """
+    if not (type(T) is np.ndarray and T.dtype == np.float64):
+        T = finite_array(T, name)
     if T.shape != (4, 4):
         raise ModelError(f"{name} must be a 4x4 homogeneous transform, got shape {T.shape}")
-    R = T[:3, :3]
-    err = np.abs(R.T @ R - np.eye(3)).max()
-    if err > RIGID_RTOL or np.linalg.det(R) < 0 or np.abs(T[3] - (0, 0, 0, 1)).max() > RIGID_RTOL:
+    r0, r1, r2, last = rows = T.tolist()
+    if not all(map(math.isfinite, r0 + r1 + r2 + last)):
+        raise ModelError(f"{name} contains NaN or infinite values: {T!r}")
+    (a, b, c, _), (d, e, f, _), (g, h, i, _) = rows[:3]
+    err = max(abs(a * a + d * d + g * g - 1.0), abs(b * b + e * e + h * h - 1.0),
+              abs(c * c + f * f + i * i - 1.0), abs(a * b + d * e + g * h),
+              abs(a * c + d * f + g * i), abs(b * c + e * f + h * i))
+    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    off = max(abs(last[0]), abs(last[1]), abs(last[2]), abs(last[3] - 1.0))
+    if err > RIGID_RTOL or det < 0 or off > RIGID_RTOL:
         raise ModelError(
             f"{name} is not a rigid transform (rotation orthonormality error {err:.2e}, "
-            f"det {np.linalg.det(R):+.6f}, last row {T[3].tolist()})")
+            f"det {det:+.6f}, last row {last})")
     return T
 
 
+def unit_axis(axis, label: str) -> np.ndarray:
+    """A joint axis (3,) as a unit vector; :class:`kic.ModelError` naming ``label``
+    for a wrong shape, a non-finite or a zero axis.  Python floats, as
+    :func:`check_rigid`."""
+    a = axis if type(axis) is np.ndarray and axis.dtype == np.float64 else \
+        finite_array(axis, f"{label} axis")
+    if a.shape != (3,):
+        raise ModelError(f"{label}: axis must have 3 components, got shape {a.shape}")
+    x, y, z = a.tolist()
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        raise ModelError(f"{label} axis contains NaN or infinite values: {a!r}")
+    n = math.sqrt(x * x + y * y + z * z)
+    if n < ZERO_NORM:
+        raise ModelError(f"{label}: axis {[x, y, z]} is zero")
+    return np.array((x / n, y / n, z / n))
+
+
 def _frame_with_z(axis: np.ndarray) -> np.ndarray:
-    """A rotation whose third column is the unit vector ``axis``."""
-    z = axis
-    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    if np.allclose(z, (0.0, 0.0, 1.0)):
-        return np.eye(3)
-    x = helper - z * (helper @ z)
+    """A rotation whose third column is the unit vector ``axis``.
+
+    Its first column is the x (or, for an axis near x, the y) direction made
+    orthogonal to ``axis``, the second ``axis x first``: the arithmetic of numpy's
+    vector operations written on Python floats (the same numbers, without numpy's
+    cost per call, which was most of a chain's construction)."""
+    z = axis.tolist()
+    z0, z1, z2 = z
+    if z == [0.0, 0.0, 1.0] or (abs(z0) < 0.9 and abs(z1) < 0.9
+                                and np.allclose(axis, (0.0, 0.0, 1.0))):
+        return _EYE.copy()
+    if abs(z0) < 0.9:                   # x minus its part along the axis
+        x = np.array((1.0 - z0 * z0, -(z1 * z0), -(z2 * z0)))
+    else:                               # y minus its part along the axis
+        x = np.array((-(z0 * z1), 1.0 - z1 * z1, -(z2 * z1)))
     x /= np.linalg.norm(x)
-    return np.column_stack([x, np.cross(z, x), z])
+    x0, x1, x2 = x.tolist()
+    return np.array(((x0, z1 * x2 - z2 * x1, z0),
+                     (x1, z2 * x0 - z0 * x2, z1),
+                     (x2, z0 * x1 - z1 * x0, z2)))
 
 
 class Joint:
@@ -119,14 +162,8 @@ class Joint:
             raise ModelError(f"{label}: unknown joint kind {kind!r}; use 'R' (revolute) "
                              "or 'P' (prismatic)")
         self.kind: str = _KINDS[key]
-        a = finite_array(axis, f"{label} axis")
-        if a.shape != (3,):
-            raise ModelError(f"{label}: axis must have 3 components, got shape {a.shape}")
-        n = float(np.linalg.norm(a))
-        if n < ZERO_NORM:
-            raise ModelError(f"{label}: axis {a.tolist()} is zero")
-        self.axis: np.ndarray = a / n
-        self.origin: np.ndarray = (np.eye(4) if origin is None
+        self.axis: np.ndarray = unit_axis(axis, label)
+        self.origin: np.ndarray = (_EYE4.copy() if origin is None
                                    else check_rigid(origin, f"{label} origin"))
         self.name = name
 
@@ -139,8 +176,40 @@ def inertia_scale(inertia, mass, com) -> np.ndarray:
     ``mass |com|^2`` (its inertia about the link frame); batched over leading axes."""
     inertia, mass, com = np.asarray(inertia, float), np.asarray(mass, float), \
         np.asarray(com, float)
-    return np.maximum(np.maximum(np.abs(inertia).max(axis=(-2, -1)),
-                                 mass * (com * com).sum(axis=-1)), TINY)
+    largest = np.abs(inertia).reshape(inertia.shape[:-2] + (9,)).max(axis=-1)
+    return np.maximum(np.maximum(largest, mass * (com * com).sum(axis=-1)), TINY)
+
+
+def _surely_physical(entries: list, tol: float, check_triangle: bool) -> bool:
+    """Whether a symmetric 3x3 inertia (its 9 entries, Python floats) passes the tests
+    of :func:`inertia_defects` with half the tolerance ``tol`` to spare: ``A + tol/2``
+    and, for the triangle inequality, ``(trace(A) + tol/2) / 2 - A`` are positive
+    definite (LDL^T pivots > 0; their round-off, ~1e-15 of the scale, is far below
+    tol/2).  False means "ask the eigenvalues", not "defective"."""
+    a, d, e, _, b, f, _, _, c = entries
+    half = 0.5 * tol
+    if not _positive_definite(a + half, b + half, c + half, d, e, f):
+        return False
+    if not check_triangle:
+        return True
+    h = 0.5 * (a + b + c + half)
+    return _positive_definite(h - a, h - b, h - c, -d, -e, -f)
+
+
+def _positive_definite(a: float, b: float, c: float, d: float, e: float, f: float) -> bool:
+    """``[[a, d, e], [d, b, f], [e, f, c]]`` has positive LDL^T pivots (NaN: False)."""
+    if not a > 0.0:
+        return False
+    b1 = b - d * d / a
+    if not b1 > 0.0:
+        return False
+    f1 = f - d * e / a
+    return c - e * e / a - f1 * f1 / b1 > 0.0
+
+
+_SCREENED = 256
+"""Up to this many tensors, :func:`inertia_defects` screens each in Python floats
+(microseconds); beyond, numpy's batched eigenvalues are the faster test."""
 
 
 def inertia_defects(inertia, scale, check_triangle: bool = True) -> list[str]:
@@ -150,20 +219,32 @@ def inertia_defects(inertia, scale, check_triangle: bool = True) -> list[str]:
 
     A principal moment below ``-INERTIA_RTOL * scale`` (not positive
     semi-definite) and, with ``check_triangle``, ``I1 + I2 < I3 - INERTIA_RTOL *
-    scale`` (the triangle inequality of every real body).
+    scale`` (the triangle inequality of every real body).  The principal
+    moments decide; a tensor that passes both tests with half the tolerance to
+    spare (:func:`_surely_physical`, most of a file's links) is not decomposed.
     """
-    ev = np.linalg.eigvalsh(inertia).reshape(-1, 3)
-    tol = INERTIA_RTOL * np.asarray(scale, float).reshape(-1)
+    inertia = np.asarray(inertia, float).reshape(-1, 3, 3)
+    n = len(inertia)
+    scale = np.asarray(scale, float).reshape(-1)
+    tol = INERTIA_RTOL * (scale if len(scale) == n else np.broadcast_to(scale, (n,)))
+    out = [""] * n
+    if n <= _SCREENED:
+        doubt = [k for k, (entries, t) in enumerate(zip(inertia.reshape(n, 9).tolist(),
+                                                       tol.tolist()))
+                 if not _surely_physical(entries, t, check_triangle)]
+        if not doubt:
+            return out
+    else:
+        doubt = list(range(n))
+    ev = np.linalg.eigvalsh(inertia[doubt])
+    tol = tol[doubt]
     not_psd = ev[:, 0] < -tol
     bad = not_psd | (ev[:, 0] + ev[:, 1] < ev[:, 2] - tol) if check_triangle else not_psd
-    out = [""] * len(ev)
-    if not bad.any():
-        return out
-    for k in np.flatnonzero(bad):
-        out[k] = (f"inertia is not positive semi-definite (principal moments "
-                  f"{ev[k].tolist()})" if not_psd[k] else
-                  f"principal moments {ev[k].tolist()} violate the triangle inequality "
-                  "I1 + I2 >= I3 of a physical body")
+    for i in np.flatnonzero(bad):
+        out[doubt[i]] = (f"inertia is not positive semi-definite (principal moments "
+                         f"{ev[i].tolist()})" if not_psd[i] else
+                         f"principal moments {ev[i].tolist()} violate the triangle "
+                         "inequality I1 + I2 >= I3 of a physical body")
     return out
 
 
@@ -255,24 +336,34 @@ class Link:
         """
         names = list(names)
         n = len(names)
-        m = finite_array(masses, "link masses", (n,))
-        c = finite_array(coms, "link centroids", (n, 3))
-        I = finite_array(inertias, "link inertias", (n, 3, 3))
-        for k in np.flatnonzero(m < 0)[:1]:
+        given = ((masses, "link masses", (n,)), (coms, "link centroids", (n, 3)),
+                 (inertias, "link inertias", (n, 3, 3)))
+        m, c, I = (numeric(v, what) for v, what, _ in given)
+        if (m.shape, c.shape, I.shape) != tuple(shape for *_, shape in given):
+            for v, what, shape in given:
+                finite_array(v, what, shape)        # names the one of a wrong shape
+        negative = m < 0
+        if negative.any():
+            k = int(negative.argmax())
             raise ModelError(f"link {names[k]!r}: mass must be a scalar >= 0 kg, got {m[k]!r}")
         scale = inertia_scale(I, m, c)
-        for k in np.flatnonzero(np.abs(I - I.swapaxes(1, 2)).max(axis=(1, 2))
-                                > INERTIA_RTOL * scale)[:1]:
+        if not np.isfinite(scale).all():    # a NaN or infinity in any input makes one here
+            for v, what, shape in given:
+                finite_array(v, what, shape)        # names the input
+        skew = np.abs(I - I.swapaxes(1, 2)).reshape(n, 9).max(axis=1) > INERTIA_RTOL * scale
+        if skew.any():
+            k = int(skew.argmax())
             raise ModelError(f"link {names[k]!r}: inertia is not symmetric: {I[k].tolist()}")
         I = 0.5 * (I + I.swapaxes(1, 2))
         defects = inertia_defects(I, scale, check_triangle)
         out = []
-        for k, name in enumerate(names):
-            if strict and defects[k]:
-                raise ModelError(f"link {name!r}: {defects[k]}")
-            link = cls.__new__(cls)
-            link.mass, link.com, link.inertia, link.name = float(m[k]), c[k], I[k], name
-            link.defects = (defects[k],) if defects[k] else ()
+        new = cls.__new__
+        for name, mk, ck, Ik, d in zip(names, m.tolist(), c, I, defects):
+            if strict and d:
+                raise ModelError(f"link {name!r}: {d}")
+            link = new(cls)
+            link.mass, link.com, link.inertia, link.name = mk, ck, Ik, name
+            link.defects = (d,) if d else ()
             out.append(link)
         return out
 
@@ -356,11 +447,11 @@ class SerialChain:
                 dup = sorted({n for n in names if names.count(n) > 1})
                 raise ModelError(f"duplicate {kind} names {dup}")
         self.gravity: np.ndarray = finite_array(gravity, "gravity", (3,))
-        self.base: np.ndarray = np.eye(4) if base is None else check_rigid(base, "base")
-        self.tool: np.ndarray = np.eye(4) if tool is None else check_rigid(tool, "tool")
+        self.base: np.ndarray = _EYE4.copy() if base is None else check_rigid(base, "base")
+        self.tool: np.ndarray = _EYE4.copy() if tool is None else check_rigid(tool, "tool")
         M = len(joints)
         if frame_offsets is None:
-            offsets = np.broadcast_to(np.eye(4), (M, 4, 4)).copy()
+            offsets = np.broadcast_to(_EYE4, (M, 4, 4)).copy()
         else:
             offsets = finite_array(frame_offsets, "frame_offsets")
             if offsets.shape != (M, 4, 4):
@@ -386,7 +477,7 @@ class SerialChain:
         Q[:, 3, 3] = 1.0
         for k, j in enumerate(self.joints):
             Q[k, :3, :3] = _frame_with_z(j.axis)
-        prevQ_T = np.concatenate([np.eye(4)[None], Q[:-1].transpose(0, 2, 1)])
+        prevQ_T = np.concatenate([_EYE4[None], Q[:-1].transpose(0, 2, 1)])
         O = np.stack([j.origin for j in self.joints])
         self._origin_z = prevQ_T @ O @ Q                 # (M, 4, 4), joint axis = z
         Fo = Q.transpose(0, 2, 1) @ self.frame_offsets  # user frame in the z frame

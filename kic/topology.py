@@ -19,7 +19,7 @@ import networkx as nx
 import numpy as np
 
 from ._array import finite_array
-from .chain import Joint, Link, SerialChain, check_rigid
+from .chain import Joint, Link, SerialChain, check_rigid, unit_axis
 from .errors import ModelError
 from .settings import SPD_PIVOT_RTOL
 
@@ -28,6 +28,8 @@ __all__ = ["Mechanism", "GROUND", "PrimitiveJoint"]
 GROUND = "ground"
 
 _COMPOUND = {"R": 1, "P": 1, "U": 2, "C": 2, "S": 3}
+_PRIMITIVE_KINDS = {"R": "R", "P": "P", "U": "RR", "C": "RP", "S": "RRR"}
+_IDENTITY = np.eye(4)           # copied, never handed out (np.eye costs 10x a copy)
 
 
 @dataclass
@@ -81,6 +83,7 @@ class Mechanism:
         self.graph.add_node(GROUND, link=None)
         self._joints: dict[str, dict] = {}
         self._primitives: list[PrimitiveJoint] = []
+        self._primitive_index: dict[str, PrimitiveJoint] = {}   # name -> primitive joint
         self._limits: dict = {}
 
     # ------------------------------------------------------------ building
@@ -135,24 +138,25 @@ class Mechanism:
         key = str(kind).upper()
         if key not in _COMPOUND:
             raise ModelError(f"{label}: unknown joint kind {kind!r}; use R, P, U, C or S")
-        for side, body in (("parent", parent), ("child", child)):
-            if body not in self.graph:
-                raise ModelError(f"{label}: unknown {side} body {body!r}; add it with add_body "
-                                 f"first (known: {sorted(self.graph.nodes)})")
+        graph = self.graph
+        if parent not in graph or child not in graph:
+            side, body = ("parent", parent) if parent not in graph else ("child", child)
+            raise ModelError(f"{label}: unknown {side} body {body!r}; add it with add_body "
+                             f"first (known: {sorted(graph.nodes)})")
         if parent == child:
             raise ModelError(f"{label} joins body {parent!r} to itself")
-        O = np.eye(4) if origin is None else check_rigid(origin, f"{label} origin")
-        C = np.eye(4) if child_origin is None else check_rigid(child_origin,
-                                                                 f"{label} child_origin")
+        O = _IDENTITY.copy() if origin is None else check_rigid(origin, f"{label} origin")
+        C = _IDENTITY.copy() if child_origin is None else check_rigid(child_origin,
+                                                                      f"{label} child_origin")
         n = _COMPOUND[key]
         if key in ("R", "P", "C"):
-            ax = [Joint("R", axis, name=name).axis] * n
+            ax = [unit_axis(axis, label)] * n
         else:
             default = [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)][:n]
             given = default if axes is None else list(axes)
             if len(given) != n:
                 raise ModelError(f"{label}: a {key} joint takes {n} axes, got {len(given)}")
-            ax = [Joint("R", a, name=name).axis for a in given]
+            ax = [unit_axis(a, label) for a in given]
             # independent axes, by kic's SPD rule: squared sine of the angle between
             # an axis and the span of those before it (the pivot I* would get)
             spread = (np.linalg.norm(np.cross(ax[0], ax[1])) if n == 2
@@ -162,22 +166,24 @@ class Mechanism:
                                  f"(got {[a.tolist() for a in ax]}): "
                                  + ("parallel axes make one rotation twice" if n == 2 else
                                     "coplanar axes put the joint at its gimbal lock"))
-        kinds = {"R": "R", "P": "P", "U": "RR", "C": "RP", "S": "RRR"}[key]
-        bodies = [parent] + [self._fresh_body_name(f"{name}:{k + 1}") for k in range(n - 1)] \
-            + [child]
+        kinds = _PRIMITIVE_KINDS[key]
+        bodies = [parent, child] if n == 1 else [parent] + [
+            self._fresh_body_name(f"{name}:{k + 1}") for k in range(n - 1)] + [child]
         for b in bodies[1:-1]:
             self.graph.add_node(b, link=Link(0.0, name=b), intermediate=True)
         for k in range(n):
             pname = name if n == 1 else f"{name}{k + 1}"
-            if pname in self._primitive_names():
+            if pname in self._primitive_index:
                 raise ModelError(f"{label}: primitive joint name {pname!r} is taken")
             prim = PrimitiveJoint(pname, kinds[k], ax[k], bodies[k], bodies[k + 1],
-                              O if k == 0 else np.eye(4),
-                              C if k == n - 1 else np.eye(4), compound=name if n > 1 else None)
+                              O if k == 0 else _IDENTITY.copy(),
+                              C if k == n - 1 else _IDENTITY.copy(),
+                              compound=name if n > 1 else None)
             self._primitives.append(prim)
+            self._primitive_index[pname] = prim
             self.graph.add_edge(prim.parent, prim.child, key=pname, primitive=prim)
-        self._joints[name] = dict(kind=key, parent=parent, child=child,
-                                  primitives=[p.name for p in self._primitives[-n:]])
+        self._joints[name] = {"kind": key, "parent": parent, "child": child,
+                              "primitives": [p.name for p in self._primitives[-n:]]}
         if limits is not None:
             try:
                 self.set_limits(name, limits)
@@ -214,9 +220,8 @@ class Mechanism:
             kind = self._joints[joint]["kind"]
             axes = [p.axis for p in self.joint_primitives(joint)]
         else:
-            prim = next((p for p in self._primitives if p.name == joint and not p.virtual),
-                        None)
-            if prim is None:
+            prim = self._primitive_index.get(joint)
+            if prim is None or prim.virtual:
                 raise ModelError(f"limits: unknown joint {joint!r}; joints are {self.joints}")
             kind, axes = prim.kind, [prim.axis]
         if limits is None:
@@ -242,9 +247,6 @@ class Mechanism:
             self._limits = old
             raise
 
-    def _primitive_names(self) -> set:
-        return {p.name for p in self._primitives}
-
     def copy(self) -> "Mechanism":
         """An independent copy of the description (bodies and joints are shared,
         immutable data; the graph and joint lists are new)."""
@@ -253,6 +255,7 @@ class Mechanism:
         m.graph = self.graph.copy()
         m._joints = {k: dict(v) for k, v in self._joints.items()}
         m._primitives = list(self._primitives)
+        m._primitive_index = dict(self._primitive_index)
         m._limits = dict(self._limits)
         return m
 
@@ -276,7 +279,7 @@ class Mechanism:
         """Add a massless R or P joint that realises a coordinate (e.g. the six
         joints of a :class:`kic.BodyPose`); it is not a physical joint and is not
         listed in :attr:`primitive_joints`."""
-        if name in self._primitive_names():
+        if name in self._primitive_index:
             raise ModelError(f"virtual joint {name!r}: the name is taken")
         for body in (parent, child):
             if body not in self.graph:
@@ -284,6 +287,7 @@ class Mechanism:
         prim = PrimitiveJoint(name, kind, np.asarray(axis, float), parent, child, np.eye(4),
                               np.eye(4), virtual=True)
         self._primitives.append(prim)
+        self._primitive_index[name] = prim
         self.graph.add_edge(parent, child, key=name, primitive=prim)
 
     def joint_kind(self, name: str) -> str:
@@ -296,8 +300,7 @@ class Mechanism:
         """The R/P joints (:class:`PrimitiveJoint`) a joint expands into, in order."""
         if name not in self._joints:
             raise ModelError(f"unknown joint {name!r}; joints are {self.joints}")
-        names = self._joints[name]["primitives"]
-        return [p for p in self._primitives if p.name in names]
+        return [self._primitive_index[p] for p in self._joints[name]["primitives"]]
 
     def all_primitives(self) -> list:
         """Every primitive joint, the virtual ones included, in the order added."""
@@ -307,6 +310,8 @@ class Mechanism:
         """Remove a joint, its primitive joints and the intermediate bodies between them."""
         prims = self.joint_primitives(name)
         self._primitives = [p for p in self._primitives if p not in prims]
+        for p in prims:
+            del self._primitive_index[p.name]
         for p in prims:
             self.graph.remove_edge(p.parent, p.child, key=p.name)
         for p in prims[1:]:

@@ -81,29 +81,31 @@ __all__ = ["UrdfRobot", "parse_urdf", "chain_from_urdf", "mechanism_from_urdf", 
 _MOVING = {"revolute": "R", "continuous": "R", "prismatic": "P"}
 _UNSUPPORTED = ("floating", "planar")
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+_IDENTITY = np.eye(4)           # copied, never handed out (np.eye costs 10x a copy)
 
 
 # --------------------------------------------------------------------------
 # rotations
 # --------------------------------------------------------------------------
+def _rpy_rows(roll: float, pitch: float, yaw: float) -> list[float]:
+    """The 9 entries (row by row) of ``Rz(yaw) Ry(pitch) Rx(roll)``, in Python floats:
+    a file's origins are converted one by one, and numpy's cost per call would be most
+    of the work."""
+    if not (roll or pitch or yaw):
+        return [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, -0.0, 0.0, 1.0]
+    cr, cp, cy = math.cos(roll), math.cos(pitch), math.cos(yaw)
+    sr, sp, sy = math.sin(roll), math.sin(pitch), math.sin(yaw)
+    return [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr,
+            sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr,
+            -sp, cp * sr, cp * cr]
+
+
 def rpy_matrix(rpy) -> np.ndarray:
     """URDF rotation ``Rz(yaw) Ry(pitch) Rx(roll)`` of ``rpy = (roll, pitch, yaw)`` (rad);
     batched: ``rpy`` (..., 3) gives (..., 3, 3)."""
     rpy = np.asarray(rpy, float)
-    cr, cp, cy = np.moveaxis(np.cos(rpy), -1, 0)
-    sr, sp, sy = np.moveaxis(np.sin(rpy), -1, 0)
-    return np.stack([cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr,
-                     sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr,
-                     -sp, cp * sr, cp * cr], axis=-1).reshape(rpy.shape[:-1] + (3, 3))
-
-
-def _frames(xyz, rpy) -> np.ndarray:
-    """4x4 transforms (n, 4, 4) of URDF origins: translations (n, 3), rpy (n, 3)."""
-    T = np.zeros((len(xyz), 4, 4))
-    T[:, :3, :3] = rpy_matrix(rpy)
-    T[:, :3, 3] = xyz
-    T[:, 3, 3] = 1.0
-    return T
+    rows = [_rpy_rows(*r) for r in rpy.reshape(-1, 3).tolist()]
+    return np.array(rows, float).reshape(rpy.shape[:-1] + (3, 3))
 
 
 def matrix_rpy(R) -> tuple[float, float, float]:
@@ -173,10 +175,11 @@ class UrdfRobot:
         self.parent_joint: dict[str, UrdfJoint] = {}
         self.children: dict[str, list[UrdfJoint]] = {n: [] for n in links}
         for j in joints.values():
-            for side, link in (("parent", j.parent), ("child", j.child)):
-                if link not in links:
-                    raise ModelError(f"URDF joint {j.name!r}: its {side} link {link!r} is "
-                                     "not a <link> of the robot")
+            if j.parent not in links or j.child not in links:
+                side, link = ("parent", j.parent) if j.parent not in links else \
+                    ("child", j.child)
+                raise ModelError(f"URDF joint {j.name!r}: its {side} link {link!r} is "
+                                 "not a <link> of the robot")
             if j.child in self.parent_joint:
                 raise ModelError(f"URDF joint {j.name!r}: link {j.child!r} is already the child "
                                  f"of joint {self.parent_joint[j.child].name!r}; a URDF is a "
@@ -191,7 +194,7 @@ class UrdfRobot:
             raise ModelError(f"URDF has several root links {roots}: every link but one must be "
                              "the child of a joint (a robot is one tree)")
         self.root = roots[0]
-        order = self._order()
+        self.order = order = self._order()      # links, parents first (depth first)
         if len(order) != len(links):
             lost = [n for n in links if n not in set(order)]
             raise ModelError(f"URDF joints form a cycle through links {lost} (not reachable "
@@ -215,11 +218,11 @@ class UrdfRobot:
         for n in order:
             j = self.parent_joint.get(n)
             if j is None or j.kind != "fixed":
-                self.body[n] = (n, np.eye(4))
+                self.body[n] = (n, _IDENTITY.copy())
                 self.members[n] = [n]
             else:
                 top, T = self.body[j.parent]
-                self.body[n] = (top, T @ j.origin)
+                self.body[n] = (top, j.origin.copy() if top == j.parent else T @ j.origin)
                 self.members[top].append(n)
 
     def _order(self) -> list[str]:
@@ -233,39 +236,73 @@ class UrdfRobot:
 
     def moving_joints(self) -> list[UrdfJoint]:
         """Revolute, continuous and prismatic joints, parents first (depth first)."""
-        return [self.parent_joint[n] for n in self._order()
-                if n in self.parent_joint and self.parent_joint[n].kind != "fixed"]
+        parent_joint = self.parent_joint
+        return [j for j in map(parent_joint.get, self.order)
+                if j is not None and j.kind != "fixed"]
 
     def body_links(self, tops) -> list[Link]:
         """The mass properties of the rigid groups with top links ``tops`` (fixed joints
         merged), as the file states them (defects are reported by the importers)."""
         masses, coms, inertias = [], [], []
+        merged = []                             # (index, parts) of the groups to combine
         for top in tops:
-            parts = []
-            for n in self.members[top]:
+            L = self.links[top]
+            parts = [(L.mass, L.com, L.inertia)]
+            for n in self._carrying(top):
                 L = self.links[n]
-                if n == top:
-                    parts.append((L.mass, L.com, L.inertia))
-                elif L.mass != 0 or L.inertia.any():     # massless frames add nothing
-                    T = self.body[n][1]
-                    R = T[:3, :3]
-                    parts.append((L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
-            m, c, I = parts[0] if len(parts) == 1 else composite_body(parts)
-            masses.append(m)
-            coms.append(c)
-            inertias.append(I)
+                T = self.body[n][1]
+                R = T[:3, :3]
+                parts.append((L.mass, R @ L.com + T[:3, 3], R @ L.inertia @ R.T))
+            if len(parts) > 1:
+                merged.append((len(masses), parts))
+            masses.append(parts[0][0])
+            coms.append(parts[0][1])
+            inertias.append(parts[0][2])
+        if merged:
+            # all groups at once: composite_body is batched; a group with fewer parts is
+            # padded with parts of zero mass and inertia (they add exact zeros)
+            width = max(len(parts) for _, parts in merged)
+            m = np.zeros((width, len(merged)))
+            c = np.zeros((width, len(merged), 3))
+            I = np.zeros((width, len(merged), 3, 3))
+            for g, (_, parts) in enumerate(merged):
+                for p, (mp, cp, Ip) in enumerate(parts):
+                    m[p, g], c[p, g], I[p, g] = mp, cp, Ip
+            m, c, I = composite_body(list(zip(m, c, I)))
+            for g, (k, _) in enumerate(merged):
+                masses[k], coms[k], inertias[k] = m[g], c[g], I[g]
         return Link.many(masses, coms, inertias, tops, strict=False)
 
-    def defects(self, tops) -> list[str]:
+    def _carrying(self, top: str) -> list[str]:
+        """The links fixed to ``top`` that carry mass or inertia (massless frames add
+        nothing to a body)."""
+        links = self.links
+        return [n for n in self.members[top][1:]
+                if links[n].mass != 0 or links[n].inertia.any()]
+
+    def defects(self, tops, bodies: list[Link] | None = None) -> list[str]:
         """What is unphysical in the links of the rigid groups ``tops`` (the ones that
-        move), one line each, and the dropped mimics."""
-        names = [n for t in tops for n in self.members[t]]
-        notes = []
+        move), one line each, and the dropped mimics.  ``bodies``, the groups'
+        :meth:`body_links` if at hand, stand for the groups whose top link alone
+        carries mass (the same test on the same numbers; massless frames have no
+        defect)."""
+        members = self.members
+        alone = {} if bodies is None else \
+            {t: L.defects for t, L in zip(tops, bodies)
+             if len(members[t]) == 1 or not self._carrying(t)}
+        names = [n for t in tops if t not in alone for n in members[t]]
+        found = {}
         if names:
             L = [self.links[n] for n in names]
-            I = np.stack([x.inertia for x in L])
-            scale = inertia_scale(I, np.array([x.mass for x in L]), np.stack([x.com for x in L]))
-            notes = [f"link {n!r}: {d}" for n, d in zip(names, inertia_defects(I, scale)) if d]
+            I = np.array([x.inertia for x in L])
+            scale = inertia_scale(I, np.array([x.mass for x in L]), np.array([x.com for x in L]))
+            found = dict(zip(names, inertia_defects(I, scale)))
+        notes = []
+        for t in tops:
+            if t in alone:
+                notes += [f"link {t!r}: {d}" for d in alone[t]]
+            else:
+                notes += [f"link {n!r}: {found[n]}" for n in members[t] if found[n]]
         notes += [f"joint {j!r}: <mimic> {why}; dropped (the joint moves on its own)"
                   for j, why in self.dropped_mimics.items()]
         return notes
@@ -284,9 +321,10 @@ class UrdfRobot:
                 if n in self.parent_joint and self.parent_joint[n].kind == "fixed"}
 
 
-def _report(robot: UrdfRobot, tops, strict: bool) -> None:
-    """One warning (or, strict, one ModelError) for everything unphysical or broken."""
-    notes = robot.defects(tops)
+def _report(robot: UrdfRobot, tops, strict: bool, bodies: list[Link]) -> None:
+    """One warning (or, strict, one ModelError) for everything unphysical or broken;
+    ``bodies`` are the groups' :meth:`UrdfRobot.body_links`."""
+    notes = robot.defects(tops, bodies)
     if not notes:
         return
     lines = "\n".join(f"  - {n}" for n in notes)
@@ -297,47 +335,70 @@ def _report(robot: UrdfRobot, tops, strict: bool) -> None:
         f"defect(s) (strict=True refuses them):\n{lines}"), stacklevel=3)
 
 
-def _floats(text, what: str, default: tuple) -> list[float]:
-    """Three finite numbers of an attribute (``default`` when it is missing)."""
-    if text is None:
-        return list(default)
+def _floats(text: str, what: str, part: str, seen: dict) -> tuple:
+    """Three finite numbers of an attribute ``text`` of ``what``'s element ``part``
+    (named in errors).  ``seen`` holds the strings converted before: a document
+    repeats "0 0 0" and "0 0 1" hundreds of times."""
+    v = seen.get(text)
+    if v is not None:
+        return v
     try:
-        v = [float(x) for x in text.split()]
+        v = tuple(map(float, text.split()))
     except ValueError:
-        raise ModelError(f"{what} = {text!r} is not 3 numbers") from None
-    if len(v) != 3 or not all(map(math.isfinite, v)):
-        raise ModelError(f"{what} = {text!r} must be 3 finite numbers")
+        raise ModelError(f"{what} {part} = {text!r} is not 3 numbers") from None
+    # a sum is finite when every term is (only sums beyond 1e308 look twice)
+    if len(v) != 3 or not math.isfinite(v[0] + v[1] + v[2]) and \
+            not all(map(math.isfinite, v)):
+        raise ModelError(f"{what} {part} = {text!r} must be 3 finite numbers")
+    seen[text] = v
     return v
 
 
-def _scalar(elem, key: str, what: str, default: float | None = None) -> float:
+def _scalar(elem, key: str, what: str, part: str, default: float | None = None) -> float:
+    """A finite number, attribute ``key`` of ``what``'s element ``part``."""
     text = elem.get(key)
     if text is None:
         if default is None:
-            raise ModelError(f"{what}: attribute {key!r} is missing")
+            raise ModelError(f"{what} {part}: attribute {key!r} is missing")
         return default
     try:
         v = float(text)
     except ValueError:
-        raise ModelError(f"{what}: {key}={text!r} is not a number") from None
+        raise ModelError(f"{what} {part}: {key}={text!r} is not a number") from None
     if not math.isfinite(v):
-        raise ModelError(f"{what}: {key}={text!r} is not finite")
+        raise ModelError(f"{what} {part}: {key}={text!r} is not finite")
     return v
 
 
+def _inertia(elem, what: str) -> tuple:
+    """The six entries of ``what``'s ``<inertia>`` (missing ones 0), finite."""
+    get = elem.get
+    try:
+        six = tuple(map(float, map(get, _INERTIA_KEYS, _ZERO6)))
+    except ValueError:
+        six = None
+    if six is None or not math.isfinite(sum(six)) and not all(map(math.isfinite, six)):
+        for key in _INERTIA_KEYS:                   # name the entry at fault
+            _scalar(elem, key, what, "<inertia>", 0.0)
+    return six
+
+
 _ZERO3 = (0.0, 0.0, 0.0)
+_ZERO6 = (0.0,) * 6
+_X_AXIS = (1.0, 0.0, 0.0)                   # URDF's default joint axis
 
 
-def _origin(elem, what: str) -> tuple:
+def _origin(elem, what: str, seen: dict) -> tuple:
     """``(xyz, rpy)`` of an element's ``<origin>`` (zeros where missing)."""
     o = elem.find("origin")
     if o is None:
         return _ZERO3, _ZERO3
-    return (_floats(o.get("xyz"), f"{what} <origin xyz>", _ZERO3),
-            _floats(o.get("rpy"), f"{what} <origin rpy>", _ZERO3))
+    xyz, rpy = o.get("xyz"), o.get("rpy")
+    return (_ZERO3 if xyz is None else _floats(xyz, what, "<origin xyz>", seen),
+            _ZERO3 if rpy is None else _floats(rpy, what, "<origin rpy>", seen))
 
 
-def _link(e, k: int) -> tuple:
+def _link(e, k: int, seen: dict) -> tuple:
     """A <link> as numbers: ``(name, mass, xyz, rpy, inertia entries)`` of its inertial
     (the arithmetic is done for all links at once, in :func:`parse_urdf`)."""
     name = e.get("name")
@@ -345,54 +406,56 @@ def _link(e, k: int) -> tuple:
         raise ModelError(f"URDF <link> number {k + 1} has no name")
     inertial = e.find("inertial")
     if inertial is None:
-        return name, 0.0, _ZERO3, _ZERO3, (0.0,) * 6
+        return name, 0.0, _ZERO3, _ZERO3, _ZERO6
     what = f"URDF link {name!r}"
     me = inertial.find("mass")
-    mass = 0.0 if me is None else _scalar(me, "value", f"{what} <mass>")
+    mass = 0.0 if me is None else _scalar(me, "value", what, "<mass>")
     if mass < 0:
         raise ModelError(f"{what} <mass value={mass!r}>: a mass is >= 0 kg")
     ie = inertial.find("inertia")
-    six = (0.0,) * 6 if ie is None else \
-        tuple(_scalar(ie, key, f"{what} <inertia>", 0.0) for key in _INERTIA_KEYS)
-    return (name, mass, *_origin(inertial, f"{what} <inertial>"), six)
+    six = _ZERO6 if ie is None else _inertia(ie, what)
+    return (name, mass, *_origin(inertial, f"{what} <inertial>", seen), six)
 
 
-def _joint(e, k: int) -> tuple:
+def _joint(e, k: int, seen: dict) -> tuple:
     """A <joint> as ``(UrdfJoint fields but origin and axis, xyz, rpy, axis)``."""
     name = e.get("name")
     if not name:
         raise ModelError(f"URDF <joint> number {k + 1} has no name")
     what = f"URDF joint {name!r}"
     jtype = e.get("type")
-    if jtype in _UNSUPPORTED:
-        raise ModelError(f"{what}: type {jtype!r} is not supported; kic models a fixed "
-                         "base with revolute, continuous, prismatic and fixed joints (a "
-                         "floating base or planar joint can be written as a chain of "
-                         "prismatic and revolute joints with massless links)")
-    if jtype not in _MOVING and jtype != "fixed":
+    kind = _MOVING.get(jtype) or ("fixed" if jtype == "fixed" else None)
+    if kind is None:
+        if jtype in _UNSUPPORTED:
+            raise ModelError(f"{what}: type {jtype!r} is not supported; kic models a fixed "
+                             "base with revolute, continuous, prismatic and fixed joints (a "
+                             "floating base or planar joint can be written as a chain of "
+                             "prismatic and revolute joints with massless links)")
         raise ModelError(f"{what}: unknown joint type {jtype!r}; URDF types are revolute, "
                          "continuous, prismatic, fixed (floating, planar unsupported)")
     ends = []
     for side in ("parent", "child"):
         s = e.find(side)
-        if s is None or not s.get("link"):
+        link = None if s is None else s.get("link")
+        if not link:
             raise ModelError(f"{what}: <{side} link=...> is missing")
-        ends.append(s.get("link"))
+        ends.append(link)
     if ends[0] == ends[1]:
         raise ModelError(f"{what} joins link {ends[0]!r} to itself")
-    axis = (1.0, 0.0, 0.0)                  # the URDF default
+    axis = _X_AXIS
     limit = mimic = None
-    if jtype != "fixed":
+    if kind != "fixed":
         a = e.find("axis")
-        if a is not None:
-            axis = _floats(a.get("xyz"), f"{what} <axis xyz>", axis)
+        text = None if a is None else a.get("xyz")
+        if text is not None:
+            axis = _floats(text, what, "<axis xyz>", seen)
         if not any(axis):
             raise ModelError(f"{what}: <axis xyz> is zero")
         le = e.find("limit")
         if le is not None and jtype != "continuous" and \
                 (le.get("lower") is not None or le.get("upper") is not None):
-            lo = _scalar(le, "lower", f"{what} <limit>", 0.0)
-            hi = _scalar(le, "upper", f"{what} <limit>", 0.0)
+            lo = _scalar(le, "lower", what, "<limit>", 0.0)
+            hi = _scalar(le, "upper", what, "<limit>", 0.0)
             if lo > hi:
                 raise ModelError(f"{what} <limit>: lower {lo} > upper {hi}")
             limit = (lo, hi)
@@ -400,10 +463,9 @@ def _joint(e, k: int) -> tuple:
         if mi is not None:
             if not mi.get("joint"):
                 raise ModelError(f"{what} <mimic>: attribute 'joint' is missing")
-            mimic = (mi.get("joint"), _scalar(mi, "multiplier", f"{what} <mimic>", 1.0),
-                     _scalar(mi, "offset", f"{what} <mimic>", 0.0))
-    return (name, jtype, _MOVING.get(jtype, "fixed"), ends[0], ends[1], limit, mimic,
-            *_origin(e, what), axis)
+            mimic = (mi.get("joint"), _scalar(mi, "multiplier", what, "<mimic>", 1.0),
+                     _scalar(mi, "offset", what, "<mimic>", 0.0))
+    return (name, jtype, kind, ends[0], ends[1], limit, mimic, *_origin(e, what, seen), axis)
 
 
 def parse_urdf(source) -> UrdfRobot:
@@ -416,25 +478,36 @@ def parse_urdf(source) -> UrdfRobot:
     and mimics are checked by the importers (only where they matter).
     """
     root = read_xml(source, "URDF", "robot")
-    raw = [_link(e, k) for k, e in enumerate(root.iterfind("link"))]
+    seen: dict = {}                         # attribute strings converted so far
+    raw = [_link(e, k, seen) for k, e in enumerate([x for x in root if x.tag == "link"])]
     if not raw:
         raise ModelError("URDF has no <link>")
-    # the arithmetic of all links at once: inertia about the centroid in link axes
-    R = rpy_matrix([r[3] for r in raw])
-    six = np.array([r[4] for r in raw])
-    I = R @ six[:, [0, 1, 2, 1, 3, 4, 2, 4, 5]].reshape(-1, 3, 3) @ R.transpose(0, 2, 1)
-    com = np.array([r[2] for r in raw])
+    # inertia about the centroid in link axes, rotated by the inertial's rpy where the
+    # file gives one (few links do)
+    I = np.array([(a, b, c, b, d, e, c, e, f) for *_, (a, b, c, d, e, f) in raw],
+                 float).reshape(-1, 3, 3)
+    turned = [k for k, r in enumerate(raw) if any(r[3])]
+    if turned:
+        R = rpy_matrix([raw[k][3] for k in turned])
+        I[turned] = R @ I[turned] @ R.transpose(0, 2, 1)
+    com = np.array([r[2] for r in raw], float)
     links: dict[str, UrdfLink] = {}
     for k, r in enumerate(raw):
         if r[0] in links:
             raise ModelError(f"URDF link {r[0]!r} is defined twice")
         links[r[0]] = UrdfLink(r[0], r[1], com[k], I[k])
-    raw = [_joint(e, k) for k, e in enumerate(root.iterfind("joint"))]
+    raw = [_joint(e, k, seen) for k, e in enumerate([x for x in root if x.tag == "joint"])]
     joints: dict[str, UrdfJoint] = {}
     if raw:
-        origins = _frames([r[7] for r in raw], [r[8] for r in raw])
-        axes = np.array([r[9] for r in raw])
-        axes /= np.sqrt((axes * axes).sum(axis=1))[:, None]
+        # origins as 4x4 transforms and unit axes, one array each for all joints
+        flat, axes = [], []
+        for r in raw:
+            R, (x, y, z), (u, v, w) = _rpy_rows(*r[8]), r[7], r[9]
+            flat += (*R[0:3], x, *R[3:6], y, *R[6:9], z, 0.0, 0.0, 0.0, 1.0)
+            n = math.sqrt(u * u + v * v + w * w)
+            axes.append((u / n, v / n, w / n))
+        origins = np.array(flat, float).reshape(-1, 4, 4)
+        axes = np.array(axes, float)
         for k, r in enumerate(raw):
             if r[0] in joints:
                 raise ModelError(f"URDF joint {r[0]!r} is defined twice")
@@ -497,23 +570,26 @@ def chain_from_urdf(source, base_link: str | None = None, tip_link: str | None =
         moving = _path(robot, base, tip_link)
     on_path = {j.name for j in moving}
     tops = [j.child for j in moving]
-    _report(robot, tops, strict)
-    base_top, T_base = robot.body[base]
-    joints, prev = [], (base_top, T_base)
-    for j in moving:
-        top, T = robot.body[j.parent]
-        origin = _inv(prev[1]) @ T @ j.origin
-        joints.append(Joint(j.kind, j.axis, origin, name=j.name))
-        prev = (j.child, np.eye(4))
     links = robot.body_links(tops)
+    _report(robot, tops, strict, links)
+    base_top, T_base = robot.body[base]
+    joints = []
+    for k, j in enumerate(moving):
+        top, T = robot.body[j.parent]
+        if k == 0:                          # the first joint's origin in the base frame
+            origin = _inv(T_base) @ T @ j.origin
+        else:                               # the others' in their parent body's frame
+            origin = j.origin if top == j.parent else T @ j.origin
+        joints.append(Joint(j.kind, j.axis, origin, name=j.name))
     tool = robot.body[tip_link][1]
     chain = SerialChain(joints, links, gravity=gravity, tool=tool, name=robot.name)
     names = [j.name for j in moving]
     chain.limits = robot.limits(names)
-    chain.fixed_frames = {n: (None if top == base_top else top,
-                              (_inv(T_base) @ T) if top == base_top else T)
+    to_base = _inv(T_base)
+    on_chain = set(tops)
+    chain.fixed_frames = {n: (None, to_base @ T) if top == base_top else (top, T)
                           for n, (top, T) in robot.body.items()
-                          if top in tops or top == base_top}
+                          if top in on_chain or top == base_top}
     chain.fixed_joints = robot.fixed_joints(chain.fixed_frames)
     chain.mimic = robot.mimic(names)
     for j, (master, _, _) in chain.mimic.items():
@@ -530,7 +606,7 @@ def chain_from_urdf(source, base_link: str | None = None, tip_link: str | None =
 
 def _single_chain(robot: UrdfRobot, base: str) -> tuple[list[UrdfJoint], str]:
     """The moving joints below ``base`` when they form one chain, and the tip link."""
-    below = set(_subtree(robot, base))
+    below = robot.links if base == robot.root else set(_subtree(robot, base))
     after: dict[str, list[UrdfJoint]] = {}     # rigid group -> moving joints on it
     for j in robot.moving_joints():
         if j.child in below:
@@ -607,15 +683,16 @@ def mechanism_from_urdf(source, gravity=(0.0, 0.0, -9.81), strict: bool = False,
     if GROUND in tops:
         raise ModelError(f"URDF link {GROUND!r} is moved by a joint; kic reserves that name "
                          "for the fixed base")
-    _report(robot, tops, strict)
+    bodies = robot.body_links(tops)
+    _report(robot, tops, strict, bodies)
     mech = Mechanism(gravity=gravity, name=name or robot.name)
-    for t, link in zip(tops, robot.body_links(tops)):
+    for t, link in zip(tops, bodies):
         mech.add_body(t, link=link)
     rename = {root: GROUND}
     for j in moving:
         top, T = robot.body[j.parent]
         mech.add_joint(j.name, j.kind, rename.get(top, top), j.child, axis=j.axis,
-                       origin=T @ j.origin)
+                       origin=j.origin if top == j.parent else T @ j.origin)
     # equal bounds (a joint its limits lock) are no range of motion: a kic range needs
     # lower < upper, so such a joint keeps no range
     mech.limits = {k: v for k, v in robot.limits().items() if v[0] < v[1]}
