@@ -41,7 +41,7 @@ def finite_array(value, name: str, shape: tuple | None = None,
     arr = numeric(value, name, dtype)
     if shape is not None and arr.shape != shape:
         raise ModelError(f"{name} must have shape {shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():          # the method call: about half np.all's overhead
         raise ModelError(f"{name} contains NaN or infinite values: {arr!r}")
     return arr
 
