@@ -315,7 +315,7 @@ class Link:
         scale = float(inertia_scale(I, self.mass, c))
         if np.abs(I - I.T).max() > INERTIA_RTOL * scale:
             raise ModelError(f"{label}: inertia is not symmetric: {I.tolist()}")
-        I = 0.5 * (I + I.T)
+        I = 0.5 * I + 0.5 * I.T              # (I + I.T) / 2 would overflow near the largest float
         self.defects: tuple[str, ...] = tuple(
             d for d in inertia_defects(I, scale, check_triangle) if d)
         if strict and self.defects:
