@@ -25,6 +25,7 @@ import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 
 from ._array import finite_array
+from .assembly import in_mode
 from .errors import ClosureError, KicError, ModelError, SingularityError, Status
 from .model import ClosedLoopModel
 from .settings import (BRIDGE_CONDITION, CROSSING_RTOL, LANDING_TOLERANCE, SWITCH_CONDITION,
@@ -218,7 +219,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     if run.times is None or (run.times.size and run.times[0] <= t0):
         rec.add(model, t0, y0, phi)
     motion = _Motion(model, t0, y0, phi, threshold=switch_condition, may_cross=run.cross,
-                     started=time.perf_counter())
+                     models=_Models(model), started=time.perf_counter())
     try:
         while True:
             stretch = _integrate(run, motion, rec)
@@ -269,6 +270,7 @@ class _Run:
     max_step: float
     times: np.ndarray | None    # the output times, or None: the solver's steps
     tau_fn: Callable            # tau(t, q, qd) -> (M,)
+    tau_const: np.ndarray | None   # a constant input (zeros for none), else None
     check_tau: bool             # tau is the caller's function: check its answers
     free: bool                  # no input (tau None)
     loads: object
@@ -338,10 +340,13 @@ def _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
     closed = isinstance(model, ClosedLoopModel)
     switching = (closed and tau is None and np.isfinite(switch_condition)
                  and all(n in model.mechanism.primitive_joints for n in model.coordinate_names))
-    compiled = (closed and tau is None and not loads and times is None and method == "DOP853"
+    tau_const = None if callable(tau) else tau_fn(t0, q0, qd0)
+    # the compiled DOP853 serves a constant input and no applied loads (loads vary
+    # with the state: they take the integrator stepped here, over a compiled rhs)
+    compiled = (closed and tau_const is not None and not loads and method == "DOP853"
                 and np.ndim(atol) == 0)
-    run = _Run(t1, method, rtol, atol, float(max_step), times, tau_fn, callable(tau),
-               tau is None, loads, closed, switching, compiled, switch_condition,
+    run = _Run(t1, method, rtol, atol, float(max_step), times, tau_fn, tau_const,
+               callable(tau), tau is None, loads, closed, switching, compiled, switch_condition,
                bifurcation == "cross", int(max_steps),
                None if wall_time is None else float(wall_time))
     return run, t0, np.concatenate([q0, qd0])
@@ -365,6 +370,29 @@ def _output_times(t_eval, t0: float, t1: float) -> np.ndarray | None:
     return times
 
 
+class _Models:
+    """The models of one mechanism in the sets of coordinates a simulation has used,
+    each built once (a model takes milliseconds to build; a motion through
+    singular configurations switches back and forth between a few sets)."""
+
+    def __init__(self, model) -> None:
+        self.built: dict = {}
+        if isinstance(model, ClosedLoopModel):
+            self.built[tuple(model.coordinate_names)] = [model]
+
+    def get(self, model, names, phi):
+        """The model in the coordinates ``names`` whose assembly mode holds at the
+        joint values ``phi`` (N,): one built before, or a new one with ``phi`` as
+        its reference."""
+        kept = self.built.setdefault(tuple(names), [])
+        for m in kept:
+            if in_mode(m.system.mode(np.asarray(phi, float)[None]), np.array(m.mode))[0]:
+                return m
+        new = model.in_coordinates(list(names), reference=phi, name=model.name)
+        kept.append(new)
+        return new
+
+
 @dataclass
 class _Motion:
     """Where the integration stands: the model (coordinates) in use, the state at
@@ -381,6 +409,7 @@ class _Motion:
     retries: int = 0            # approaches in shorter steps so far
     recent_step: float | None = None   # the last accepted step size (s)
     nfev: int = 0
+    models: _Models | None = None   # the models in the coordinates used so far
     started: float = 0.0        # time.perf_counter() at the start (the wall-time budget)
     steps: int = 0              # accepted steps so far (the step budget)
 
@@ -505,12 +534,14 @@ def _bifurcation(run: _Run, motion: _Motion, end: _End, rec):
     neither serves and the coordinates in use can go on; raises where they
     cannot."""
     model = motion.model
-    crossed = _cross(model, end.t, end.y, end.phi, end.best, motion.history, run.loads,
+    crossed = _cross(model, motion.models, end.t, end.y, end.phi, end.best, motion.history,
+                     run.loads,
                      run.conservative)
     if crossed is None and run.free and not run.loads:
         # a near pass (the motion turns sharply there: no expansion follows it):
         # integrate it in every joint value, with the closure as constraints
-        crossed = _joint_space_pass(model, end.t, end.y, end.phi, run.t1, run.rtol, run.atol,
+        crossed = _joint_space_pass(model, motion.models, end.t, end.y, end.phi, run.t1,
+                                    run.rtol, run.atol,
                                     run.times, rec)
     motion.may_cross = crossed is not None     # a failed crossing: integrate on instead
     if crossed is None and not end.best < model.max_condition:
@@ -543,7 +574,7 @@ def _switch(run: _Run, motion: _Motion, end: _End, rec) -> None:
     (the rates through the transfer)."""
     model = motion.model
     M = model.dof
-    new = model.in_coordinates(end.names, reference=end.phi, name=model.name)
+    new = motion.models.get(model, end.names, end.phi)
     rate = model.joint_rates(end.y[:M], end.y[M:], start=end.phi)
     idx = new.joint_indices(new.coordinate_names)
     rec.switches.append((end.t, list(model.coordinate_names), list(new.coordinate_names),
@@ -638,17 +669,23 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
     stop = threshold if switching else np.inf
     cond = current_condition(history)
     while True:
+        times = None if run.times is None else run.times[(run.times > t)
+                                                         & (run.times <= t_end)]
         out = model.evaluation.free_motion_steps(t, y, t_end, phi, rtol=run.rtol,
                                                  atol=run.atol, step=step, max_step=max_step,
                                                  stop_condition=stop, relax=relax,
-                                                 capacity=_capacity(run, motion))
+                                                 capacity=_capacity(run, motion),
+                                                 tau=run.tau_const, times=times)
         if out is None:
             return None
         nfev += out["nfev"]
         for tk, yk, pk, ck in zip(out["t"], out["y"], out["phi"], out["condition"]):
             history.append((float(tk), float(ck), yk, pk))
-            rec.add(model, tk, yk, pk)
+            if times is None:
+                rec.add(model, tk, yk, pk)
             cond = float(ck)
+        for tk, yk, pk in zip(*out["samples"]):
+            rec.add(model, tk, yk, pk)
         t, y, phi = out["state"]
         _spend(run, motion, len(out["t"]), t)
         step, code, stop = out["step"], out["code"], out["threshold"]
@@ -672,7 +709,8 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
         if code == 5:
             phi, cond = _assembled(model, y[:M], phi)
             history.append((t, cond, y, phi))
-            rec.add(model, t, y, phi)
+            if run.times is None:
+                rec.add(model, t, y, phi)
             if cond <= relax:
                 threshold = stop = min(stop, relax)
             if cond > stop:
@@ -700,13 +738,29 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     warm = {"phi": phi}
     tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
 
+    fast = model.evaluation.motion_rhs() if closed else None
+    no_loads = np.zeros(model.N) if closed else None
+
     def rhs(t, x):
         q, qd = x[:M], x[M:]
         T = tau_fn(t, q, qd)
         if check_tau:                  # a constant input was checked once, up front
-            T = np.asarray(T, dtype=float)
+            T = np.ascontiguousarray(T, dtype=float)
             if T.shape != (M,) or not np.all(np.isfinite(T)):
                 raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
+        if fast is not None:
+            # one compiled call (two with applied loads: their joint loads first)
+            x = np.ascontiguousarray(x, dtype=float)
+            tl = no_loads if not loads else model.evaluation.joint_loads_at(loads, x,
+                                                                             warm["phi"])
+            f, _, status, _ = (fast(x, warm["phi"], T, tl) if tl is not None
+                               else (None, None, -1, None))
+            if status == 0:
+                return f
+            if status > 0:
+                raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
+                                       f"t = {t:g} s in the coordinates "
+                                       f"{model.coordinate_names}")
         out = np.empty(2 * M)
         out[:M] = qd
         if closed:
@@ -771,7 +825,7 @@ def _accelerations(model, phi, phid, loads):
     return model.joint_rates(q, qd, qdd, start=phi)[1]
 
 
-def _cross(model, t, y, phi, condition, history, loads, conservative):
+def _cross(model, models, t, y, phi, condition, history, loads, conservative):
     """Take the motion across a singular configuration of the mechanism.
 
     Where every set of independent coordinates is singular the two branches of
@@ -820,7 +874,7 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
             continue
         try:
             for _ in range(2):                  # correctors
-                new = model.in_coordinates(names, reference=phi_b, name=model.name)
+                new = models.get(model, names, phi_b)
                 info["jerk"] = (_accelerations(new, phi_b, phid_b, loads) - phidd) / h
                 phi_b, phid_b = _taylor(info, h, model)
         except KicError:
@@ -832,7 +886,7 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
         if np.linalg.norm((phid_b - predicted) * scale) > CROSSING_RTOL * speed:
             return None
         names, best = model.best_coordinates(phi_b)
-        new = model.in_coordinates(names, reference=phi_b, name=model.name)
+        new = models.get(model, names, phi_b)
         idx = new.joint_indices(new.coordinate_names)
         after = _joint_energy(model, phi_b[None], phid_b[None], loads)[0]
         kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], loads)[0]
@@ -850,7 +904,7 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
     return None
 
 
-def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
+def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
     """Integrate a free motion that passes near a singular configuration of the
     mechanism in every joint value: the open chains with the closure as
     constraints (:meth:`kic.ClosedModel.joint_space_dynamics`, Lagrange
@@ -911,7 +965,7 @@ def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
     if kinetic > 0 and kinetic + before - after > 0:
         phid_b = phid_b * np.sqrt((kinetic + before - after) / kinetic)
     names, best = model.best_coordinates(phi_b)
-    new = model.in_coordinates(names, reference=phi_b, name=model.name)
+    new = models.get(model, names, phi_b)
     idx = new.joint_indices(new.coordinate_names)
     for ts, xs in samples:
         rec.add_joints(ts, xs[:N], xs[N:])
