@@ -610,8 +610,11 @@ class CompiledEvaluation(NumpyEvaluation):
         assembled from ``start`` (N,), the input ``tau`` (M,) and ``joint_loads``
         (N,) float64 C-contiguous (not checked: the caller lays them out once);
         ``f = (q', q'')``, the worst block condition number.  None where the
-        compiled path does not serve."""
-        if self.refined or self.plan is None:
+        compiled path does not serve.  Where the assembly mode is finer than the
+        blocks (:attr:`refined`), the kernel checks the blocks' signs only: every
+        evaluation starts from the caller's ``start`` near it, and the caller
+        checks the finer mode where it tracks the motion (:meth:`track`)."""
+        if self.plan is None:
             return None
         plan, mode, kernel = self.plan, self.block_mode, compiled_closed.motion_rhs
         return lambda y, start, tau, tl: kernel(plan, mode, start, y, tau, tl)
@@ -621,14 +624,14 @@ class CompiledEvaluation(NumpyEvaluation):
         sign, the loads the joints must supply) at the state ``y = (q, q')`` (2M,),
         assembled from ``start`` (N,) by the compiled kernels, the loads evaluated by
         each open chain's own model: what :meth:`motion_rhs` takes as
-        ``joint_loads``.  None where the compiled assembly fails (the general path
-        then answers or reports)."""
+        ``joint_loads`` (the finer mode unchecked, as there).  None where the
+        compiled assembly fails (the general path then answers or reports)."""
         M, N = self.model.dof, self.system.N
         if self.plan is None:
             return None
         phid, _, phi, status = compiled_closed.rates(self.plan, y[:M], y[M:], np.zeros(M),
                                                      start, mode=self.block_mode)[:4]
-        if status[0] != 0 or (self.refined and self.off_mode(phi, status)[0]):
+        if status[0] != 0:
             return None
         tl = np.zeros(N)
         for (chain, idx), cl in zip(self.model.open_chains,
