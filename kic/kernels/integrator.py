@@ -111,7 +111,7 @@ def initial_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, t, t_end, y, f
 
 @jit
 def error_norm(K, E3, E5, y, y_new, h, rtol, atol):
-    """DOP853's ``_estimate_error_norm`` of a step of size h."""
+    """DOP853's ``_estimate_error_norm`` of a step of size h (the stages K[:S + 1])."""
     n = y.shape[0]
     e5 = 0.0
     e3 = 0.0
@@ -119,8 +119,8 @@ def error_norm(K, E3, E5, y, y_new, h, rtol, atol):
         sc = atol + max(abs(y[i]), abs(y_new[i])) * rtol
         a5 = 0.0
         a3 = 0.0
-        for j in range(K.shape[0]):
-            a5 += K[j, i] * E5[j]
+        for j in range(E5.shape[0]):        # the stages of the step (K has the dense
+            a5 += K[j, i] * E5[j]           # output's three more rows after them)
             a3 += K[j, i] * E3[j]
         e5 += (a5 / sc) ** 2
         e3 += (a3 / sc) ** 2
