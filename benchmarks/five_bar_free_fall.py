@@ -13,8 +13,8 @@ as a point constraint (``constraintDynamics``, proximal settings as in
 MuJoCo (``kic.io.to_mjcf``, its closures stiffened with ``solimp`` as
 docs/models-from-files.md says, RK4 at ``--mujoco-dt``) integrates the same
 tree with the loop as a soft equality constraint.  Target (issue 21): kic <= 3x
-MuJoCo at equal or better accuracy: kic runs at the loosest of a few tolerances
-whose error against the symmetric solution is at most MuJoCo's.
+MuJoCo at equal or better accuracy: of a few tolerances, kic's fastest run whose
+error against the symmetric solution is at most MuJoCo's.
 
 The LSODA case: ``single_pose.py``'s 2 s swing about the hanging equilibrium
 (rtol 1e-9, atol 1e-11), ``kic.simulate(method="LSODA")`` (scipy's LSODA over
@@ -22,7 +22,7 @@ kic's compiled right-hand side) against LSODA over ``constraintDynamics``;
 target <= 2x.
 
 Printed: wall time (min of ``--repeats``) of each and their ratio, for kic's
-numba and numpy backends; the joint angles of each against the symmetric
+numba backend (and its numpy one with ``--numpy``); the joint angles of each against the symmetric
 one-degree-of-freedom solution (``tests/oracles/five_bar_dae.py``) at
 0.30-0.45 s; kic's energy drift, switches and crossings; Pinocchio's
 constraint drift at the end.
@@ -30,6 +30,7 @@ constraint drift at the end.
 Run::
 
     python benchmarks/five_bar_free_fall.py [--repeats 3] [--duration 10] [--skip-lsoda]
+                                            [--numpy]
 """
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ def main(argv=None) -> int:
                     "issue asks for 2 and 10)")
     ap.add_argument("--mujoco-dt", type=float, default=2e-4, help="MuJoCo's RK4 step (s)")
     ap.add_argument("--skip-lsoda", action="store_true", help="only the free fall")
+    ap.add_argument("--numpy", action="store_true", help="also kic's numpy backend (minutes)")
     args = ap.parse_args(argv)
     t_end = args.duration
     try:
@@ -116,7 +118,7 @@ def main(argv=None) -> int:
           f"{sol.nfev} evaluations, constraint drift at the end {drift:.1e} m")
     print(f"    joint angles vs the symmetric solution at {CHECK.tolist()} s: "
           + " ".join(f"{g:.1e}" for g in gap(pin_phi)))
-    for backend in ("numba", "numpy"):
+    for backend in ("numba", "numpy") if args.numpy else ("numba",):
         try:
             previous = kic.set_backend(backend)
         except kic.KicError as e:
@@ -189,14 +191,20 @@ def against_mujoco(fb, t_end, oracle, gap, args) -> None:
     chosen = None
     for rtol in (1e-6, 1e-7, 1e-8, 1e-9, 1e-10):
         atol = rtol / 100
-        checked = kic.simulate(fb, (0.0, CHECK[-1]), fb.reference, [0.0, 0.0], rtol=rtol,
-                               atol=atol, t_eval=CHECK)
-        err = float(gap(checked.phi).max())
-        t_kic, sim = best_of(lambda: kic.simulate(fb, (0.0, t_end), fb.reference, [0.0, 0.0],
-                                                  rtol=rtol, atol=atol), args.repeats)
+        try:
+            checked = kic.simulate(fb, (0.0, CHECK[-1]), fb.reference, [0.0, 0.0], rtol=rtol,
+                                   atol=atol, t_eval=CHECK)
+            err = float(gap(checked.phi).max())
+            t_kic, sim = best_of(lambda: kic.simulate(fb, (0.0, t_end), fb.reference,
+                                                      [0.0, 0.0], rtol=rtol, atol=atol),
+                                 args.repeats)
+        except kic.KicError as exc:
+            # (rtol 1e-9, atol 1e-9 / 100: the crossing at 1.656 s fails, issue 21 notes)
+            print(f"    kic rtol {rtol:g}: fails: {type(exc).__name__}: {str(exc)[:90]}...")
+            continue
         print(f"    kic rtol {rtol:g}: {t_kic * 1e3:8.1f} ms = {t_kic / t_mj:5.2f} x MuJoCo, "
               f"worst joint angle error {err:.1e}, energy drift {sim.energy_drift:.1e}")
-        if chosen is None and err <= err_mj:
+        if err <= err_mj and (chosen is None or t_kic / t_mj < chosen[1]):
             chosen = (rtol, t_kic / t_mj)
     if chosen is None:
         print("    no kic tolerance tried reached MuJoCo's accuracy")

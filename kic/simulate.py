@@ -25,7 +25,6 @@ import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 
 from ._array import finite_array
-from .assembly import in_mode
 from .errors import ClosureError, KicError, ModelError, SingularityError, Status
 from .model import ClosedLoopModel
 from .settings import (BRIDGE_CONDITION, CROSSING_RTOL, LANDING_TOLERANCE, SWITCH_CONDITION,
@@ -219,7 +218,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     if run.times is None or (run.times.size and run.times[0] <= t0):
         rec.add(model, t0, y0, phi)
     motion = _Motion(model, t0, y0, phi, threshold=switch_condition, may_cross=run.cross,
-                     models=_Models(model), started=time.perf_counter())
+                     started=time.perf_counter())
     try:
         while True:
             stretch = _integrate(run, motion, rec)
@@ -370,29 +369,6 @@ def _output_times(t_eval, t0: float, t1: float) -> np.ndarray | None:
     return times
 
 
-class _Models:
-    """The models of one mechanism in the sets of coordinates a simulation has used,
-    each built once (a model takes milliseconds to build; a motion through
-    singular configurations switches back and forth between a few sets)."""
-
-    def __init__(self, model) -> None:
-        self.built: dict = {}
-        if isinstance(model, ClosedLoopModel):
-            self.built[tuple(model.coordinate_names)] = [model]
-
-    def get(self, model, names, phi):
-        """The model in the coordinates ``names`` whose assembly mode holds at the
-        joint values ``phi`` (N,): one built before, or a new one with ``phi`` as
-        its reference."""
-        kept = self.built.setdefault(tuple(names), [])
-        for m in kept:
-            if in_mode(m.system.mode(np.asarray(phi, float)[None]), np.array(m.mode))[0]:
-                return m
-        new = model.in_coordinates(list(names), reference=phi, name=model.name)
-        kept.append(new)
-        return new
-
-
 @dataclass
 class _Motion:
     """Where the integration stands: the model (coordinates) in use, the state at
@@ -409,7 +385,6 @@ class _Motion:
     retries: int = 0            # approaches in shorter steps so far
     recent_step: float | None = None   # the last accepted step size (s)
     nfev: int = 0
-    models: _Models | None = None   # the models in the coordinates used so far
     started: float = 0.0        # time.perf_counter() at the start (the wall-time budget)
     steps: int = 0              # accepted steps so far (the step budget)
 
@@ -534,14 +509,12 @@ def _bifurcation(run: _Run, motion: _Motion, end: _End, rec):
     neither serves and the coordinates in use can go on; raises where they
     cannot."""
     model = motion.model
-    crossed = _cross(model, motion.models, end.t, end.y, end.phi, end.best, motion.history,
-                     run.loads,
+    crossed = _cross(model, end.t, end.y, end.phi, end.best, motion.history, run.loads,
                      run.conservative)
     if crossed is None and run.free and not run.loads:
         # a near pass (the motion turns sharply there: no expansion follows it):
         # integrate it in every joint value, with the closure as constraints
-        crossed = _joint_space_pass(model, motion.models, end.t, end.y, end.phi, run.t1,
-                                    run.rtol, run.atol,
+        crossed = _joint_space_pass(model, end.t, end.y, end.phi, run.t1, run.rtol, run.atol,
                                     run.times, rec)
     motion.may_cross = crossed is not None     # a failed crossing: integrate on instead
     if crossed is None and not end.best < model.max_condition:
@@ -574,7 +547,7 @@ def _switch(run: _Run, motion: _Motion, end: _End, rec) -> None:
     (the rates through the transfer)."""
     model = motion.model
     M = model.dof
-    new = motion.models.get(model, end.names, end.phi)
+    new = model.in_coordinates(end.names, reference=end.phi, name=model.name)
     rate = model.joint_rates(end.y[:M], end.y[M:], start=end.phi)
     idx = new.joint_indices(new.coordinate_names)
     rec.switches.append((end.t, list(model.coordinate_names), list(new.coordinate_names),
@@ -825,7 +798,7 @@ def _accelerations(model, phi, phid, loads):
     return model.joint_rates(q, qd, qdd, start=phi)[1]
 
 
-def _cross(model, models, t, y, phi, condition, history, loads, conservative):
+def _cross(model, t, y, phi, condition, history, loads, conservative):
     """Take the motion across a singular configuration of the mechanism.
 
     Where every set of independent coordinates is singular the two branches of
@@ -874,7 +847,7 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative):
             continue
         try:
             for _ in range(2):                  # correctors
-                new = models.get(model, names, phi_b)
+                new = model.in_coordinates(names, reference=phi_b, name=model.name)
                 info["jerk"] = (_accelerations(new, phi_b, phid_b, loads) - phidd) / h
                 phi_b, phid_b = _taylor(info, h, model)
         except KicError:
@@ -886,7 +859,7 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative):
         if np.linalg.norm((phid_b - predicted) * scale) > CROSSING_RTOL * speed:
             return None
         names, best = model.best_coordinates(phi_b)
-        new = models.get(model, names, phi_b)
+        new = model.in_coordinates(names, reference=phi_b, name=model.name)
         idx = new.joint_indices(new.coordinate_names)
         after = _joint_energy(model, phi_b[None], phid_b[None], loads)[0]
         kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], loads)[0]
@@ -904,7 +877,7 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative):
     return None
 
 
-def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
+def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
     """Integrate a free motion that passes near a singular configuration of the
     mechanism in every joint value: the open chains with the closure as
     constraints (:meth:`kic.ClosedModel.joint_space_dynamics`, Lagrange
@@ -965,7 +938,7 @@ def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
     if kinetic > 0 and kinetic + before - after > 0:
         phid_b = phid_b * np.sqrt((kinetic + before - after) / kinetic)
     names, best = model.best_coordinates(phi_b)
-    new = models.get(model, names, phi_b)
+    new = model.in_coordinates(names, reference=phi_b, name=model.name)
     idx = new.joint_indices(new.coordinate_names)
     for ts, xs in samples:
         rec.add_joints(ts, xs[:N], xs[N:])
