@@ -1,5 +1,6 @@
 """The default five-bar's free fall (issue 10): kic against LSODA over
-Pinocchio's constrained dynamics, the same run side by side.
+Pinocchio's constrained dynamics and against MuJoCo, the same run side by side;
+and the five-bar's 2 s swing with LSODA, kic against Pinocchio (issue 21, item 4).
 
 The run: ``mechanisms.five_bar()`` released from rest at its reference
 configuration under gravity, 2 s, ``rtol=1e-10, atol=1e-12``.  It crosses the
@@ -9,15 +10,30 @@ the cranks fail.  Pinocchio integrates the tree of the two arms with the loop
 as a point constraint (``constraintDynamics``, proximal settings as in
 ``single_pose.py``) and no stabilization.
 
+MuJoCo (``kic.io.to_mjcf``, its closures stiffened with ``solimp`` as
+docs/models-from-files.md says, RK4 at ``--mujoco-dt``) integrates the same
+tree with the loop as a soft equality constraint.  Target (issue 21): kic <= 3x
+MuJoCo at equal or better accuracy: of a few tolerances, kic's fastest run whose
+error against the symmetric solution is at most MuJoCo's.  MuJoCo's error is its
+soft closures' (5.5e-2 rad at its default step of 2 ms, 2.5e-2 at 0.2 ms), far
+above kic's at any tolerance, so the ratio is MuJoCo's step's choice: measured
+7.5x at 2 ms, 1.2x at 0.2 ms (kic's error 1e-8 rad either way).
+
+The LSODA case: ``single_pose.py``'s 2 s swing about the hanging equilibrium
+(rtol 1e-9, atol 1e-11), ``kic.simulate(method="LSODA")`` (scipy's LSODA over
+kic's compiled right-hand side) against LSODA over ``constraintDynamics``;
+target <= 2x.
+
 Printed: wall time (min of ``--repeats``) of each and their ratio, for kic's
-numba and numpy backends; the joint angles of each against the symmetric
+numba backend (and its numpy one with ``--numpy``); the joint angles of each against the symmetric
 one-degree-of-freedom solution (``tests/oracles/five_bar_dae.py``) at
 0.30-0.45 s; kic's energy drift, switches and crossings; Pinocchio's
 constraint drift at the end.
 
 Run::
 
-    python benchmarks/five_bar_free_fall.py [--repeats 3] [--duration 10]
+    python benchmarks/five_bar_free_fall.py [--repeats 3] [--duration 10] [--skip-lsoda]
+                                            [--numpy]
 """
 from __future__ import annotations
 
@@ -55,6 +71,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--duration", type=float, default=T_END, help="seconds (default 2; the "
                     "issue asks for 2 and 10)")
+    ap.add_argument("--mujoco-dt", type=float, default=2e-3, help="MuJoCo's RK4 step (s; "
+                    "default MuJoCo's own default)")
+    ap.add_argument("--skip-lsoda", action="store_true", help="only the free fall")
+    ap.add_argument("--numpy", action="store_true", help="also kic's numpy backend (minutes)")
     args = ap.parse_args(argv)
     t_end = args.duration
     try:
@@ -64,6 +84,8 @@ def main(argv=None) -> int:
     except ImportError as e:
         print(f"needs the bench extra (pinocchio): {e}")
         return 1
+    if not args.skip_lsoda:
+        lsoda_case(args.repeats)
     fb = mechanisms.five_bar()
     model, data, names, closures, cmodels, cdatas, idx, cranks = five_bar_tree(fb)
     prox = pin.ProximalSettings(*FIVE_BAR_PROX)
@@ -100,7 +122,7 @@ def main(argv=None) -> int:
           f"{sol.nfev} evaluations, constraint drift at the end {drift:.1e} m")
     print(f"    joint angles vs the symmetric solution at {CHECK.tolist()} s: "
           + " ".join(f"{g:.1e}" for g in gap(pin_phi)))
-    for backend in ("numba", "numpy"):
+    for backend in ("numba", "numpy") if args.numpy else ("numba",):
         try:
             previous = kic.set_backend(backend)
         except kic.KicError as e:
@@ -123,7 +145,128 @@ def main(argv=None) -> int:
               + " ".join(f"{g:.1e}" for g in gap(checked.phi)))
         verdict = "met" if sim.energy_drift < 1e-8 else "NOT met"
         print(f"    energy drift {sim.energy_drift:.1e} (target < 1e-8: {verdict})")
+        if backend == "numba":
+            against_mujoco(fb, t_end, oracle, gap, args)
     return 0
+
+
+def mujoco_run(fb, t_end: float, dt: float):
+    """MuJoCo's free fall of the five-bar: (a function running it, the joint values of
+    its tree at CHECK, ``None`` for the cut joint)."""
+    import mujoco
+    from kic.io import to_mjcf
+    xml = to_mjcf(fb, q=fb.reference, solimp=(0.99999, 0.99999, 0.001))
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.timestep = dt
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    d = mujoco.MjData(m)
+    names = [n for n in fb.phi_names if n in {m.joint(i).name for i in range(m.njnt)}]
+    adr = [m.joint(n).qposadr[0] for n in names]
+    cols = [fb.phi_names.index(n) for n in names]
+    steps_at = np.rint(CHECK / dt).astype(int)
+    n_steps = int(round(t_end / dt))
+
+    def run():
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        out = np.full((CHECK.size, len(fb.phi_names)), np.nan)
+        k = 0
+        for i in range(1, n_steps + 1):
+            mujoco.mj_step(m, d)
+            while k < CHECK.size and steps_at[k] == i:
+                out[k, cols] = d.qpos[adr]
+                k += 1
+        return out
+    return run, cols
+
+
+def against_mujoco(fb, t_end, oracle, gap, args) -> None:
+    """kic (numba) against MuJoCo at equal or better accuracy (target <= 3x)."""
+    try:
+        run, cols = mujoco_run(fb, t_end, args.mujoco_dt)
+    except ImportError as e:
+        print(f"  MuJoCo: unavailable ({e})")
+        return
+    t_mj, phi_mj = best_of(run, args.repeats)
+    tip = fb.phi_names.index("tip")                  # the cut joint: not in MuJoCo's tree
+    phi_mj[:, tip] = oracle[:, tip]
+    err_mj = float(gap(phi_mj).max())
+    print(f"  MuJoCo (RK4, dt {args.mujoco_dt:g} s, stiff closures): {t_mj * 1e3:8.1f} ms, "
+          f"worst joint angle vs the symmetric solution at {CHECK.tolist()} s: {err_mj:.1e}")
+    chosen = None
+    for rtol in (1e-6, 1e-7, 1e-8, 1e-9, 1e-10):
+        atol = rtol / 100
+        try:
+            checked = kic.simulate(fb, (0.0, CHECK[-1]), fb.reference, [0.0, 0.0], rtol=rtol,
+                                   atol=atol, t_eval=CHECK)
+            err = float(gap(checked.phi).max())
+            t_kic, sim = best_of(lambda: kic.simulate(fb, (0.0, t_end), fb.reference,
+                                                      [0.0, 0.0], rtol=rtol, atol=atol),
+                                 args.repeats)
+        except kic.KicError as exc:
+            # (rtol 1e-9, atol 1e-9 / 100: the crossing at 1.656 s fails, issue 21 notes)
+            print(f"    kic rtol {rtol:g}: fails: {type(exc).__name__}: {str(exc)[:90]}...")
+            continue
+        print(f"    kic rtol {rtol:g}: {t_kic * 1e3:8.1f} ms = {t_kic / t_mj:5.2f} x MuJoCo, "
+              f"worst joint angle error {err:.1e}, energy drift {sim.energy_drift:.1e}")
+        if err <= err_mj and (chosen is None or t_kic / t_mj < chosen[1]):
+            chosen = (rtol, t_kic / t_mj)
+    if chosen is None:
+        print("    no kic tolerance tried reached MuJoCo's accuracy")
+    else:
+        verdict = "met" if chosen[1] <= 3.0 else "NOT met"
+        print(f"    at equal or better accuracy (kic rtol {chosen[0]:g}): {chosen[1]:.2f} x "
+              f"MuJoCo (target <= 3: {verdict})")
+
+
+def lsoda_case(repeats: int) -> None:
+    """The 2 s swing of single_pose.py, LSODA both sides (target <= 2x)."""
+    import pinocchio as pin
+    from scipy.integrate import solve_ivp
+    from single_pose import (ATOL as S_ATOL, FIVE_BAR_PROX, RTOL as S_RTOL, T_SIM,
+                             five_bar_equilibrium, five_bar_tree)
+    fb = mechanisms.five_bar()
+    model, data, names, closures, cmodels, cdatas, idx, cranks = five_bar_tree(fb)
+    prox = pin.ProximalSettings(*FIVE_BAR_PROX)
+    q0 = five_bar_equilibrium(fb) + np.array([0.15, -0.15])
+    x0 = np.concatenate([fb.assemble(q0)[idx], np.zeros(model.nv)])
+    zero, nq, cdyn = np.zeros(model.nv), model.nq, pin.constraintDynamics
+
+    def pin_rhs(t, x):
+        return np.concatenate([x[nq:], cdyn(model, data, x[:nq], x[nq:], zero, cmodels, cdatas,
+                                            prox)])
+
+    def pin_sim():
+        return solve_ivp(pin_rhs, (0.0, T_SIM), x0, method="LSODA", rtol=S_RTOL, atol=S_ATOL)
+
+    def kic_sim(method):
+        return lambda: kic.simulate(fb, (0.0, T_SIM), q0, [0.0, 0.0], method=method,
+                                    rtol=S_RTOL, atol=S_ATOL)
+    kic_sim("LSODA")()                                                 # warm up
+    ref = kic.simulate(fb, (0.0, T_SIM), q0, [0.0, 0.0], rtol=1e-13, atol=1e-14)
+    end = np.concatenate([ref.q[-1], ref.qd[-1]])
+    print(f"five-bar, {T_SIM:g} s swing about its hanging equilibrium, rtol {S_RTOL:g}, "
+          f"atol {S_ATOL:g}; min of {repeats}, interleaved")
+    best = {"pin": np.inf, "LSODA": np.inf, "DOP853": np.inf}
+    for _ in range(repeats):
+        for key, fn in (("pin", pin_sim), ("LSODA", kic_sim("LSODA")),
+                        ("DOP853", kic_sim("DOP853"))):
+            t0 = time.perf_counter()
+            out = fn()
+            best[key] = min(best[key], time.perf_counter() - t0)
+            if key == "pin":
+                x = out.y[:, -1][np.r_[cranks, nq + np.asarray(cranks)]]
+            else:
+                x = np.concatenate([out.q[-1], out.qd[-1]])
+            best[key + " error"] = float(np.abs(x - end).max())
+    ratio = best["LSODA"] / best["pin"]
+    print(f"  Pinocchio, LSODA over constraintDynamics: {best['pin'] * 1e3:7.2f} ms, final "
+          f"state error {best['pin error']:.1e}")
+    print(f"  kic, LSODA over its compiled rhs:         {best['LSODA'] * 1e3:7.2f} ms = "
+          f"{ratio:.2f} x (target <= 2: {'met' if ratio <= 2 else 'NOT met'}), final state "
+          f"error {best['LSODA error']:.1e}")
+    print(f"  kic, DOP853 compiled (its default):       {best['DOP853'] * 1e3:7.2f} ms = "
+          f"{best['DOP853'] / best['pin']:.2f} x, final state error "
+          f"{best['DOP853 error']:.1e}")
 
 
 if __name__ == "__main__":

@@ -143,6 +143,16 @@ class NumpyEvaluation:
         :meth:`CompiledEvaluation.free_motion_steps`)."""
         return None
 
+    def motion_rhs(self):
+        """A compiled right-hand side of the motion, or None (see
+        :meth:`CompiledEvaluation.motion_rhs`)."""
+        return None
+
+    def joint_loads_at(self, loads, y, start):
+        """Joint loads of ``loads`` at one state for the compiled right-hand side,
+        or None (see :meth:`CompiledEvaluation.joint_loads_at`)."""
+        return None
+
     # ----------------------------------------------------------- arguments
     def start(self, start, n: int):
         """An explicit warm start as (n, N) or (1, N) rows, checked; None stays None."""
@@ -693,8 +703,11 @@ class CompiledEvaluation(NumpyEvaluation):
     def free_motion_steps(self, t: float, y, t_end: float, start, *, rtol: float,
                           atol: float, step: float = 0.0, max_step: float = np.inf,
                           stop_condition: float = np.inf, relax: float = np.inf,
-                          capacity: int = 2048) -> dict | None:
-        """Steps of the free motion (gravity only: no input, no applied loads) from
+                          capacity: int = 2048, tau=None, joint_loads=None,
+                          times=None) -> dict | None:
+        """Steps of the motion under gravity, a constant input ``tau`` (M,) at the
+        coordinates (N m / N; default none) and constant ``joint_loads`` (N,) at
+        the joints (kic's sign: the loads the joints must supply) from
         time ``t`` (s) and state ``y = (q, q')`` (2M,) towards ``t_end``, in one
         compiled call: scipy's DOP853 (Dormand-Prince 8(5,3), its coefficients,
         error norm and step-size control, step for step), every trial point
@@ -703,7 +716,10 @@ class CompiledEvaluation(NumpyEvaluation):
         condition number there.  ``step`` > 0 is the first step size (s); 0 lets
         the integrator choose it as scipy does.  Once a step's condition is at
         most ``relax``, ``stop_condition`` falls to ``relax`` (hysteresis: a
-        raised threshold holds only while the condition stays high).
+        raised threshold holds only while the condition stays high).  ``times``
+        (increasing, after ``t``; s): output times sampled by DOP853's dense
+        output (scipy's interpolant), assembled and returned as ``samples``
+        ``(t, y, phi)``.
 
         Returns None where the compiled path does not serve (assembly modes
         finer than the blocks; on the numpy path always); else a dict: ``code``
@@ -726,16 +742,61 @@ class CompiledEvaluation(NumpyEvaluation):
         if y.shape != (2 * M,) or start.shape != (N,):
             raise ModelError(f"free_motion_steps: y must have {2 * M} values and start "
                              f"{N}, got {y.shape} and {start.shape}")
+        tau = np.zeros(M) if tau is None else np.ascontiguousarray(tau, dtype=float)
+        tl = np.zeros(N) if joint_loads is None else np.ascontiguousarray(joint_loads,
+                                                                          dtype=float)
+        times = np.zeros(0) if times is None else np.ascontiguousarray(times, dtype=float)
+        if tau.shape != (M,) or tl.shape != (N,) or times.ndim != 1:
+            raise ModelError(f"free_motion_steps: tau must have {M} values and joint_loads "
+                             f"{N}, got {tau.shape} and {tl.shape}")
         # scipy's own floor on the relative tolerance
         rtol = max(float(rtol), 100 * np.finfo(float).eps)
         (code, k, ts, ys, phis, conds, t_stop, y_stop, phi_stop, h, nfev, status, last,
-         threshold) = compiled_closed.free_motion(self.plan, self.block_mode, t, t_end, y,
-                                                  start, step, rtol, atol, max_step,
-                                                  stop_condition, relax, capacity)
+         threshold, k_s, ts_s, ys_s, phis_s) = compiled_closed.free_motion(
+            self.plan, self.block_mode, t, t_end, y, start, tau, tl, times, step, rtol, atol,
+            max_step, stop_condition, relax, capacity)
         return {"code": int(code), "t": ts[:k], "y": ys[:k], "phi": phis[:k],
                 "condition": conds[:k], "state": (float(t_stop), y_stop, phi_stop),
                 "step": float(h), "last_step": float(last), "nfev": int(nfev),
-                "status": int(status), "threshold": float(threshold)}
+                "status": int(status), "threshold": float(threshold),
+                "samples": (ts_s[:k_s], ys_s[:k_s], phis_s[:k_s])}
+
+    def motion_rhs(self):
+        """The right-hand side of the motion as one compiled call per evaluation,
+        for integrators stepped from Python: ``rhs(y, start, tau, joint_loads) ->
+        (f, phi, status, condition)`` with ``y = (q, q')`` (2M,), the joint values
+        assembled from ``start`` (N,), the input ``tau`` (M,) and ``joint_loads``
+        (N,) float64 C-contiguous (not checked: the caller lays them out once);
+        ``f = (q', q'')``, the worst block condition number.  None where the
+        compiled path does not serve.  Where the assembly mode is finer than the
+        blocks (:attr:`refined`), the kernel checks the blocks' signs only: every
+        evaluation starts from the caller's ``start`` near it, and the caller
+        checks the finer mode where it tracks the motion (:meth:`track`)."""
+        if self.plan is None:
+            return None
+        plan, mode, kernel = self.plan, self.block_mode, compiled_closed.motion_rhs
+        return lambda y, start, tau, tl: kernel(plan, mode, start, y, tau, tl)
+
+    def joint_loads_at(self, loads, y, start) -> np.ndarray | None:
+        """The joint loads T_L (N,) of applied ``loads`` (:class:`kic.Loads`; kic's
+        sign, the loads the joints must supply) at the state ``y = (q, q')`` (2M,),
+        assembled from ``start`` (N,) by the compiled kernels, the loads evaluated by
+        each open chain's own model: what :meth:`motion_rhs` takes as
+        ``joint_loads`` (the finer mode unchecked, as there).  None where the
+        compiled assembly fails (the general path then answers or reports)."""
+        M, N = self.model.dof, self.system.N
+        if self.plan is None:
+            return None
+        phid, _, phi, status = compiled_closed.rates(self.plan, y[:M], y[M:], np.zeros(M),
+                                                     start, mode=self.block_mode)[:4]
+        if status[0] != 0:
+            return None
+        tl = np.zeros(N)
+        for (chain, idx), cl in zip(self.model.open_chains,
+                                    self.loads_for(loads, phi, phid)):
+            if cl is not None:
+                tl[idx] += cl.chain_load(chain, phi[:, idx], phid[:, idx])[0]
+        return tl
 
     def batch(self, what: str, qf, start, on_failure, *rates, act=None):
         """One compiled call for the whole batch: (output, status), or None where

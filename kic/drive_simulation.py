@@ -44,7 +44,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 from scipy.interpolate import CubicSpline
 from scipy.optimize import brentq
 
@@ -53,13 +52,12 @@ from .actuators import ActuatedSystem
 from .errors import ClosureError, ModelError, SingularityError
 from .model import ClosedLoopModel
 from .settings import INTEGRATION_ATOL, INTEGRATION_RTOL, TINY
-from .simulate import RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation
+from .simulate import (INTEGRATORS, RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation,
+                       integration_options, integration_times)
 from .trajectory import Trajectory
 
 __all__ = ["simulate_drive", "DriveSimulation"]
 
-_METHODS = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF": BDF,
-            "LSODA": LSODA}
 _FLOWS = 5                  # supplied, input work, copper, rotor friction, conversion
 _SETTLE = 8                 # mode switches at one instant before it is called chattering
 
@@ -197,12 +195,9 @@ def _options(plant, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
     if loads is not None:
         raise ModelError("a motor-driven plant carries its loads: give them to "
                          "kic.ActuatedSystem(..., loads=...), not to simulate")
-    if method not in _METHODS:
-        raise ModelError(f"unknown integration method {method!r}; use one of {list(_METHODS)}")
     M, Na = plant.model.dof, plant.n_motors
-    t0, t1 = (float(x) for x in finite_array(t_span, "t_span", (2,)))
-    if not t1 > t0:
-        raise ModelError(f"t_span must run forward, got {t_span!r}")
+    t0, t1, times = integration_times(t_span, t_eval)
+    integration_options(method, rtol, atol, max_step, plant.n_states)
     names = plant.motor_names
     continuous = held = None
     boundaries = np.zeros(0)
@@ -267,11 +262,6 @@ def _options(plant, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
         x0.append(np.asarray(i0, dtype=float))
     elif i0 is not None:
         raise ModelError("i0: the quasi-static model has no current states")
-    times = None
-    if t_eval is not None:
-        times = np.sort(finite_array(t_eval, "t_eval").reshape(-1))
-        if times.size and (times[0] < t0 or times[-1] > t1):
-            raise ModelError(f"t_eval must lie within t_span {t0:g} to {t1:g} s")
     tau_fn = None
     if callable(tau):
         tau_fn = _checked_load(tau, M)
@@ -457,7 +447,7 @@ class _Integration:
             max_step = min(max_step, self.limit)
             stop = min(end, t + SHORT_STEPS * self.limit)
             first = min(self.limit, stop - t)
-        solver = _METHODS[d.method](self.rhs, t, y, stop, rtol=d.rtol, atol=d.atol,
+        solver = INTEGRATORS[d.method](self.rhs, t, y, stop, rtol=d.rtol, atol=d.atol,
                                     max_step=max_step, first_step=first)
         try:
             while solver.status == "running":

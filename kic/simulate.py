@@ -16,6 +16,8 @@ factors below.
 """
 from __future__ import annotations
 
+import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,7 +30,13 @@ from .model import ClosedLoopModel
 from .settings import (BRIDGE_CONDITION, CROSSING_RTOL, LANDING_TOLERANCE, SWITCH_CONDITION,
                        INTEGRATION_ATOL, INTEGRATION_RTOL, TINY)
 
-__all__ = ["simulate", "Simulation"]
+__all__ = ["simulate", "Simulation", "SimulationWarning", "INTEGRATORS", "integration_times",
+           "integration_options"]
+
+
+class SimulationWarning(RuntimeWarning):
+    """A finished simulation's post-processing (its energy record) failed: the
+    motion is returned, the energies are NaN."""
 
 
 @dataclass
@@ -94,15 +102,20 @@ CLEAR = BRIDGE_CONDITION / 10        # a near pass ends once some set is this go
 BRIEF_PASS = 0.5             # s: a near pass lasting longer is not a pass
 FURTHEST_CROSSING = 0.1      # rad (or m / L) of motion: the longest expansion across
 CROSSING_TRIES = 11          # expansions of 2, 4, ... 2**11 times the estimated time
+COMPILED_BLOCK = 2048        # steps one compiled call records before Python sees them
+MAX_STEPS = 1_000_000        # default work budget: accepted steps (a 2 s five-bar takes
+                             # tens to hundreds; a million means max_step or the
+                             # tolerances ask for more than a simulation should take)
 
-_METHODS = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF": BDF,
-            "LSODA": LSODA}
+INTEGRATORS = {"RK23": RK23, "RK45": RK45, "DOP853": DOP853, "Radau": Radau, "BDF": BDF,
+               "LSODA": LSODA}           # the method names simulate takes (scipy's solvers)
 
 
 def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853",
              rtol: float = INTEGRATION_RTOL, atol: float = INTEGRATION_ATOL, t_eval=None,
              max_step: float = np.inf, switch_condition: float = SWITCH_CONDITION,
-             bifurcation: str = "cross", **drive) -> Simulation:
+             bifurcation: str = "cross", max_steps: int = MAX_STEPS,
+             wall_time: float | None = None, **drive) -> Simulation:
     """Integrate ``q'' = I*^-1 (T - q'^T P* q' - T_L)`` from (q0, qd0).
 
     The integrator is stepped here (scipy's ``OdeSolver`` classes): after each
@@ -145,7 +158,11 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
         joint values tracked, its coordinates switched and its singular
         configurations crossed.
     t_span : (float, float)
-        Start and end times (s).
+        Start and end times (s), the end after the start: kic integrates
+        forward in time only (a mechanism's motion backwards from a state is
+        the forward motion from the state with its rates reversed, for a
+        free motion without damping); a reversed or empty span is a
+        :class:`kic.ModelError`.
     q0, qd0 : array_like, shape (M,)
         Initial coordinates and rates.
     tau : None, array_like (M,) or callable ``tau(t, q, qd) -> (M,)``
@@ -163,7 +180,10 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     rtol, atol : float
         Integration tolerances.
     t_eval : array_like, optional
-        Output times; default: the solver's steps.
+        Output times (s), strictly increasing, inside ``t_span`` (else a
+        :class:`kic.ModelError`); default: the solver's steps.
+    max_step : float
+        Longest step (s), > 0; default no limit.
     switch_condition : float
         Condition number of the coordinates in use above which a closed model
         looks for better ones (``inf``: never switch); default
@@ -171,6 +191,12 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     bifurcation : {"cross", "raise"}
         What a closed model's free motion does at a singular configuration of
         the mechanism itself (see above).
+    max_steps : int
+        Work budget: the accepted steps of the whole simulation (default
+        :data:`MAX_STEPS`); beyond it a :class:`kic.KicError` names the time
+        reached and carries the motion so far as its ``simulation``.
+    wall_time : float, optional
+        Work budget in wall-clock seconds, checked as for ``max_steps``.
     **drive
         ``voltage``, ``i0``, ``period``, ``trajectory``: a :class:`kic.ActuatedSystem` is
         simulated with its motors (:func:`kic.drive_simulation.simulate_drive`).
@@ -178,6 +204,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     Returns
     -------
     Simulation
+        Where the energy record of the finished motion cannot be computed, the
+        motion is returned with NaN energies and a :class:`SimulationWarning`.
 
     Examples
     --------
@@ -193,23 +221,50 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
         return simulate_drive(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
                               max_step, **drive)
     run, t0, y0 = _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
-                           max_step, switch_condition, bifurcation)
+                           max_step, switch_condition, bifurcation, max_steps, wall_time)
     rec = _Record(model, run.closed)
     phi = model.assemble(y0[:model.dof]) if run.closed else None
     if run.times is None or (run.times.size and run.times[0] <= t0):
         rec.add(model, t0, y0, phi)
-    motion = _Motion(model, t0, y0, phi, threshold=switch_condition, may_cross=run.cross)
-    while True:
-        stretch = _integrate(run, motion, rec)
-        if stretch.leave:
-            _leave(run, motion, stretch, rec)
-        elif stretch.t >= run.t1:
-            break
-        else:
-            # the short steps have taken the motion past the difficulty: go on freely
-            motion.t, motion.y, motion.phi = stretch.t, stretch.y, stretch.phi
-            motion.step_limit, motion.retries = None, 0
+    motion = _Motion(model, t0, y0, phi, threshold=switch_condition, may_cross=run.cross,
+                     started=time.perf_counter())
+    try:
+        while True:
+            stretch = _integrate(run, motion, rec)
+            if stretch.leave:
+                _leave(run, motion, stretch, rec)
+            elif stretch.t >= run.t1:
+                break
+            else:
+                # the short steps have taken the motion past the difficulty: go on freely
+                motion.t, motion.y, motion.phi = stretch.t, stretch.y, stretch.phi
+                motion.step_limit, motion.retries = None, 0
+    except _OverBudget as over:
+        # the motion so far travels with the error: the work is not lost
+        err = KicError(str(over))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SimulationWarning)
+            err.simulation = rec.result(model, loads, tau, motion.nfev)
+        raise err from None
     return rec.result(model, loads, tau, motion.nfev)
+
+
+class _OverBudget(Exception):
+    """The work budget is spent (internal: :func:`simulate` raises a KicError)."""
+
+
+def _spend(run: "_Run", motion: "_Motion", steps: int, t: float) -> None:
+    """Count ``steps`` accepted steps reaching time t (s) against the budget."""
+    motion.steps += steps
+    if motion.steps > run.max_steps:
+        raise _OverBudget(f"simulate stopped at t = {t:.6g} s of {run.t1:g} s: the work "
+                          f"budget of max_steps = {run.max_steps} accepted steps is spent "
+                          f"(max_step = {run.max_step:g} s, rtol = {run.rtol:g}); raise "
+                          "max_steps, or loosen max_step or the tolerances")
+    if run.wall_time is not None and time.perf_counter() - motion.started > run.wall_time:
+        raise _OverBudget(f"simulate stopped at t = {t:.6g} s of {run.t1:g} s: the work "
+                          f"budget of wall_time = {run.wall_time:g} s is spent after "
+                          f"{motion.steps} steps")
 
 
 @dataclass(frozen=True)
@@ -223,6 +278,7 @@ class _Run:
     max_step: float
     times: np.ndarray | None    # the output times, or None: the solver's steps
     tau_fn: Callable            # tau(t, q, qd) -> (M,)
+    tau_const: np.ndarray | None   # a constant input (zeros for none), else None
     check_tau: bool             # tau is the caller's function: check its answers
     free: bool                  # no input (tau None)
     loads: object
@@ -231,6 +287,8 @@ class _Run:
     compiled: bool              # the compiled free motion may serve
     switch_condition: float
     cross: bool                 # singular configurations of the mechanism are crossed
+    max_steps: int              # the work budget: accepted steps
+    wall_time: float | None     # and wall-clock seconds
 
     @property
     def conservative(self) -> bool:
@@ -243,16 +301,24 @@ class _Run:
 
 
 def _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max_step,
-             switch_condition, bifurcation) -> tuple[_Run, float, np.ndarray]:
+             switch_condition, bifurcation, max_steps,
+             wall_time) -> tuple[_Run, float, np.ndarray]:
     """The checked options, the start time (s) and the start state (q0, qd0)."""
     M = model.dof
     q0 = finite_array(q0, "q0", (M,))
     qd0 = finite_array(qd0, "qd0", (M,))
-    t0, t1 = (float(x) for x in finite_array(t_span, "t_span", (2,)))
+    t0, t1, times = integration_times(t_span, t_eval)
+    integration_options(method, rtol, atol, max_step, 2 * M)
+    if isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer)) \
+            or max_steps < 1:
+        raise ModelError(f"max_steps must be a positive integer, got {max_steps!r}")
+    if wall_time is not None and not (isinstance(wall_time, (int, float, np.integer,
+                                                             np.floating))
+                                      and float(wall_time) > 0.0):
+        raise ModelError(f"wall_time must be a positive number of seconds or None, got "
+                         f"{wall_time!r}")
     if bifurcation not in ("cross", "raise"):
         raise ModelError(f"bifurcation must be 'cross' or 'raise', got {bifurcation!r}")
-    if method not in _METHODS:
-        raise ModelError(f"unknown integration method {method!r}; use one of {list(_METHODS)}")
     if callable(tau):
         tau_fn: Callable = tau
     elif tau is None:
@@ -264,12 +330,65 @@ def _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
     closed = isinstance(model, ClosedLoopModel)
     switching = (closed and tau is None and np.isfinite(switch_condition)
                  and all(n in model.mechanism.primitive_joints for n in model.coordinate_names))
-    times = None if t_eval is None else np.sort(finite_array(t_eval, "t_eval"))
-    compiled = (closed and tau is None and not loads and times is None and method == "DOP853"
+    tau_const = None if callable(tau) else tau_fn(t0, q0, qd0)
+    # the compiled DOP853 serves a constant input and no applied loads (loads vary
+    # with the state: they take the integrator stepped here, over a compiled rhs)
+    compiled = (closed and tau_const is not None and not loads and method == "DOP853"
                 and np.ndim(atol) == 0)
-    run = _Run(t1, method, rtol, atol, max_step, times, tau_fn, callable(tau), tau is None,
-               loads, closed, switching, compiled, switch_condition, bifurcation == "cross")
+    run = _Run(t1, method, rtol, atol, float(max_step), times, tau_fn, tau_const,
+               callable(tau), tau is None, loads, closed, switching, compiled, switch_condition,
+               bifurcation == "cross", int(max_steps),
+               None if wall_time is None else float(wall_time))
     return run, t0, np.concatenate([q0, qd0])
+
+
+def integration_times(t_span, t_eval=None) -> tuple[float, float, np.ndarray | None]:
+    """``t_span`` and ``t_eval`` checked (s): ``(t0, t1, times)``; the span runs
+    forward (t1 > t0: a simulation integrates forward in time only), ``t_eval``
+    (None, or 1-D, finite, strictly increasing, inside [t0, t1]) is never
+    silently cut.  The one check of a simulation's times (free motion and
+    motor-driven plants)."""
+    t0, t1 = (float(x) for x in finite_array(t_span, "t_span", (2,)))
+    if not t1 > t0:
+        raise ModelError(f"t_span must run forward, from t0 to a later t1 (s), got "
+                         f"({t0:g}, {t1:g}); simulate integrates forward in time only")
+    if t_eval is None:
+        return t0, t1, None
+    times = finite_array(t_eval, "t_eval")
+    if times.ndim != 1:
+        raise ModelError(f"t_eval must be a 1-D array of times (s), got shape {times.shape}")
+    if times.size > 1 and not np.all(np.diff(times) > 0):
+        k = int(np.argmin(np.diff(times) > 0))
+        raise ModelError(f"t_eval must be strictly increasing: t_eval[{k}] = {times[k]:g} s "
+                         f"is followed by {times[k + 1]:g} s")
+    outside = times[(times < t0) | (times > t1)]
+    if outside.size:
+        raise ModelError(f"t_eval must lie inside t_span = ({t0:g}, {t1:g}) s; "
+                         f"{outside.size} times do not (first {outside[0]:g} s)")
+    return t0, t1, times
+
+
+def integration_options(method: str, rtol, atol, max_step, n_states: int) -> None:
+    """The integrator's options checked: ``method`` one of :data:`INTEGRATORS`,
+    ``rtol``/``atol`` positive and finite (``atol`` a number or one per state
+    value), ``max_step`` a positive number of seconds (inf: no limit; 0 would
+    never end)."""
+    if method not in INTEGRATORS:
+        raise ModelError(f"unknown integration method {method!r}; use one of "
+                         f"{list(INTEGRATORS)}")
+    if not (isinstance(max_step, (int, float, np.integer, np.floating))
+            and float(max_step) > 0.0):
+        raise ModelError(f"max_step must be a positive number of seconds (inf: no limit), "
+                         f"got {max_step!r}")
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        try:
+            arr = np.asarray(tol, dtype=float)
+        except (TypeError, ValueError):
+            arr = np.array(np.nan)
+        if not (np.all(np.isfinite(arr)) and np.all(arr > 0)
+                and arr.shape in ((), (n_states,))):
+            raise ModelError(f"{name} must be positive and finite (atol: a number or one per "
+                             f"state value, {n_states}), got {tol!r}")
 
 
 @dataclass
@@ -288,6 +407,8 @@ class _Motion:
     retries: int = 0            # approaches in shorter steps so far
     recent_step: float | None = None   # the last accepted step size (s)
     nfev: int = 0
+    started: float = 0.0        # time.perf_counter() at the start (the wall-time budget)
+    steps: int = 0              # accepted steps so far (the step budget)
 
     def restart(self, run: _Run, model, t: float, y, phi, threshold: float) -> None:
         """Begin afresh in ``model`` (new coordinates, or beyond a crossing)."""
@@ -517,6 +638,7 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
                     rec.add(model, float(te), yi, warm["track"](yi[:M])[0])
         phi_step, cond = warm["track"](solver.y[:M])
         history.append((solver.t, cond, solver.y.copy(), phi_step))
+        _spend(run, motion, 1, solver.t)
         if run.times is None:
             rec.add(model, solver.t, solver.y, phi_step)
         if cond <= run.relax:
@@ -542,17 +664,25 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
     stop = threshold if switching else np.inf
     cond = current_condition(history)
     while True:
+        times = None if run.times is None else run.times[(run.times > t)
+                                                         & (run.times <= t_end)]
         out = model.evaluation.free_motion_steps(t, y, t_end, phi, rtol=run.rtol,
                                                  atol=run.atol, step=step, max_step=max_step,
-                                                 stop_condition=stop, relax=relax)
+                                                 stop_condition=stop, relax=relax,
+                                                 capacity=_capacity(run, motion),
+                                                 tau=run.tau_const, times=times)
         if out is None:
             return None
         nfev += out["nfev"]
         for tk, yk, pk, ck in zip(out["t"], out["y"], out["phi"], out["condition"]):
             history.append((float(tk), float(ck), yk, pk))
-            rec.add(model, tk, yk, pk)
+            if times is None:
+                rec.add(model, tk, yk, pk)
             cond = float(ck)
+        for tk, yk, pk in zip(*out["samples"]):
+            rec.add(model, tk, yk, pk)
         t, y, phi = out["state"]
+        _spend(run, motion, len(out["t"]), t)
         step, code, stop = out["step"], out["code"], out["threshold"]
         last = out["last_step"] or last
         threshold = min(threshold, stop)
@@ -574,11 +704,18 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
         if code == 5:
             phi, cond = _assembled(model, y[:M], phi)
             history.append((t, cond, y, phi))
-            rec.add(model, t, y, phi)
+            if run.times is None:
+                rec.add(model, t, y, phi)
             if cond <= relax:
                 threshold = stop = min(stop, relax)
             if cond > stop:
                 return _Stretch(t, y, phi, cond, True, nfev, None, threshold, last)
+
+
+def _capacity(run: _Run, motion: _Motion) -> int:
+    """Steps one compiled call may record: a block of steps, within the step budget
+    (one beyond it, to say that it is spent)."""
+    return int(min(COMPILED_BLOCK, max(run.max_steps - motion.steps + 1, 1)))
 
 
 def _assembled(model, q, start):
@@ -596,13 +733,29 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     warm = {"phi": phi}
     tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
 
+    fast = model.evaluation.motion_rhs() if closed else None
+    no_loads = np.zeros(model.N) if closed else None
+
     def rhs(t, x):
         q, qd = x[:M], x[M:]
         T = tau_fn(t, q, qd)
         if check_tau:                  # a constant input was checked once, up front
-            T = np.asarray(T, dtype=float)
+            T = np.ascontiguousarray(T, dtype=float)
             if T.shape != (M,) or not np.all(np.isfinite(T)):
                 raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
+        if fast is not None:
+            # one compiled call (two with applied loads: their joint loads first)
+            x = np.ascontiguousarray(x, dtype=float)
+            tl = no_loads if not loads else model.evaluation.joint_loads_at(loads, x,
+                                                                             warm["phi"])
+            f, _, status, _ = (fast(x, warm["phi"], T, tl) if tl is not None
+                               else (None, None, -1, None))
+            if status == 0:
+                return f
+            if status > 0:
+                raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
+                                       f"t = {t:g} s in the coordinates "
+                                       f"{model.coordinate_names}")
         out = np.empty(2 * M)
         out[:M] = qd
         if closed:
@@ -631,7 +784,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
         return warm["phi"], cond
 
     warm["track"] = track
-    solver = _METHODS[run.method](rhs, t, y, t1, rtol=run.rtol, atol=run.atol,
+    solver = INTEGRATORS[run.method](rhs, t, y, t1, rtol=run.rtol, atol=run.atol,
                                   max_step=max_step, first_step=first)
     return solver, warm
 
@@ -822,6 +975,8 @@ def _joint_energy(model, phi, phid, loads):
     rates of every open chain (n,): no coordinates involved."""
     E = np.zeros(phi.shape[0])
     for chain, idx in model.open_chains:
+        if not chain.has_inertia:
+            continue            # a chain without mass (one leading to a cut joint): no energy
         dyn = chain.dynamics(phi[:, idx])
         E = E + dyn.kinetic_energy(phid[:, idx]) + dyn.potential_energy
     if loads:
@@ -860,36 +1015,50 @@ class _Record:
         self.rates.append((None, np.array(phid, float)))
 
     def result(self, model, loads, tau, nfev) -> "Simulation":
+        """The Simulation; where its energy record fails, the motion with NaN
+        energies and a SimulationWarning (a finished motion is never lost)."""
         K = len(self.t)
         t = np.array(self.t)
         phi = np.array(self.phi).reshape(K, -1)
-        if self.closed:
-            energy, qd_user = self._joint_record(model, phi, loads)
-            ke = None
-        else:
-            q = np.array([r[0] for r in self.rates]).reshape(K, -1)
-            qd_user = np.array([r[1] for r in self.rates]).reshape(K, -1)
-            dyn = model.dynamics(q)
-            ke = dyn.kinetic_energy(qd_user)
-            energy = ke + dyn.potential_energy
-            if loads:
-                energy = energy + dyn.loads_energy(loads)
-        q_user = phi[:, self.user] if self.closed else phi
         conservative = tau is None and (loads is None or loads.conservative)
-        if ke is None:
-            ke = energy - _joint_energy(model, phi, np.zeros_like(phi), loads) if K else energy
-        scale = max(abs(float(energy[0])), float(np.max(ke)) if K else 0.0, TINY)
-        drift = float(np.max(np.abs(energy - energy[0]))) / scale if K else 0.0
+        step = "rates"
+        try:
+            q_user, qd_user, rates = self._user_motion(model, phi)
+            step = "energy record"
+            energy, drift = self._energy(model, phi, rates, loads)
+        except Exception as exc:      # noqa: BLE001 - a finished motion is never lost
+            warnings.warn(f"simulate: the motion is complete, but its {step} failed "
+                          f"({type(exc).__name__}: {exc}); energy and energy_drift are NaN"
+                          + ("" if step != "rates" else ", and so are the rates outside the "
+                             "coordinates the motion started in"),
+                          SimulationWarning, stacklevel=3)
+            if step == "rates":
+                q_user, qd_user = self._user_rates_as_integrated(phi)
+            energy, drift = np.full(K, np.nan), float("nan")
         return Simulation(t, q_user, qd_user, energy, drift, conservative, int(nfev), phi,
                           self.switches, self.crossings)
 
-    def _joint_record(self, model, phi, loads):
-        """Energies and the user's rates from every joint's value and rate, stretch by
-        stretch in the coordinates used."""
-        K, N = phi.shape
-        phid = np.zeros((K, N))
+    def _user_rates_as_integrated(self, phi):
+        """The user's coordinates and, where the integration ran in them, their
+        rates (NaN elsewhere): what needs no model evaluation."""
+        q_user = phi[:, self.user] if self.closed else phi
+        qd = np.full(q_user.shape, np.nan)
+        first = self.models[0] if self.models else None
+        for k, (m, r) in enumerate(zip(self.models, self.rates)):
+            if m is first and r[1] is not None and r[1].shape == qd.shape[1:]:
+                qd[k] = r[1]
+        return q_user, qd
+
+    def _user_motion(self, model, phi):
+        """The user's coordinates and rates, and the rates the energy needs (every
+        joint's for a closed model, the coordinates' for a serial one)."""
+        K = phi.shape[0]
+        if not self.closed:
+            qd = np.array([r[1] for r in self.rates]).reshape(K, -1)
+            return phi, qd, qd
+        phid = np.zeros(phi.shape)
         k = 0
-        while k < K:
+        while k < K:        # stretch by stretch in the coordinates used
             m = self.models[k]
             j = k
             while j < K and self.models[j] is m:
@@ -901,4 +1070,21 @@ class _Record:
                 qd = np.array([r[1] for r in self.rates[k:j]])
                 phid[k:j] = m.joint_rates(q, qd, start=phi[k:j])
             k = j
-        return _joint_energy(model, phi, phid, loads), phid[:, self.user]
+        return phi[:, self.user], phid[:, self.user], phid
+
+    def _energy(self, model, phi, rates, loads):
+        """Kinetic + potential (+ conservative loads) energy (K,) and its drift."""
+        K = phi.shape[0]
+        if not K:
+            return np.zeros(0), 0.0
+        if self.closed:
+            energy = _joint_energy(model, phi, rates, loads)
+            ke = energy - _joint_energy(model, phi, np.zeros_like(phi), loads)
+        else:
+            dyn = model.dynamics(phi)
+            ke = dyn.kinetic_energy(rates)
+            energy = ke + dyn.potential_energy
+            if loads:
+                energy = energy + dyn.loads_energy(loads)
+        scale = max(abs(float(energy[0])), float(np.max(ke)), TINY)
+        return energy, float(np.max(np.abs(energy - energy[0]))) / scale

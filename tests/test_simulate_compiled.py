@@ -109,3 +109,105 @@ def test_free_motion_steps_declines_what_it_does_not_cover(hanging):
         kic.set_backend("numba")
     with pytest.raises(kic.ModelError, match="y must have 4"):
         fb.evaluation.free_motion_steps(0.0, q0, 0.1, fb.assemble(q0), rtol=1e-9, atol=1e-11)
+
+
+def _compiled_calls(monkeypatch):
+    """Count the compiled integrator's calls (free_motion_steps) and compiled rhs
+    evaluations (motion_rhs) that kic.simulate makes."""
+    from kic.closed_eval import CompiledEvaluation
+    calls = {"steps": 0, "rhs": 0}
+    steps, rhs = CompiledEvaluation.free_motion_steps, CompiledEvaluation.motion_rhs
+
+    def counted_steps(self, *a, **kw):
+        calls["steps"] += 1
+        return steps(self, *a, **kw)
+
+    def counted_rhs(self):
+        fn = rhs(self)
+
+        def call(*a):
+            calls["rhs"] += 1
+            return fn(*a)
+        return None if fn is None else call
+    monkeypatch.setattr(CompiledEvaluation, "free_motion_steps", counted_steps)
+    monkeypatch.setattr(CompiledEvaluation, "motion_rhs", counted_rhs)
+    return calls
+
+
+def test_t_eval_on_the_compiled_path(hanging, monkeypatch):
+    """Output times by the compiled DOP853's dense output (scipy's interpolant),
+    against scipy's DOP853 stepped over the numpy backend, and against the
+    compiled steps themselves."""
+    fb, q0 = hanging
+    times = np.linspace(0.0, 1.0, 23)
+    calls = _compiled_calls(monkeypatch)
+    fast = _simulate("numba", fb, q0, 1.0, rtol=1e-11, atol=1e-13, t_eval=times)
+    assert calls["steps"] >= 1 and calls["rhs"] == 0
+    slow = _simulate("numpy", fb, q0, 1.0, rtol=1e-11, atol=1e-13, t_eval=times)
+    np.testing.assert_array_equal(fast.t, times)
+    np.testing.assert_allclose(fast.q, slow.q, atol=1e-10)
+    np.testing.assert_allclose(fast.qd, slow.qd, atol=1e-9)
+    # the samples are on the closure, assembled on the branch, with finite energies
+    assert fb.project(fast.phi)[1].max() < 1e-10
+    assert fast.energy_drift < 1e-9
+    # each sample lies on the motion through the steps (its interpolant is that good)
+    steps = _simulate("numba", fb, q0, 1.0, rtol=1e-11, atol=1e-13)
+    k = np.searchsorted(steps.t, 0.5)
+    one = _simulate("numba", fb, q0, 1.0, rtol=1e-11, atol=1e-13, t_eval=[steps.t[k]])
+    np.testing.assert_allclose(one.q[0], steps.q[k], atol=1e-12)
+
+
+def test_constant_input_on_the_compiled_path(hanging, monkeypatch):
+    """A constant tau runs compiled (DOP853) and agrees with the same tau given as
+    a function (called back per evaluation over the compiled rhs) and with the
+    numpy backend."""
+    fb, q0 = hanging
+    tau = np.array([0.4, -0.25])
+    times = np.linspace(0.0, 0.8, 9)
+    calls = _compiled_calls(monkeypatch)
+    const = _simulate("numba", fb, q0, 0.8, tau=tau, rtol=1e-11, atol=1e-13, t_eval=times)
+    assert calls["steps"] >= 1 and calls["rhs"] == 0
+    fn = _simulate("numba", fb, q0, 0.8, tau=lambda t, q, qd: tau, rtol=1e-11, atol=1e-13,
+                   t_eval=times)
+    assert calls["rhs"] > 100
+    slow = _simulate("numpy", fb, q0, 0.8, tau=tau, rtol=1e-11, atol=1e-13, t_eval=times)
+    np.testing.assert_allclose(const.q, fn.q, atol=1e-10)
+    np.testing.assert_allclose(const.q, slow.q, atol=1e-10)
+    assert not const.conservative
+    # the input does work: the energy grows by the work of tau along the motion
+    work = tau @ (const.q[-1] - const.q[0])
+    assert const.energy[-1] - const.energy[0] == pytest.approx(work, rel=1e-6)
+
+
+@pytest.mark.parametrize("method", ["LSODA", "BDF", "RK45"])
+def test_other_methods_over_the_compiled_rhs(hanging, monkeypatch, method):
+    fb, q0 = hanging
+    calls = _compiled_calls(monkeypatch)
+    fast = _simulate("numba", fb, q0, 0.5, method=method, rtol=1e-10, atol=1e-12)
+    assert calls["rhs"] >= fast.nfev - 2
+    ref = _simulate("numba", fb, q0, 0.5, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(fast.q[-1], ref.q[-1], atol=1e-6)
+    assert fast.energy_drift < 1e-6
+
+
+def test_loads_over_the_compiled_rhs(hanging, monkeypatch):
+    """Springs (a joint spring and one between two bodies of different open chains)
+    and a damper: the compiled rhs with the applied loads' joint loads, against
+    the numpy backend."""
+    fb, q0 = hanging
+    loads = (kic.Loads().spring("crank1", 5.0, -1.5).damper("elbow2", 0.05)
+             .spring_between("crank1", (0.25, 0.0, 0.0), "crank2", (0.25, 0.0, 0.0),
+                             stiffness=40.0, rest_length=0.1))
+    times = np.linspace(0.0, 0.5, 6)
+    calls = _compiled_calls(monkeypatch)
+    fast = _simulate("numba", fb, q0, 0.5, loads=loads, rtol=1e-10, atol=1e-12, t_eval=times)
+    assert calls["rhs"] > 50
+    slow = _simulate("numpy", fb, q0, 0.5, loads=loads, rtol=1e-10, atol=1e-12, t_eval=times)
+    np.testing.assert_allclose(fast.q, slow.q, atol=1e-9)
+    np.testing.assert_allclose(fast.qd, slow.qd, atol=1e-8)
+    # conservative without the damper: the energy (springs included) is kept
+    spring_only = (kic.Loads().spring("crank1", 5.0, -1.5)
+                   .spring_between("crank1", (0.25, 0.0, 0.0), "crank2", (0.25, 0.0, 0.0),
+                                   stiffness=40.0, rest_length=0.1))
+    kept = _simulate("numba", fb, q0, 0.5, loads=spring_only, rtol=1e-10, atol=1e-12)
+    assert kept.conservative and kept.energy_drift < 1e-8

@@ -39,7 +39,8 @@ from . import jit as _registry
 from .closed_pose import NOT_ASSEMBLED, OK, OTHER_MODE, SINGULAR_BLOCK, SINGULAR_DYNAMICS
 
 __all__ = ["available", "load", "one", "assemble", "inverse_dynamics", "forward_dynamics",
-           "actuator_loads", "rates", "transfer", "inertia", "free_motion", "design_loads",
+           "actuator_loads", "rates", "transfer", "inertia", "free_motion", "motion_rhs",
+           "design_loads",
            "OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_MODE"]
 
 
@@ -302,20 +303,38 @@ def design_loads(ibuf, fstack, q, qd, x, act, phi0, path, modes, skip):
 _DOP853 = None
 
 
-def free_motion(plan, mode, t: float, t_end: float, y, phi, h_abs: float, rtol: float,
-                atol: float, max_step: float, stop_condition: float, relax: float,
-                capacity: int) -> tuple:
-    """Python entry of :func:`kic.kernels.integrator.free_motion` (the caller lays
-    out ``y`` (2M,) and
-    ``phi`` (N,) as float64 C-contiguous).  Returns the kernel's tuple."""
+def _dop853() -> tuple:
+    """scipy's DOP853 coefficients, laid out for the kernel once: A, B, C, E3, E5, the
+    dense output's A and C rows and D, and the error estimator's order."""
     global _DOP853
-    _require()
     if _DOP853 is None:
         from scipy.integrate import DOP853
+        from scipy.integrate._ivp import dop853_coefficients as coefficients
+        S = DOP853.n_stages
         _DOP853 = tuple(np.ascontiguousarray(a, dtype=np.float64)
-                        for a in (DOP853.A, DOP853.B, DOP853.C, DOP853.E3, DOP853.E5)) + (
-            float(DOP853.error_estimator_order),)
-    return integrator.free_motion(plan.args[0], plan.args[1], mode, *_DOP853, float(t),
-                                  float(t_end), y, phi, float(h_abs), float(rtol), float(atol),
-                                  float(max_step), float(stop_condition), float(relax),
-                                  int(capacity))
+                        for a in (DOP853.A, DOP853.B, DOP853.C, DOP853.E3, DOP853.E5,
+                                  coefficients.A[S + 1:], coefficients.C[S + 1:],
+                                  coefficients.D)) + (float(DOP853.error_estimator_order),)
+    return _DOP853
+
+
+def free_motion(plan, mode, t: float, t_end: float, y, phi, tau, tl, times, h_abs: float,
+                rtol: float, atol: float, max_step: float, stop_condition: float,
+                relax: float, capacity: int) -> tuple:
+    """Python entry of :func:`kic.kernels.integrator.free_motion` (the caller lays
+    out ``y`` (2M,), ``phi`` (N,), ``tau`` (M,), ``tl`` (N,) and ``times`` (k,) as
+    float64 C-contiguous).  Returns the kernel's tuple."""
+    _require()
+    return integrator.free_motion(plan.args[0], plan.args[1], mode, *_dop853(), float(t),
+                                  float(t_end), y, phi, tau, tl, times, float(h_abs),
+                                  float(rtol), float(atol), float(max_step),
+                                  float(stop_condition), float(relax), int(capacity))
+
+
+def motion_rhs(plan, mode, start, y, tau, tl) -> tuple:
+    """Python entry of :func:`kic.kernels.integrator.motion_rhs`: (f (2M,), phi (N,),
+    status, worst block condition) at the state ``y`` (2M,), assembled from
+    ``start`` (N,), under the input ``tau`` (M,) and joint loads ``tl`` (N,), all
+    float64 C-contiguous (the caller's layout; no checks: the lean call of an
+    integrator's every evaluation)."""
+    return integrator.motion_rhs(plan.args[0], plan.args[1], mode, start, y, tau, tl)

@@ -1,11 +1,15 @@
-"""The free motion of a closed mechanism, integrated in one compiled loop (internal).
+"""The motion of a closed mechanism, integrated in one compiled loop (internal).
 
 scipy's DOP853 (``scipy.integrate.DOP853``), step for step: its coefficients
 (passed in from scipy), its error norm, its step-size control and its choice of
 the first step, with every trial point assembled (:mod:`kic.kernels.closed_pose`)
-from the joint values of the last accepted step.  The constants below are
-scipy's (``scipy.integrate._ivp.rk`` and ``common``), so the steps are the ones
-``solve_ivp`` takes on the same right-hand side.
+from the joint values of the last accepted step, and its dense output at
+requested output times.  The constants below are scipy's
+(``scipy.integrate._ivp.rk`` and ``common``), so the steps are the ones
+``solve_ivp`` takes on the same right-hand side.  The right-hand side takes a
+constant input at the coordinates and joint loads of applied loads;
+:func:`motion_rhs` is the same right-hand side in one call, for integrators
+stepped from Python (LSODA, BDF, inputs that vary).
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from .jit import jit
 from .layout import unpack
 from .linalg import cholesky_solve
 
-__all__ = ["place", "free_rhs", "free_motion"]
+__all__ = ["place", "free_rhs", "motion_rhs", "free_motion"]
 
 # scipy.integrate._ivp.rk: the step-size control
 SAFETY = 0.9              # the new step is this fraction of the optimal one
@@ -45,9 +49,11 @@ def place(P, W, phi, q, mode, cond, dsign):
 
 
 @jit
-def free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign):
-    """f = (q', q'') of the free motion (gravity only) at the state y = (q, q'),
-    the joint values assembled from ``start``; returns the status."""
+def free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign, tau, tl):
+    """f = (q', q'') at the state y = (q, q'), the joint values assembled from
+    ``start``, under gravity, the input ``tau`` (M,) at the coordinates and the
+    joint loads ``tl`` (N,) of applied loads (kic's sign: the load the joints must
+    supply, ``T_L``); returns the status."""
     M = P.M
     phi[:] = start
     st = place(P, W, phi, y[:M], mode, cond, dsign)
@@ -55,12 +61,14 @@ def free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign):
         return st
     pose_rates(P, W, y[M:], D.zero)
     rnea(P, W, True)
+    for j in range(tl.shape[0]):
+        W.tau[j] += tl[j]
     project(W.G, W.tau, D.Tq)
     Im, Tq, sol = D.Im, D.Tq, D.sol
     inertia_pose(P, W, Im)
     b = D.rhs[:M]
     for m in range(M):
-        b[m] = -Tq[m]
+        b[m] = tau[m] - Tq[m]
     if not cholesky_solve(Im, b, Im, sol):
         return SINGULAR_DYNAMICS
     for m in range(M):
@@ -70,8 +78,8 @@ def free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign):
 
 
 @jit
-def initial_step(P, W, D, start, phi, mode, cond, dsign, t, t_end, y, f, ytmp, f1, order,
-                 rtol, atol, max_step):
+def initial_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, t, t_end, y, f, ytmp, f1,
+                 order, rtol, atol, max_step):
     """scipy's ``select_initial_step``: (first step, status of its trial point)."""
     n = y.shape[0]
     length = t_end - t
@@ -87,7 +95,7 @@ def initial_step(P, W, D, start, phi, mode, cond, dsign, t, t_end, y, f, ytmp, f
     h0 = min(h0, length)
     for i in range(n):
         ytmp[i] = y[i] + h0 * f[i]
-    failed = free_rhs(P, W, D, start, phi, ytmp, f1, mode, cond, dsign)
+    failed = free_rhs(P, W, D, start, phi, ytmp, f1, mode, cond, dsign, tau, tl)
     if failed != OK:
         return 0.0, failed
     d2 = 0.0
@@ -103,7 +111,7 @@ def initial_step(P, W, D, start, phi, mode, cond, dsign, t, t_end, y, f, ytmp, f
 
 @jit
 def error_norm(K, E3, E5, y, y_new, h, rtol, atol):
-    """DOP853's ``_estimate_error_norm`` of a step of size h."""
+    """DOP853's ``_estimate_error_norm`` of a step of size h (the stages K[:S + 1])."""
     n = y.shape[0]
     e5 = 0.0
     e3 = 0.0
@@ -111,8 +119,8 @@ def error_norm(K, E3, E5, y, y_new, h, rtol, atol):
         sc = atol + max(abs(y[i]), abs(y_new[i])) * rtol
         a5 = 0.0
         a3 = 0.0
-        for j in range(K.shape[0]):
-            a5 += K[j, i] * E5[j]
+        for j in range(E5.shape[0]):        # the stages of the step (K has the dense
+            a5 += K[j, i] * E5[j]           # output's three more rows after them)
             a3 += K[j, i] * E3[j]
         e5 += (a5 / sc) ** 2
         e3 += (a3 / sc) ** 2
@@ -122,7 +130,7 @@ def error_norm(K, E3, E5, y, y_new, h, rtol, atol):
 
 
 @jit
-def rk_step(P, W, D, start, phi, mode, cond, dsign, A, B, K, y, f, ytmp, y_new, h):
+def rk_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, A, B, K, y, f, ytmp, y_new, h):
     """scipy's ``rk_step``: the stages K (S + 1, n) and y_new of a step h from
     (y, f); returns (the status of the first trial point that fails, else OK;
     the trial points evaluated)."""
@@ -135,7 +143,7 @@ def rk_step(P, W, D, start, phi, mode, cond, dsign, A, B, K, y, f, ytmp, y_new, 
             for j in range(s):
                 acc += K[j, i] * A[s, j]
             ytmp[i] = y[i] + acc * h
-        failed = free_rhs(P, W, D, start, phi, ytmp, K[s], mode, cond, dsign)
+        failed = free_rhs(P, W, D, start, phi, ytmp, K[s], mode, cond, dsign, tau, tl)
         if failed != OK:
             return failed, s
     for i in range(n):
@@ -143,34 +151,122 @@ def rk_step(P, W, D, start, phi, mode, cond, dsign, A, B, K, y, f, ytmp, y_new, 
         for j in range(S):
             acc += K[j, i] * B[j]
         y_new[i] = y[i] + h * acc
-    return free_rhs(P, W, D, start, phi, y_new, K[S], mode, cond, dsign), S
+    return free_rhs(P, W, D, start, phi, y_new, K[S], mode, cond, dsign, tau, tl), S
 
 
 @jit
-def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, order, t, t_end, y0, phi0, h_abs, rtol,
-                atol, max_step, stop_condition, relax, capacity):
-    """Integrate the free motion from (t, y0) towards t_end by DOP853 with scipy's
+def dense_samples(P, W, D, start, phi, mode, cond, dsign, tau, tl, A_extra, C_extra, Dd, K,
+                  y, y_new, ytmp, t_old, h, times, first, ts, ys, phis, k):
+    """DOP853's dense output over the step (t_old, t_old + h] (scipy's
+    ``_dense_output_impl`` and ``Dop853DenseOutput``: three more stages into K
+    (16, n), the interpolant of order 7), evaluated at ``times[first:]`` up to the
+    step's end, each sample assembled from ``start`` and recorded from row k;
+    returns (status of a failed stage or sample else OK, the next time's index,
+    the next row, the stages evaluated)."""
+    n = y.shape[0]
+    M = P.M
+    t_new = t_old + h
+    last = first
+    while last < times.shape[0] and times[last] <= t_new:
+        last += 1
+    if last == first:
+        return OK, first, k, 0
+    k0 = k          # on a failure no sample of this step is kept (the step is retried)
+    S = K.shape[0] - A_extra.shape[0]
+    for e in range(A_extra.shape[0]):
+        s = S + e
+        for i in range(n):
+            acc = 0.0
+            for j in range(s):
+                acc += K[j, i] * A_extra[e, j]
+            ytmp[i] = y[i] + acc * h
+        failed = free_rhs(P, W, D, start, phi, ytmp, K[s], mode, cond, dsign, tau, tl)
+        if failed != OK:
+            return failed, first, k0, e + 1
+    F = np.empty((3 + Dd.shape[0], n))
+    for i in range(n):
+        dy = y_new[i] - y[i]
+        F[0, i] = dy
+        F[1, i] = h * K[0, i] - dy
+        F[2, i] = 2 * dy - h * (K[S - 1, i] + K[0, i])
+        for r in range(Dd.shape[0]):
+            acc = 0.0
+            for j in range(K.shape[0]):
+                acc += Dd[r, j] * K[j, i]
+            F[3 + r, i] = h * acc
+    R = F.shape[0]
+    for m in range(first, last):
+        x = (times[m] - t_old) / h
+        for i in range(n):
+            v = 0.0
+            for r in range(R):
+                v += F[R - 1 - r, i]
+                if r % 2 == 0:
+                    v *= x
+                else:
+                    v *= 1 - x
+            ys[k, i] = v + y[i]
+        phis[k, :] = start
+        st = place(P, W, phis[k], ys[k, :M], mode, cond, dsign)
+        if st != OK:
+            return st, first, k0, A_extra.shape[0]
+        ts[k] = times[m]
+        k += 1
+    return OK, last, k, A_extra.shape[0]
+
+
+@jit
+def motion_rhs(fbuf, ibuf, mode, start, y, tau, tl):
+    """The right-hand side f = (q', q'') (2M,) at the state y = (q, q') (see
+    :func:`free_rhs`) in one call, for integrators stepped from Python; returns
+    (f, the joint values assembled from ``start``, status, worst block
+    condition)."""
+    P = unpack(fbuf, ibuf)
+    W = work(P)
+    D = dynamics_work(P.M, 0)
+    f = np.zeros(2 * P.M)
+    phi = np.empty(P.N)
+    cond = np.empty(P.B)
+    dsign = np.empty(P.B)
+    st = free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign, tau, tl)
+    worst = 1.0
+    for c in range(P.B):
+        worst = max(worst, cond[c])
+    return f, phi, st, worst
+
+
+@jit
+def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, t, t_end,
+                y0, phi0, tau, tl, times, h_abs, rtol, atol, max_step, stop_condition, relax,
+                capacity):
+    """Integrate the motion from (t, y0) towards t_end by DOP853 with scipy's
     coefficients, error norm and step-size control (``scipy.integrate.DOP853``,
     step for step), every trial point assembled from the joint values of the last
-    accepted step, every accepted step tracked (assembled) and recorded.
+    accepted step, every accepted step tracked (assembled) and recorded, under
+    gravity, the constant input ``tau`` (M,) and joint loads ``tl`` (N,).
+
+    ``times`` (increasing, after t): output times, each sampled by DOP853's
+    dense output and assembled, recorded as samples (at most ``times.shape[0]``).
 
     ``h_abs`` <= 0 selects the first step as scipy does.  Stops at t_end (code 0),
     after an accepted step whose worst block condition exceeds ``stop_condition``
-    (1), when a trial point fails (2; ``failed`` its status), when the step
-    underflows (3), when ``capacity`` steps are recorded (4), or when an accepted
-    point cannot be tracked (5; that state is returned, not recorded).  Once a
-    step's condition is at most ``relax``, ``stop_condition`` falls to ``relax``
-    (hysteresis: a raised threshold holds only while the condition stays high);
-    the threshold in effect is returned last.  Returns (code, steps recorded,
-    their times, states, joint values and conditions, t, y, joint values, the
-    next step, function evaluations, failed status, the last step, threshold)."""
+    (1), when a trial point (or a stage or sample of the dense output) fails (2;
+    ``failed`` its status), when the step underflows (3), when ``capacity`` steps
+    are recorded (4), or when an accepted point cannot be tracked (5; that state
+    is returned, not recorded).  Once a step's condition is at most ``relax``,
+    ``stop_condition`` falls to ``relax`` (hysteresis: a raised threshold holds
+    only while the condition stays high); the threshold in effect is returned.
+    Returns (code, steps recorded, their times, states, joint values and
+    conditions, t, y, joint values, the next step, function evaluations, failed
+    status, the last step, threshold, samples recorded, their times, states and
+    joint values)."""
     P = unpack(fbuf, ibuf)
     N, M = P.N, P.M
     W = work(P)
     D = dynamics_work(M, 0)
     n = 2 * M
     S = A.shape[0]
-    K = np.empty((S + 1, n))
+    K = np.empty((S + 1 + A_extra.shape[0], n))
     ytmp = np.empty(n)
     y = y0.copy()
     y_new = np.empty(n)
@@ -183,21 +279,27 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, order, t, t_end, y0, phi0, h_
     ys = np.empty((capacity, n))
     phis = np.empty((capacity, N))
     conds = np.empty(capacity)
+    n_times = times.shape[0]
+    ts_s = np.empty(n_times)
+    ys_s = np.empty((n_times, n))
+    phis_s = np.empty((n_times, N))
+    next_time = 0
+    k_s = 0
     nfev = 1
-    failed = free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign)
+    failed = free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign, tau, tl)
     k = 0
     last = 0.0
     if failed != OK:
         return (TRIAL_FAILED, 0, ts, ys, phis, conds, t, y, start, h_abs, nfev, failed, last,
-                stop_condition)
+                stop_condition, k_s, ts_s, ys_s, phis_s)
     exponent = -1.0 / (order + 1)
     if h_abs <= 0.0:
-        h_first, failed = initial_step(P, W, D, start, phi, mode, cond, dsign, t, t_end, y, f,
-                                       ytmp, K[0], order, rtol, atol, max_step)
+        h_first, failed = initial_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, t,
+                                       t_end, y, f, ytmp, K[0], order, rtol, atol, max_step)
         nfev += 1
         if failed != OK:
             return (TRIAL_FAILED, 0, ts, ys, phis, conds, t, y, start, h_abs, nfev, failed,
-                    last, stop_condition)
+                    last, stop_condition, k_s, ts_s, ys_s, phis_s)
         h_abs = h_first
     code = AT_END
     while True:
@@ -213,17 +315,17 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, order, t, t_end, y0, phi0, h_
         while True:
             if h < min_step:
                 return (STEP_UNDERFLOW, k, ts, ys, phis, conds, t, y, start, h, nfev, 0, last,
-                        stop_condition)
+                        stop_condition, k_s, ts_s, ys_s, phis_s)
             t_new = t + h
             if t_new > t_end:
                 t_new = t_end
             h = t_new - t
-            failed, evaluated = rk_step(P, W, D, start, phi, mode, cond, dsign, A, B, K, y, f,
-                                        ytmp, y_new, h)
+            failed, evaluated = rk_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, A, B,
+                                        K, y, f, ytmp, y_new, h)
             nfev += evaluated
             if failed != OK:
                 return (TRIAL_FAILED, k, ts, ys, phis, conds, t, y, start, h, nfev, failed,
-                        last, stop_condition)
+                        last, stop_condition, k_s, ts_s, ys_s, phis_s)
             error = error_norm(K, E3, E5, y, y_new, h, rtol, atol)
             if error < 1.0:
                 factor = MAX_FACTOR if error == 0.0 else min(MAX_FACTOR,
@@ -234,6 +336,14 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, order, t, t_end, y0, phi0, h_
                 break
             h = h * max(MIN_FACTOR, SAFETY * error ** exponent)
             rejected = True
+        if next_time < n_times:
+            failed, next_time, k_s, evaluated = dense_samples(
+                P, W, D, start, phi, mode, cond, dsign, tau, tl, A_extra, C_extra, Dd, K, y,
+                y_new, ytmp, t, h, times, next_time, ts_s, ys_s, phis_s, k_s)
+            nfev += evaluated
+            if failed != OK:
+                return (TRIAL_FAILED, k, ts, ys, phis, conds, t, y, start, h, nfev, failed,
+                        last, stop_condition, k_s, ts_s, ys_s, phis_s)
         last = t_new - t
         t = t_new
         y[:] = y_new
@@ -241,7 +351,8 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, order, t, t_end, y0, phi0, h_
         phi[:] = start
         st = place(P, W, phi, y[:M], mode, cond, dsign)
         if st != OK:
-            return LOST, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, st, last, stop_condition
+            return (LOST, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, st, last,
+                    stop_condition, k_s, ts_s, ys_s, phis_s)
         start[:] = phi
         worst = 1.0
         for c in range(P.B):
@@ -256,4 +367,5 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, order, t, t_end, y0, phi0, h_
         if worst > stop_condition:
             code = TOO_ILL
             break
-    return code, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, 0, last, stop_condition
+    return (code, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, 0, last, stop_condition,
+            k_s, ts_s, ys_s, phis_s)
