@@ -25,9 +25,9 @@ from scipy.optimize import brentq
 
 import kic
 import mechanisms
-from helpers import rel_err
+from helpers import derivative, rel_err
 from kic.actuators import DriveLimitError, DriveWarning
-from test_linearize import (FB_Q0, FB_Q1, SMALL_MOTOR, SP_Q0, SP_Q1, MotorODE, _fd,
+from test_linearize import (FB_Q0, FB_Q1, SMALL_MOTOR, SP_Q0, SP_Q1, MotorODE,
                             _nominal_state, stewart_plant)
 
 pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
@@ -444,16 +444,17 @@ def test_quasi_static_state_space_against_finite_differences(which):
         assert rel_err(f[M:], tr.qdd[k]) < 1e-10
         assert rel_err(ode.current(x0, v0), nom.current[k]) < 1e-12
         assert rel_err(plant.rhs(0.0, x0, v0), f, floor=0) < 1e-11
-        A_fd = _fd(lambda x: ode(x, v0), x0, np.concatenate([np.full(M, 1e-6), np.full(M, 1e-5)]))
-        B_fd = _fd(lambda v: ode(x0, v), v0, np.full(len(motors), 1e-4))
+        A_fd = derivative(lambda x: ode(x, v0), x0,
+                          np.concatenate([np.full(M, 1e-6), np.full(M, 1e-5)]))
+        B_fd = derivative(lambda v: ode(x0, v), v0, np.full(len(motors), 1e-4))
         assert rel_err(ss.A[k], A_fd, floor=0) < 1e-6
         assert rel_err(ss.B[k], B_fd, floor=0) < 1e-6
         # the current output: C dx + D dv against differences of i(x, v)
         Ci = ss.C[k, M:]
         Di = ss.D[k, M:]
-        Ci_fd = _fd(lambda x: ode.current(x, v0), x0,
+        Ci_fd = derivative(lambda x: ode.current(x, v0), x0,
                     np.concatenate([np.full(M, 1e-6), np.full(M, 1e-5)]))
-        Di_fd = _fd(lambda v: ode.current(x0, v), v0, np.full(len(motors), 1e-4))
+        Di_fd = derivative(lambda v: ode.current(x0, v), v0, np.full(len(motors), 1e-4))
         assert rel_err(Ci, Ci_fd, floor=1e-12) < 1e-6 and rel_err(Di, Di_fd, floor=0) < 1e-9
 
 
@@ -557,7 +558,7 @@ def test_outputs_named_consistently(haptic_ss):
     fb = mechanisms.five_bar()
     q = ss.trajectory.q[6]
     pos = lambda q: (fb.kinematics(q, 1).frame("coupler1") @ [0.35, 0, 0, 1])[:2]   # noqa
-    assert rel_err(ss.C[6, 6:, :2], _fd(pos, q, [1e-6, 1e-6]), floor=0) < 1e-8
+    assert rel_err(ss.C[6, 6:, :2], derivative(pos, q, [1e-6, 1e-6]), floor=0) < 1e-8
     assert np.all(ss.C[6, 6:, 2:] == 0)
     plant = haptic()
     with pytest.raises(kic.ModelError, match="axes"):
@@ -572,7 +573,7 @@ def test_actuator_outputs_of_the_stewart_platform_are_its_leg_lengths():
     ss = plant.state_space(tr, outputs=["a"])
     sp = plant.model
     legs = lambda q: np.asarray(sp.assemble(q))[sp.joint_indices(sp.actuators)]     # noqa
-    assert rel_err(ss.C[1, :, :6], _fd(legs, tr.q[1], np.full(6, 1e-6)), floor=0) < 1e-8
+    assert rel_err(ss.C[1, :, :6], derivative(legs, tr.q[1], np.full(6, 1e-6)), floor=0) < 1e-8
     assert np.all(ss.C[1, :, 6:] == 0)
     assert ss.outputs == [f"da[leg{k}.p]" for k in range(6)]
 
