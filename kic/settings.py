@@ -190,3 +190,11 @@ GAUSS_NEWTON_RCOND = 1e-10
 """The minimum-norm Gauss-Newton steps that assemble a reference
 configuration drop singular values below this fraction of the largest (the
 directions a redundant closure leaves free)."""
+
+# --------------------------------------------------------- serial-chain kernels
+ABA_MIN_JOINTS = 20
+"""Serial chains of at least this many joints take forward dynamics by the O(M)
+articulated-body recursion instead of forming and factoring I* (O(M^2) + O(M^3)):
+measured crossovers (benchmarks/long_chains.py) about 20 joints compiled, 10 for
+numpy batches, 35 for one configuration in Python floats; one threshold between them."""
+__all__ += ["ABA_MIN_JOINTS"]

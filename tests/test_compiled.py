@@ -12,6 +12,7 @@ import kic
 from kic import backend
 from kic.kernels import jit, linalg, serial_numba, serial_numpy
 from helpers import random_chain
+from kic.settings import ABA_MIN_JOINTS
 
 needs_numba = pytest.mark.skipif(not jit.available, reason="numba not installed")
 
@@ -105,6 +106,33 @@ def test_compiled_forward_dynamics_reports_singular_inertia():
     finally:
         kic.set_backend(previous)
 
+
+
+@pytest.mark.parametrize("M", [ABA_MIN_JOINTS - 1, ABA_MIN_JOINTS + 3])
+def test_forward_dynamics_of_long_chains_both_backends(M):
+    """Either side of kic.settings.ABA_MIN_JOINTS (I* factored, or the articulated-body
+    recursion): both backends, one configuration and a batch, equal the solve of
+    I* q'' = T - bias; a joint left without inertia is a SingularityError."""
+    rng = np.random.default_rng(900 + M)
+    chain = random_chain(rng, M)
+    q, qd = rng.uniform(-2, 2, (2, 3, M)), rng.uniform(-2, 2, (2, 3, M))
+    tau = rng.normal(scale=5.0, size=(2, 3, M))
+    I = chain.dynamics(q).I_star
+    ref = np.linalg.solve(I, (tau - chain.inverse_dynamics(q, qd, 0 * q))[..., None])[..., 0]
+    names = ("numpy", "numba") if jit.available else ("numpy",)
+    for name in names:
+        batch = under(name, lambda: chain.forward_dynamics(q, qd, tau))
+        one = under(name, lambda: chain.forward_dynamics(q[1, 2], qd[1, 2], tau[1, 2]))
+        assert rel(batch, ref) < 1e-10 and rel(one, ref[1, 2]) < 1e-10, name
+    joints = list(chain.joints) + [kic.Joint("R", origin=shifted(0.3))]
+    bare = kic.SerialChain(joints, list(chain.links) + [kic.Link(0.0)], gravity=(0, 0, -9.81))
+    for name in names:
+        with pytest.raises(kic.SingularityError, match="effective inertia"):
+            under(name, lambda: bare.forward_dynamics(np.zeros((2, M + 1)), np.zeros((2, M + 1)),
+                                                      np.ones((2, M + 1))))
+        with pytest.raises(kic.SingularityError, match="effective inertia"):
+            under(name, lambda: bare.forward_dynamics(np.zeros(M + 1), np.zeros(M + 1),
+                                                      np.ones(M + 1)))
 
 def test_set_backend_validates_and_restores(monkeypatch):
     previous = kic.set_backend("numpy")

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..settings import ABA_MIN_JOINTS
 from . import jit as _registry
+from .articulated import aba_buffers, aba_one
 from .frames import frame_buffers, frames_into, pose_lanes
 from .inertia import gravity_one, inertia_one as inertia_pose, link_world_into, power_one
 from .jit import jit
@@ -55,6 +57,22 @@ def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
     for j in range(M):
         bias[j] = tau[j] - bias[j]
     return cholesky_solve(I, bias, L, out)
+
+
+@jit
+def _aba_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
+    """q'' of one configuration by the articulated-body recursion
+    (:func:`kic.kernels.articulated.aba_one`); False if a pivot fails the rule.
+    ``work``: the frame buffers, then those of :func:`aba_buffers`."""
+    A, t, R, p, buffers = work
+    frames_into(base, isR, O, q, A, t, R, p)
+    return aba_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, tau, buffers, out)
+
+
+@jit
+def _aba_work(M):
+    A, t, R, p = frame_buffers(M)
+    return A, t, R, p, aba_buffers(M)
 
 
 @jit
@@ -127,6 +145,13 @@ def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
     for n in range(q.shape[0]):
         ok[n] = _forward_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n],
                              work)
+
+
+@jit
+def _aba(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
+    work = _aba_work(q.shape[1])
+    for n in range(q.shape[0]):
+        ok[n] = _aba_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n], work)
 
 
 # --------------------------------------------------------------------------
@@ -218,6 +243,16 @@ def _forward1(P, q, qd, tau, out):
         return False
     return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
                         _forward_buffers(M)) and _finite(M, out)
+
+
+@jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
+def _aba1(P, q, qd, tau, out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
+    M = mass.shape[0]
+    if not (_finite(M, q) and _finite(M, qd) and _finite(M, tau)) or out.shape[0] != M:
+        return False
+    return _aba_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
+                    _aba_work(M)) and _finite(M, out)
 
 
 # --------------------------------------------------------------------------
@@ -367,12 +402,14 @@ def inertia_power(d, q, with_inertia: bool = True):
 
 def forward_dynamics(d, q, qd, tau):
     """(q'' (N, M), ok (N,)): ok is False where I* fails
-    :func:`kic.kernels.linalg.spd_pivot_ok`."""
+    :func:`kic.kernels.linalg.spd_pivot_ok` (from :data:`kic.settings.ABA_MIN_JOINTS`
+    joints on, where a pivot of the articulated-body recursion fails it)."""
     q = _rows(q)
     out = np.empty(q.shape)
     ok = np.empty(q.shape[0], dtype=np.bool_)
-    _forward(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(tau),
-             out, ok)
+    run = _aba if d.dof >= ABA_MIN_JOINTS else _forward
+    run(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(tau), out,
+        ok)
     return out, ok
 
 
@@ -406,6 +443,6 @@ def inertia_one(d, q, out) -> bool:
 def forward_dynamics_one(d, q, qd, tau, out) -> bool:
     """q'' of one configuration into ``out`` (M,)."""
     try:
-        return _forward1(d.packed, q, qd, tau, out)
+        return (_aba1 if d.dof >= ABA_MIN_JOINTS else _forward1)(d.packed, q, qd, tau, out)
     except TypeError:
         return False
