@@ -165,13 +165,21 @@ def articulated_solve(S, C, B, I, tau, grav, IA, IC, pA, acc, U, D, u, out):
 # --------------------------------------------------------------------------
 # one configuration, compiled (frames from kic.kernels.frames.frames_into)
 # --------------------------------------------------------------------------
-@jit
+@jit(inline=True)
 def aba_buffers(M):
-    """Work arrays of :func:`aba_one`: S, C, B (M, 6), I (M, 6, 6), IA, IC (6, 6),
-    pA, acc (6), U (M, 6), D, u (M)."""
-    return (np.empty((M, 6)), np.empty((M, 6)), np.empty((M, 6)), np.empty((M, 6, 6)),
-            np.empty((6, 6)), np.empty((6, 6)), np.empty(6), np.empty(6), np.empty((M, 6)),
-            np.empty(M), np.empty(M))
+    """Work arrays of :func:`aba_one` (views of one allocation): S, C, B (M, 6),
+    I (M, 6, 6), IA, IC (6, 6), pA, acc (6), U (M, 6), D, u (M)."""
+    w = np.empty(M * 62 + 84)
+    S = w[:6 * M].reshape((M, 6))
+    C = w[6 * M:12 * M].reshape((M, 6))
+    B = w[12 * M:18 * M].reshape((M, 6))
+    I = w[18 * M:54 * M].reshape((M, 6, 6))
+    U = w[54 * M:60 * M].reshape((M, 6))
+    D = w[60 * M:61 * M]
+    u = w[61 * M:62 * M]
+    k = 62 * M
+    return (S, C, B, I, w[k:k + 36].reshape((6, 6)), w[k + 36:k + 72].reshape((6, 6)),
+            w[k + 72:k + 78], w[k + 78:k + 84], U, D, u)
 
 
 @jit

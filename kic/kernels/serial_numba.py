@@ -24,7 +24,7 @@ import numpy as np
 from ..settings import ABA_MIN_JOINTS
 from . import jit as _registry
 from .articulated import aba_buffers, aba_one
-from .frames import frame_buffers, frames_into, pose_lanes
+from .frames import frames_into, pose_lanes
 from .inertia import gravity_one, inertia_one as inertia_pose, link_world_into, power_one
 from .jit import jit
 from .linalg import cholesky_solve, invert_stacked
@@ -44,10 +44,41 @@ def load() -> bool:
 # --------------------------------------------------------------------------
 # one configuration
 # --------------------------------------------------------------------------
+# Work arrays are views of one allocation (one allocation costs about as much as
+# a joint's arithmetic, and each small allocating function is one more compile)
+@jit(inline=True)
+def _frames_work(w, M):
+    """Frame views A, t (M, 3), R (M, 3, 3), p (M, 3) of w[:18 M] (as
+    :func:`kic.kernels.frames.frames_into` fills them)."""
+    return (w[:3 * M].reshape((M, 3)), w[3 * M:6 * M].reshape((M, 3)),
+            w[6 * M:15 * M].reshape((M, 3, 3)), w[15 * M:18 * M].reshape((M, 3)))
+
+
+@jit(inline=True)
+def _forward_work(M):
+    """The work of :func:`_forward_one`: frames, then c (M, 3), Iw (M, 3, 3),
+    W, cols (M, 6), I, L (M, M), bias, zero (M), in one allocation."""
+    w = np.empty(M * (2 * M + 44))
+    A, t, R, p = _frames_work(w, M)
+    k = 18 * M
+    c = w[k:k + 3 * M].reshape((M, 3))
+    Iw = w[k + 3 * M:k + 12 * M].reshape((M, 3, 3))
+    W = w[k + 12 * M:k + 18 * M].reshape((M, 6))
+    cols = w[k + 18 * M:k + 24 * M].reshape((M, 6))
+    k += 24 * M
+    I = w[k:k + M * M].reshape((M, M))
+    L = w[k + M * M:k + 2 * M * M].reshape((M, M))
+    k += 2 * M * M
+    bias = w[k:k + M]
+    zero = w[k + M:k + 2 * M]
+    zero[:] = 0.0
+    return A, t, R, p, c, Iw, W, cols, I, L, bias, zero
+
+
 @jit
 def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
     """q'' = I*^-1 (tau - bias) of one configuration; False if I* fails the rule.
-    ``work``: the buffers of :func:`_forward_buffers`."""
+    ``work``: the buffers of :func:`_forward_work`."""
     A, t, R, p, c, Iw, W, cols, I, L, bias, zero = work
     M = q.shape[0]
     frames_into(base, isR, O, q, A, t, R, p)
@@ -69,17 +100,10 @@ def _aba_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
     return aba_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, tau, buffers, out)
 
 
-@jit
+@jit(inline=True)
 def _aba_work(M):
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     return A, t, R, p, aba_buffers(M)
-
-
-@jit
-def _forward_buffers(M):
-    A, t, R, p = frame_buffers(M)
-    return (A, t, R, p, np.empty((M, 3)), np.empty((M, 3, 3)), np.empty((M, 6)),
-            np.empty((M, 6)), np.empty((M, M)), np.empty((M, M)), np.empty(M), np.zeros(M))
 
 
 # --------------------------------------------------------------------------
@@ -88,8 +112,9 @@ def _forward_buffers(M):
 @jit
 def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
     N, M = q.shape
-    A, t, R, p = frame_buffers(M)
-    W = np.empty((M, 6))
+    w = np.empty(24 * M)
+    A, t, R, p = _frames_work(w, M)
+    W = w[18 * M:].reshape((M, 6))
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
         rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd[n], qdd[n], use_gravity, W, out[n])
@@ -98,7 +123,7 @@ def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
 @jit
 def _gravity(base, isR, O, mass, com, grav, q, out):
     N, M = q.shape
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
         gravity_one(mass, com, grav, A, t, R, p, out[n])
@@ -107,7 +132,7 @@ def _gravity(base, isR, O, mass, com, grav, q, out):
 @jit
 def _inertia(base, isR, O, mass, com, Iloc, q, out):
     N, M = q.shape
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     cols = np.empty((M, 6))
@@ -120,7 +145,7 @@ def _inertia(base, isR, O, mass, com, Iloc, q, out):
 @jit
 def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out):
     N, M = q.shape
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     cols = np.empty((M, 6))
@@ -141,7 +166,7 @@ def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out)
 
 @jit
 def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
-    work = _forward_buffers(q.shape[1])
+    work = _forward_work(q.shape[1])
     for n in range(q.shape[0]):
         ok[n] = _forward_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n],
                              work)
@@ -189,7 +214,9 @@ def _unpack(P):
     com = P[k + M:k + 4 * M].reshape((M, 3))
     Iloc = P[k + 4 * M:k + 13 * M].reshape((M, 3, 3))
     grav = P[k + 13 * M:k + 13 * M + 3]
-    isR = P[k + 13 * M + 3:k + 14 * M + 3] > 0.5
+    isR = np.empty(M, dtype=np.bool_)          # a loop: no ufunc to compile
+    for j in range(M):
+        isR[j] = P[k + 13 * M + 3 + j] > 0.5
     return base, isR, O, mass, com, Iloc, grav
 
 
@@ -202,9 +229,11 @@ def _rnea1(P, q, qd, qdd, out):
     M = mass.shape[0]
     if not (_finite(M, q) and _finite(M, qd) and _finite(M, qdd)) or out.shape[0] != M:
         return False
-    A, t, R, p = frame_buffers(M)
+    w = np.empty(24 * M)
+    A, t, R, p = _frames_work(w, M)
     frames_into(base, isR, O, q, A, t, R, p)
-    rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, True, np.empty((M, 6)), out)
+    rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, True, w[18 * M:].reshape((M, 6)),
+             out)
     return _finite(M, out)            # finite inputs that overflow: the caller reports it
 
 
@@ -214,7 +243,7 @@ def _gravity1(P, q, out):
     M = mass.shape[0]
     if not _finite(M, q) or out.shape[0] != M:
         return False
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     gravity_one(mass, com, grav, A, t, R, p, out)
     return _finite(M, out)
@@ -226,7 +255,7 @@ def _inertia1(P, q, out):
     M = mass.shape[0]
     if not _finite(M, q) or out.shape[0] != M or out.shape[1] != M:
         return False
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     frames_into(base, isR, O, q, A, t, R, p)
@@ -242,7 +271,7 @@ def _forward1(P, q, qd, tau, out):
     if not (_finite(M, q) and _finite(M, qd) and _finite(M, tau)) or out.shape[0] != M:
         return False
     return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
-                        _forward_buffers(M)) and _finite(M, out)
+                        _forward_work(M)) and _finite(M, out)
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
