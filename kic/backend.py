@@ -160,8 +160,9 @@ def kernels():
 class ChainData:
     """A serial chain's constants as the kernels take them, built once per chain.
 
-    Arrays (contiguous float64 unless said): ``base`` (3, 4) placement of the base;
-    ``isR`` (M,) bool, revolute joints; ``O`` (M, 3, 4) and ``O4`` (M, 4, 4) the
+    Arrays (contiguous float64): ``base`` (3, 4) placement of the base; ``isR`` (M,)
+    1.0 for a revolute joint, 0.0 for a prismatic one (floats: the same array type
+    as its view in ``packed``, so that every kernel is compiled once); ``O`` (M, 3, 4) and ``O4`` (M, 4, 4) the
     joints' constant origins, re-oriented so that every joint axis is z;
     ``mass`` (M,) kg; ``com`` (M, 3) m and ``inertia`` (M, 3, 3) kg m^2 (about the
     centroid), in those re-oriented link axes; ``gravity`` (3,) m/s^2;
@@ -174,20 +175,22 @@ class ChainData:
     ``has_inertia``: some link has mass or rotational inertia (kic's one zero-mass
     convention: a massless rotor's inertia counts, so only a chain without either
     has no dynamic model); ``packed`` the arrays in one vector for the compiled
-    one-configuration kernels.
+    one-configuration kernels; ``dof`` the number of joints M.
     """
 
     __slots__ = ("base", "isR", "O", "O4", "mass", "com", "inertia", "gravity", "offsets",
-                 "tool", "base_t", "joints_t", "links_t", "total_mass", "has_inertia", "packed")
+                 "tool", "base_t", "joints_t", "links_t", "total_mass", "has_inertia", "packed",
+                 "dof")
 
     def __init__(self, base, is_revolute, origins, masses, com, inertia, gravity, offsets,
                  tool) -> None:
         f = lambda x: np.ascontiguousarray(x, dtype=float)   # noqa: E731
         self.base = f(np.asarray(base)[:3])
-        self.isR = np.ascontiguousarray(is_revolute, dtype=np.bool_)
+        self.isR = np.ascontiguousarray(is_revolute, dtype=float)
         self.O4 = f(origins)
         self.O = f(self.O4[:, :3])
         self.mass = f(masses)
+        self.dof = self.mass.shape[0]
         self.total_mass = float(self.mass.sum())
         self.com = f(com)
         self.inertia = f(inertia)
@@ -205,10 +208,6 @@ class ChainData:
                          (float(I[0, 0]), float(I[0, 1]), float(I[0, 2]), float(I[1, 1]),
                           float(I[1, 2]), float(I[2, 2])))
                         for m, c, I in zip(self.mass, self.com, self.inertia)]
-
-    @property
-    def dof(self) -> int:
-        return self.mass.shape[0]
 
 
 def chain_data(chain) -> ChainData:

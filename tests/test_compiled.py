@@ -305,6 +305,26 @@ def test_import_kic_does_not_import_numba():
     assert out.stdout.split() == ["False", "False"]
 
 
+
+def test_import_kic_is_light_and_every_name_resolves():
+    """``import kic`` imports no scipy, networkx, matplotlib or numba (the modules that
+    need them load on first use of their names); every public name resolves, the
+    lazy ones to the objects of their modules, with no import cycle."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys, kic; print(sorted(m for m in ('scipy', 'networkx', 'matplotlib', "
+            "'numba') if m in sys.modules)); from kic import *; "
+            "import kic.closure, kic.topology; "
+            "print(kic.ClosedModel is kic.closure.ClosedModel, kic.Mechanism is "
+            "kic.topology.Mechanism, all(hasattr(kic, n) for n in kic.__all__))")
+    env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "True True True"]
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        kic.nonexistent
+
 @pytest.mark.parametrize("name", ["numpy", pytest.param("numba", marks=needs_numba)])
 def test_one_configuration_path_equals_the_batch_and_validates(name):
     """The one-configuration entry points (one kernel call) give the batch kernels'

@@ -299,8 +299,11 @@ def test_joint_loads_compiled_equal_numpy_and_floats(seed, M):
             q, qd, qdd = qT[:, n].copy(), qdT[:, n].copy(), qddT[:, n].copy()
             A, t, R, p = _one_pose(d, q)
             out = np.empty(M)
-            rnea.rnea_one(d.isR, d.mass, d.com, d.inertia, d.gravity, A, t, R, p, qd, qdd,
-                          gravity, np.empty((M, 6)), out)
+            frames_out = [np.empty(x.shape) for x in (A, t, R, p)]
+            rnea.rnea_one(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, qd, qdd,
+                          gravity, *frames_out, np.empty((M, 6)), out)
+            for a, b in zip(frames_out, (A, t, R, p)):        # the frames left on the way
+                np.testing.assert_array_equal(a, b)
             floats = rnea.loads_floats(d, frames.frames_floats(d, q.tolist()), qd.tolist(),
                                        qdd.tolist(), gravity)
             np.testing.assert_allclose(out, ref[:, n], atol=1e-12 * scale)

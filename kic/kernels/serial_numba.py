@@ -81,8 +81,7 @@ def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
     ``work``: the buffers of :func:`_forward_work`."""
     A, t, R, p, c, Iw, W, cols, I, L, bias, zero = work
     M = q.shape[0]
-    frames_into(base, isR, O, q, A, t, R, p)
-    rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, zero, True, W, bias)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, R, p, W, bias)
     link_world_into(R, p, com, Iloc, c, Iw)
     inertia_pose(mass, c, Iw, A, t, cols, I)
     for j in range(M):
@@ -116,8 +115,8 @@ def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
     A, t, R, p = _frames_work(w, M)
     W = w[18 * M:].reshape((M, 6))
     for n in range(N):
-        frames_into(base, isR, O, q[n], A, t, R, p)
-        rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd[n], qdd[n], use_gravity, W, out[n])
+        rnea_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], qdd[n], use_gravity, A, t, R, p,
+                 W, out[n])
 
 
 @jit
@@ -214,9 +213,7 @@ def _unpack(P):
     com = P[k + M:k + 4 * M].reshape((M, 3))
     Iloc = P[k + 4 * M:k + 13 * M].reshape((M, 3, 3))
     grav = P[k + 13 * M:k + 13 * M + 3]
-    isR = np.empty(M, dtype=np.bool_)          # a loop: no ufunc to compile
-    for j in range(M):
-        isR[j] = P[k + 13 * M + 3 + j] > 0.5
+    isR = P[k + 13 * M + 3:k + 14 * M + 3]
     return base, isR, O, mass, com, Iloc, grav
 
 
@@ -231,9 +228,8 @@ def _rnea1(P, q, qd, qdd, out):
         return False
     w = np.empty(24 * M)
     A, t, R, p = _frames_work(w, M)
-    frames_into(base, isR, O, q, A, t, R, p)
-    rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, True, w[18 * M:].reshape((M, 6)),
-             out)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, True, A, t, R, p,
+             w[18 * M:].reshape((M, 6)), out)
     return _finite(M, out)            # finite inputs that overflow: the caller reports it
 
 
