@@ -11,7 +11,8 @@ kic's kernels come in two sets with the same function names and signatures:
 
 Each algorithm is written once per backend in :mod:`kic.kernels` -- frames
 (:mod:`~kic.kernels.frames`), joint loads (:mod:`~kic.kernels.rnea`), I*, P* and
-the gravity load (:mod:`~kic.kernels.inertia`), the SPD solve with kic's one
+the gravity load (:mod:`~kic.kernels.inertia`), forward dynamics of long chains in
+O(M) (:mod:`~kic.kernels.articulated`), the SPD solve with kic's one
 singularity rule and the inverses (:mod:`~kic.kernels.linalg`: a Cholesky pivot
 must exceed :data:`kic.settings.SPD_PIVOT_RTOL` of its own diagonal entry) -- its
 compiled form beside its numpy twin; the arithmetic of one joint or link is
@@ -40,8 +41,9 @@ etc. (M, N), batch last)::
 
 The choice is ``"auto"`` (compiled if numba imports, the default), ``"numpy"``
 or ``"numba"``; the environment variable ``KIC_BACKEND`` sets the initial
-choice.  The first compiled call of a session compiles the kernels (a few
-seconds) or loads them from numba's cache next to the package.
+choice.  The first compiled call of a session compiles the kernels it reaches
+(seconds, once per installation: a line on stderr says so) or loads them from
+numba's cache next to the package.
 """
 from __future__ import annotations
 

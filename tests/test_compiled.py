@@ -462,3 +462,21 @@ def test_kernels_compile_into_another_module_and_stay_plain_for_floats():
         assert not isinstance(twin, dispatcher)
         assert not any(isinstance(v, dispatcher) for v in twin.__globals__.values()
                        if callable(v) and getattr(v, "__module__", "").startswith("kic.kernels"))
+
+
+@needs_numba
+def test_compilation_notice_once_when_cold_and_never_when_warm(tmp_path):
+    """A kernel missing from numba's cache prints one line on stderr as it compiles;
+    loaded from the cache, nothing (and a user's own numba functions never)."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numba, numpy as np, kic; from kic.backend import small_inverse; "
+            "numba.njit(lambda x: x + 1)(1); kic.set_backend('numba'); "
+            "small_inverse(np.eye(4)[None]); small_inverse(2 * np.eye(5)[None])")
+    env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, check=True).stderr for _ in range(2)]
+    assert runs[0].count("kic: compiling kernels") == 1 and str(tmp_path) in runs[0]
+    assert "kic:" not in runs[1]

@@ -175,10 +175,11 @@ def _install_notice() -> None:
     class Notice(event.Listener):
         def on_start(self, ev) -> None:
             global _noticed
-            if _noticed:
+            dispatcher = (ev.data or {}).get("dispatcher")
+            module = getattr(getattr(dispatcher, "py_func", None), "__module__", "")
+            if _noticed or not module.startswith(__package__):    # a kic kernel only
                 return
             _noticed = True
-            dispatcher = (ev.data or {}).get("dispatcher")
             where = getattr(getattr(dispatcher, "_cache", None), "_cache_path", None)
             sys.stderr.write("kic: compiling kernels missing from numba's cache (seconds, "
                              "once" + (f"; cached in {where}" if where else "")

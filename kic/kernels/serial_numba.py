@@ -6,8 +6,11 @@ at about a microsecond per configuration of a 6-joint arm.  Compiled, the same
 recursions run one configuration at a time in registers, without those passes.
 These are the drivers: the arithmetic is in :mod:`kic.kernels.frames` (frames),
 :mod:`kic.kernels.rnea` (joint loads), :mod:`kic.kernels.inertia` (I*, P*, the
-gravity load) and :mod:`kic.kernels.linalg` (the SPD solve and its rule, the
-inverses), each beside its numpy twin.  :mod:`kic.backend` selects this set
+gravity load), :mod:`kic.kernels.articulated` (forward dynamics in O(M), from
+:data:`kic.settings.ABA_MIN_JOINTS` joints on) and :mod:`kic.kernels.linalg` (the
+SPD solve and its rule, the inverses), each beside its numpy twin.  Entry points
+called from Python with one signature compile at their first call, so a first
+call compiles what it reaches and nothing else.  :mod:`kic.backend` selects this set
 unless :func:`kic.set_backend` says otherwise; callers get it, or its numpy twin
 of the same names and signatures, from :func:`kic.backend.kernels`.
 

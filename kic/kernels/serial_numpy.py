@@ -11,7 +11,9 @@ work on the contiguous last axis is several times faster than on a leading
 batch axis), in blocks of :data:`kic._array.BLOCK` configurations: world-frame
 joint screws, link motion by prefix sums, joint loads by suffix sums of the
 link wrenches, I* from composite inertias, P* re-associated into composite
-moments (Freeman's eq. 2-196, 2-197; see :mod:`kic.dynamics`).
+moments (Freeman's eq. 2-196, 2-197; see :mod:`kic.dynamics`); forward dynamics
+of chains of :data:`kic.settings.ABA_MIN_JOINTS` joints or more by the O(M)
+articulated-body recursion (:mod:`kic.kernels.articulated`).
 
 *One configuration* costs a numpy kernel 100-300 calls of about a microsecond
 each; the same recursion in Python floats (about 10 ns a flop) takes tens of
