@@ -184,8 +184,11 @@ def _aba(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
 # --------------------------------------------------------------------------
 # one configuration from Python: one packed argument, one signature each
 # --------------------------------------------------------------------------
-# 1-D inputs checked here (shape, finiteness): False sends the caller to its
-# validating path, which names the argument at fault
+# The shapes of 1-D inputs and the finiteness of the result are checked here: False
+# sends the caller to its validating path, which names the argument at fault.  A
+# non-finite input always gives a non-finite result (IEEE: 0 x NaN and inf - inf
+# are NaN, sin(inf) is NaN, and nothing is reassociated), so the output check
+# covers the inputs, and finite inputs whose result overflows.
 @jit(inline=True)
 def _finite(M, x):
     if x.shape[0] != M:
@@ -194,6 +197,11 @@ def _finite(M, x):
         if not np.isfinite(x[j]):
             return False
     return True
+
+
+@jit(inline=True)
+def _shapes(M, a, b, c, out):
+    return a.shape[0] == M and b.shape[0] == M and c.shape[0] == M and out.shape[0] == M
 
 
 def pack(base, isR, O, mass, com, Iloc, grav) -> np.ndarray:
@@ -227,20 +235,20 @@ def _unpack(P):
 def _rnea1(P, q, qd, qdd, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if not (_finite(M, q) and _finite(M, qd) and _finite(M, qdd)) or out.shape[0] != M:
+    if not _shapes(M, q, qd, qdd, out):
         return False
     w = np.empty(24 * M)
     A, t, R, p = _frames_work(w, M)
     rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, True, A, t, R, p,
              w[18 * M:].reshape((M, 6)), out)
-    return _finite(M, out)            # finite inputs that overflow: the caller reports it
+    return _finite(M, out)
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1])")
 def _gravity1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if not _finite(M, q) or out.shape[0] != M:
+    if q.shape[0] != M or out.shape[0] != M:
         return False
     A, t, R, p = _frames_work(np.empty(18 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
@@ -252,7 +260,7 @@ def _gravity1(P, q, out):
 def _inertia1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if not _finite(M, q) or out.shape[0] != M or out.shape[1] != M:
+    if q.shape[0] != M or out.shape[0] != M or out.shape[1] != M:
         return False
     A, t, R, p = _frames_work(np.empty(18 * M), M)
     c = np.empty((M, 3))
@@ -267,7 +275,7 @@ def _inertia1(P, q, out):
 def _forward1(P, q, qd, tau, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if not (_finite(M, q) and _finite(M, qd) and _finite(M, tau)) or out.shape[0] != M:
+    if not _shapes(M, q, qd, tau, out):
         return False
     return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
                         _forward_work(M)) and _finite(M, out)
@@ -277,7 +285,7 @@ def _forward1(P, q, qd, tau, out):
 def _aba1(P, q, qd, tau, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if not (_finite(M, q) and _finite(M, qd) and _finite(M, tau)) or out.shape[0] != M:
+    if not _shapes(M, q, qd, tau, out):
         return False
     return _aba_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
                     _aba_work(M)) and _finite(M, out)
