@@ -10,7 +10,8 @@ the same PUMA work is timed beside it when Pinocchio is installed.
 
 Targets (issue 21): five-bar assemble + inverse + forward dynamics + actuator
 loads <= 10 s cold; PUMA 560 inverse + forward dynamics <= 2 s cold; a warm
-process <= 1.5 s.
+process <= 1.5 s.  ``import kic`` alone is timed too (it imports no scipy,
+networkx, matplotlib or numba; ``import mechanisms`` imports networkx).
 """
 from __future__ import annotations
 
@@ -82,6 +83,9 @@ def main(argv=None) -> None:
             warm = min(cpu_of(code, cache) for _ in range(a.repeats))
         numpy = cpu_of(code, None, backend="numpy")
         print(f"  {name:52s} {cold:7.2f} {warm:7.2f} {numpy:7.2f}")
+    imports = min(cpu_of("import kic", None) for _ in range(max(a.repeats, 3)))
+    bare = min(cpu_of("import numpy", None) for _ in range(max(a.repeats, 3)))
+    print(f"  {'import kic (numpy alone: ' + f'{bare:.2f})':52s} {'':7s} {imports:7.2f}")
     try:
         peer = cpu_of(PEER, None)
         print(f"  {'Pinocchio process (sample manipulator: rnea, aba)':52s} {peer:7.2f}")

@@ -25,38 +25,68 @@ The data flow one way, and so do the modules:
 Speed: every per-configuration call takes a batch ``q`` of shape ``(..., M)``;
 :func:`set_backend` / :func:`get_backend` choose between the numpy kernels and
 compiled ones (numba, the optional ``fast`` extra) for the serial-chain dynamics.
+``import kic`` imports the description and the serial chain's dynamics; the
+other names import their modules on first use.
 
 Errors, in one place (:mod:`kic.errors`): :class:`ModelError` (bad input,
 a ``ValueError``), :class:`SingularityError` (with the smallest singular
 value, the condition number and where), :class:`ClosureError` (a loop that
 cannot be assembled), all :class:`KicError`.
 """
-from .actuation import (internal_loads, load_distribution, redundant_rates, task_inertia,
-                        weighted_pseudo_inverse)
-from .actuators import ActuatedSystem, DCMotor, NominalInputs
+# The description and the serial chain's dynamics are imported with kic (numpy
+# only); everything else -- closed mechanisms (networkx), simulation, state
+# space and sensitivities (scipy), plots (matplotlib) -- on first use of its
+# name, so that `import kic` takes a fraction of a second.
 from .backend import get_backend, set_backend
 from .chain import Joint, Link, SerialChain, composite_body
-from .closure import ClosedModel
-from .coordinates import BodyPose, CoordinateFunction, PointPosition
-from .errors import Status
 from .dynamics import DynamicModel
-from .errors import ClosureError, KicError, ModelError, SingularityError
+from .errors import ClosureError, KicError, ModelError, SingularityError, Status
 from .kinematics import ChainKinematics, Influence
-from .linearize import LinearDynamics, linear_dynamics
-from .loads import Loads
-from .products import cross_product, scalar_product
-from .simulate import Simulation, simulate
-from .statespace import StateSpaceSequence
-from .trajectory import Trajectory
-from .topology import Mechanism
-from .transfer import Transfer, solve_transfer, transfer_influence
-from .mimic import MimicModel
+
+_LAZY = {
+    "internal_loads": "actuation", "load_distribution": "actuation",
+    "redundant_rates": "actuation", "task_inertia": "actuation",
+    "weighted_pseudo_inverse": "actuation",
+    "ActuatedSystem": "actuators", "DCMotor": "actuators", "NominalInputs": "actuators",
+    "ClosedModel": "closure",
+    "BodyPose": "coordinates", "CoordinateFunction": "coordinates",
+    "PointPosition": "coordinates",
+    "LinearDynamics": "linearize", "linear_dynamics": "linearize",
+    "Loads": "loads",
+    "cross_product": "products", "scalar_product": "products",
+    "Simulation": "simulate", "simulate": "simulate",
+    "StateSpaceSequence": "statespace",
+    "Trajectory": "trajectory",
+    "Mechanism": "topology",
+    "Transfer": "transfer", "solve_transfer": "transfer", "transfer_influence": "transfer",
+    "MimicModel": "mimic",
+    "Centroid": "sensitivity", "DesignSensitivity": "sensitivity", "Inertia": "sensitivity",
+    "Length": "sensitivity", "Mass": "sensitivity", "Sensitivities": "sensitivity",
+    "sensitivities": "sensitivity",
+}
 # kic.io holds the file formats (URDF, MJCF); the description's file methods
 # (SerialChain.from_urdf, ...) import it when called.  kic.sweep is imported on its
 # own, `from kic.sweep import sweep`
-from . import indices, io, limits, plot, workspace  # noqa: E402
-from .sensitivity import (Centroid, DesignSensitivity, Inertia, Length, Mass, Sensitivities,
-                          sensitivities)
+_MODULES = ("indices", "io", "limits", "plot", "workspace")
+
+
+def __getattr__(name: str):
+    """The names of :data:`_LAZY` and the modules of :data:`_MODULES`, imported on
+    first use (PEP 562) and then bound here."""
+    import importlib
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'kic' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY) | set(_MODULES))
+
 
 __all__ = [
     "Joint", "Link", "SerialChain", "composite_body",

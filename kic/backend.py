@@ -11,7 +11,8 @@ kic's kernels come in two sets with the same function names and signatures:
 
 Each algorithm is written once per backend in :mod:`kic.kernels` -- frames
 (:mod:`~kic.kernels.frames`), joint loads (:mod:`~kic.kernels.rnea`), I*, P* and
-the gravity load (:mod:`~kic.kernels.inertia`), the SPD solve with kic's one
+the gravity load (:mod:`~kic.kernels.inertia`), forward dynamics of long chains in
+O(M) (:mod:`~kic.kernels.articulated`), the SPD solve with kic's one
 singularity rule and the inverses (:mod:`~kic.kernels.linalg`: a Cholesky pivot
 must exceed :data:`kic.settings.SPD_PIVOT_RTOL` of its own diagonal entry) -- its
 compiled form beside its numpy twin; the arithmetic of one joint or link is
@@ -40,8 +41,9 @@ etc. (M, N), batch last)::
 
 The choice is ``"auto"`` (compiled if numba imports, the default), ``"numpy"``
 or ``"numba"``; the environment variable ``KIC_BACKEND`` sets the initial
-choice.  The first compiled call of a session compiles the kernels (a few
-seconds) or loads them from numba's cache next to the package.
+choice.  The first compiled call of a session compiles the kernels it reaches
+(seconds, once per installation: a line on stderr says so) or loads them from
+numba's cache next to the package.
 """
 from __future__ import annotations
 
@@ -160,8 +162,9 @@ def kernels():
 class ChainData:
     """A serial chain's constants as the kernels take them, built once per chain.
 
-    Arrays (contiguous float64 unless said): ``base`` (3, 4) placement of the base;
-    ``isR`` (M,) bool, revolute joints; ``O`` (M, 3, 4) and ``O4`` (M, 4, 4) the
+    Arrays (contiguous float64): ``base`` (3, 4) placement of the base; ``isR`` (M,)
+    1.0 for a revolute joint, 0.0 for a prismatic one (floats: the same array type
+    as its view in ``packed``, so that every kernel is compiled once); ``O`` (M, 3, 4) and ``O4`` (M, 4, 4) the
     joints' constant origins, re-oriented so that every joint axis is z;
     ``mass`` (M,) kg; ``com`` (M, 3) m and ``inertia`` (M, 3, 3) kg m^2 (about the
     centroid), in those re-oriented link axes; ``gravity`` (3,) m/s^2;
@@ -174,20 +177,22 @@ class ChainData:
     ``has_inertia``: some link has mass or rotational inertia (kic's one zero-mass
     convention: a massless rotor's inertia counts, so only a chain without either
     has no dynamic model); ``packed`` the arrays in one vector for the compiled
-    one-configuration kernels.
+    one-configuration kernels; ``dof`` the number of joints M.
     """
 
     __slots__ = ("base", "isR", "O", "O4", "mass", "com", "inertia", "gravity", "offsets",
-                 "tool", "base_t", "joints_t", "links_t", "total_mass", "has_inertia", "packed")
+                 "tool", "base_t", "joints_t", "links_t", "total_mass", "has_inertia", "packed",
+                 "dof")
 
     def __init__(self, base, is_revolute, origins, masses, com, inertia, gravity, offsets,
                  tool) -> None:
         f = lambda x: np.ascontiguousarray(x, dtype=float)   # noqa: E731
         self.base = f(np.asarray(base)[:3])
-        self.isR = np.ascontiguousarray(is_revolute, dtype=np.bool_)
+        self.isR = np.ascontiguousarray(is_revolute, dtype=float)
         self.O4 = f(origins)
         self.O = f(self.O4[:, :3])
         self.mass = f(masses)
+        self.dof = self.mass.shape[0]
         self.total_mass = float(self.mass.sum())
         self.com = f(com)
         self.inertia = f(inertia)
@@ -205,10 +210,6 @@ class ChainData:
                          (float(I[0, 0]), float(I[0, 1]), float(I[0, 2]), float(I[1, 1]),
                           float(I[1, 2]), float(I[2, 2])))
                         for m, c, I in zip(self.mass, self.com, self.inertia)]
-
-    @property
-    def dof(self) -> int:
-        return self.mass.shape[0]
 
 
 def chain_data(chain) -> ChainData:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import dynamics
+from .backend import kernels
 from ._array import as_batch, finite_array, homogeneous, numeric, rot_x, rot_z
 from .errors import ModelError
 from .settings import INERTIA_RTOL, TINY
@@ -570,10 +571,20 @@ class SerialChain:
         Computed recursively, without forming P*.  Includes gravity and, if
         given, the applied ``loads`` (:class:`kic.Loads`).
         """
+        if loads is None:           # one float64 configuration: straight to the kernel
+            d = self.kernel_data
+            out = np.empty(d.dof)
+            if kernels().inverse_dynamics_one(d, q, qd, qdd, out):
+                return out
         return dynamics.chain_inverse_dynamics(self, q, qd, qdd, loads)
 
     def forward_dynamics(self, q, qd, tau, loads: "Loads | None" = None) -> np.ndarray:
         """Joint accelerations ``q'' = I*^-1 (T - q'^T P* q' - T_L)`` (..., M)."""
+        if loads is None:           # one float64 configuration: straight to the kernel
+            d = self.kernel_data
+            out = np.empty(d.dof)
+            if kernels().forward_dynamics_one(d, q, qd, tau, out):
+                return out
         return dynamics.chain_forward_dynamics(self, q, qd, tau, loads)
 
     def gravity_load(self, q) -> np.ndarray:

@@ -280,12 +280,10 @@ def _applied_rows(chain, loads, q, qd, batch) -> np.ndarray:
     return out
 
 
+# SerialChain's methods try the one-configuration kernels first (without loads);
+# these are the general paths: batches, validation, applied loads
 def chain_inverse_dynamics(chain, q, qd, qdd, loads=None) -> np.ndarray:
     k, d = kernels(), chain.kernel_data
-    if not loads:                           # one configuration: one kernel call
-        out = np.empty(chain.dof)
-        if k.inverse_dynamics_one(d, q, qd, qdd, out):
-            return out
     (q_, qd_, qdd_), batch = _rows(chain, (q, "q"), (qd, "qd"), (qdd, "qdd"))
     tau = k.inverse_dynamics(d, q_, qd_, qdd_)
     if loads:
@@ -295,10 +293,6 @@ def chain_inverse_dynamics(chain, q, qd, qdd, loads=None) -> np.ndarray:
 
 def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
     k, d = kernels(), chain.kernel_data
-    if not loads:                           # one configuration: one kernel call
-        out = np.empty(chain.dof)
-        if k.forward_dynamics_one(d, q, qd, tau, out):
-            return out
     _require_mass(chain)
     (q_, qd_, tau_), batch = _rows(chain, (q, "q"), (qd, "qd"), (tau, "tau"))
     if not loads:

@@ -198,3 +198,11 @@ path: a batch is evaluated in blocks of this many bytes over an upper estimate o
 one configuration's (:meth:`kic.closed_eval.NumpyEvaluation.bytes_per_pose`), so that
 a batch of any size stays within 1 GB beyond its outputs (a quarter of it: numpy's
 allocator keeps some of a block's memory, and the outputs grow alongside)."""
+
+# --------------------------------------------------------- serial-chain kernels
+ABA_MIN_JOINTS = 20
+"""Serial chains of at least this many joints take forward dynamics by the O(M)
+articulated-body recursion instead of forming and factoring I* (O(M^2) + O(M^3)):
+measured crossovers (benchmarks/long_chains.py) about 20 joints compiled, 10 for
+numpy batches, 35 for one configuration in Python floats; one threshold between them."""
+__all__ += ["ABA_MIN_JOINTS"]

@@ -12,6 +12,7 @@ import kic
 from kic import backend
 from kic.kernels import jit, linalg, serial_numba, serial_numpy
 from helpers import random_chain
+from kic.settings import ABA_MIN_JOINTS
 
 needs_numba = pytest.mark.skipif(not jit.available, reason="numba not installed")
 
@@ -105,6 +106,33 @@ def test_compiled_forward_dynamics_reports_singular_inertia():
     finally:
         kic.set_backend(previous)
 
+
+
+@pytest.mark.parametrize("M", [ABA_MIN_JOINTS - 1, ABA_MIN_JOINTS + 3])
+def test_forward_dynamics_of_long_chains_both_backends(M):
+    """Either side of kic.settings.ABA_MIN_JOINTS (I* factored, or the articulated-body
+    recursion): both backends, one configuration and a batch, equal the solve of
+    I* q'' = T - bias; a joint left without inertia is a SingularityError."""
+    rng = np.random.default_rng(900 + M)
+    chain = random_chain(rng, M)
+    q, qd = rng.uniform(-2, 2, (2, 3, M)), rng.uniform(-2, 2, (2, 3, M))
+    tau = rng.normal(scale=5.0, size=(2, 3, M))
+    I = chain.dynamics(q).I_star
+    ref = np.linalg.solve(I, (tau - chain.inverse_dynamics(q, qd, 0 * q))[..., None])[..., 0]
+    names = ("numpy", "numba") if jit.available else ("numpy",)
+    for name in names:
+        batch = under(name, lambda: chain.forward_dynamics(q, qd, tau))
+        one = under(name, lambda: chain.forward_dynamics(q[1, 2], qd[1, 2], tau[1, 2]))
+        assert rel(batch, ref) < 1e-10 and rel(one, ref[1, 2]) < 1e-10, name
+    joints = list(chain.joints) + [kic.Joint("R", origin=shifted(0.3))]
+    bare = kic.SerialChain(joints, list(chain.links) + [kic.Link(0.0)], gravity=(0, 0, -9.81))
+    for name in names:
+        with pytest.raises(kic.SingularityError, match="effective inertia"):
+            under(name, lambda: bare.forward_dynamics(np.zeros((2, M + 1)), np.zeros((2, M + 1)),
+                                                      np.ones((2, M + 1))))
+        with pytest.raises(kic.SingularityError, match="effective inertia"):
+            under(name, lambda: bare.forward_dynamics(np.zeros(M + 1), np.zeros(M + 1),
+                                                      np.ones(M + 1)))
 
 def test_set_backend_validates_and_restores(monkeypatch):
     previous = kic.set_backend("numpy")
@@ -277,6 +305,26 @@ def test_import_kic_does_not_import_numba():
     assert out.stdout.split() == ["False", "False"]
 
 
+
+def test_import_kic_is_light_and_every_name_resolves():
+    """``import kic`` imports no scipy, networkx, matplotlib or numba (the modules that
+    need them load on first use of their names); every public name resolves, the
+    lazy ones to the objects of their modules, with no import cycle."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys, kic; print(sorted(m for m in ('scipy', 'networkx', 'matplotlib', "
+            "'numba') if m in sys.modules)); from kic import *; "
+            "import kic.closure, kic.topology; "
+            "print(kic.ClosedModel is kic.closure.ClosedModel, kic.Mechanism is "
+            "kic.topology.Mechanism, all(hasattr(kic, n) for n in kic.__all__))")
+    env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "True True True"]
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        kic.nonexistent
+
 @pytest.mark.parametrize("name", ["numpy", pytest.param("numba", marks=needs_numba)])
 def test_one_configuration_path_equals_the_batch_and_validates(name):
     """The one-configuration entry points (one kernel call) give the batch kernels'
@@ -414,3 +462,21 @@ def test_kernels_compile_into_another_module_and_stay_plain_for_floats():
         assert not isinstance(twin, dispatcher)
         assert not any(isinstance(v, dispatcher) for v in twin.__globals__.values()
                        if callable(v) and getattr(v, "__module__", "").startswith("kic.kernels"))
+
+
+@needs_numba
+def test_compilation_notice_once_when_cold_and_never_when_warm(tmp_path):
+    """A kernel missing from numba's cache prints one line on stderr as it compiles;
+    loaded from the cache, nothing (and a user's own numba functions never)."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numba, numpy as np, kic; from kic.backend import small_inverse; "
+            "numba.njit(lambda x: x + 1)(1); kic.set_backend('numba'); "
+            "small_inverse(np.eye(4)[None]); small_inverse(2 * np.eye(5)[None])")
+    env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, check=True).stderr for _ in range(2)]
+    assert runs[0].count("kic: compiling kernels") == 1 and str(tmp_path) in runs[0]
+    assert "kic:" not in runs[1]

@@ -299,8 +299,11 @@ def test_joint_loads_compiled_equal_numpy_and_floats(seed, M):
             q, qd, qdd = qT[:, n].copy(), qdT[:, n].copy(), qddT[:, n].copy()
             A, t, R, p = _one_pose(d, q)
             out = np.empty(M)
-            rnea.rnea_one(d.isR, d.mass, d.com, d.inertia, d.gravity, A, t, R, p, qd, qdd,
-                          gravity, np.empty((M, 6)), out)
+            frames_out = [np.empty(x.shape) for x in (A, t, R, p)]
+            rnea.rnea_one(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, qd, qdd,
+                          gravity, *frames_out, np.empty((M, 6)), out)
+            for a, b in zip(frames_out, (A, t, R, p)):        # the frames left on the way
+                np.testing.assert_array_equal(a, b)
             floats = rnea.loads_floats(d, frames.frames_floats(d, q.tolist()), qd.tolist(),
                                        qdd.tolist(), gravity)
             np.testing.assert_allclose(out, ref[:, n], atol=1e-12 * scale)
@@ -352,6 +355,73 @@ def test_inertia_power_gravity_compiled_equal_numpy_and_floats(seed, M):
         np.testing.assert_allclose(0.5 * (P + np.swapaxes(P, 1, 2)), chris,
                                    atol=1e-6 * max(1.0, np.abs(I).max()))
 
+
+
+def _articulated_chain(seed, M, kinds, rotor):
+    """A random chain (R and P joints); ``rotor``: link 1 has zero mass and inertia."""
+    import kic
+    from helpers import random_chain
+    rng = np.random.default_rng(seed)
+    chain = random_chain(rng, M, kinds=kinds)
+    if rotor:
+        links = list(chain.links)
+        links[min(1, M - 1)] = kic.Link(0.0, com=(0.2, -0.1, 0.3),
+                                        inertia=np.diag([0.02, 0.03, 0.04]))
+        chain = kic.SerialChain(chain.joints, links, gravity=chain.gravity, base=chain.base,
+                                tool=chain.tool, frame_offsets=chain.frame_offsets)
+    return rng, chain.kernel_data
+
+
+@pytest.mark.parametrize("seed, M, kinds, rotor", [
+    (21, 1, "R", False), (22, 2, "PR", True), (23, 5, None, False), (24, 6, "PPPPPP", True),
+    (25, 9, "RPRRPRRPR", True), (26, 14, None, False)])
+def test_articulated_body_equals_forward_dynamics_through_I_star(seed, M, kinds, rotor):
+    """The O(M) recursion, compiled, in floats and in numpy, against an independent
+    solve of I* q'' = T - bias (I* and the bias from their own kernels)."""
+    from kic.kernels import articulated, frames, inertia, rnea
+    rng, d = _articulated_chain(seed, M, kinds, rotor)
+    N = 6
+    qT, qdT = rng.uniform(-2, 2, (M, N)), rng.uniform(-2, 2, (M, N))
+    tauT = rng.normal(scale=5.0, size=(M, N))
+    Fc, sR, sv = frames.pose_numpy(d, qT)
+    I = inertia.inertia_numpy(sR, sv, inertia.LinkState(d, Fc))
+    bias = rnea.wrench_loads(d, Fc, sR, sv, *rnea.link_motion(sR, sv, qdT, None, d.gravity))
+    ref = np.stack([np.linalg.solve(I[..., n], tauT[:, n] - bias[:, n]) for n in range(N)], -1)
+    qdd, ok = articulated.aba_numpy(d, Fc, sR, sv, qdT, tauT)
+    assert ok.all()
+    scale = max(1.0, np.abs(ref).max())
+    np.testing.assert_allclose(qdd, ref, rtol=0, atol=1e-10 * scale)
+    for n in range(N):
+        q, qd, tau = qT[:, n].copy(), qdT[:, n].copy(), tauT[:, n].copy()
+        A, t, R, p = _one_pose(d, q)
+        out = np.empty(M)
+        assert articulated.aba_one(d.isR, d.mass, d.com, d.inertia, d.gravity, A, t, R, p, qd,
+                                   tau, articulated.aba_buffers(M), out)
+        floats = articulated.aba_floats(d, frames.frames_floats(d, q.tolist()), qd.tolist(),
+                                        tau.tolist())
+        np.testing.assert_allclose(out, ref[:, n], rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(floats, out, rtol=0, atol=1e-12 * scale)
+
+
+def test_articulated_body_applies_the_one_singularity_rule():
+    """A distal link with neither mass nor inertia leaves its joint without inertia:
+    the recursion's pivot fails kic's rule on every path (as the Cholesky of I* does)."""
+    import kic
+    from kic.kernels import articulated, frames
+    chain = kic.SerialChain([kic.Joint("R"), kic.Joint("P", axis=(1, 0, 0))],
+                            [kic.Link(1.0, com=(0.5, 0, 0)), kic.Link(0.0)])
+    d = chain.kernel_data
+    q = np.array([0.3, 0.1])
+    A, t, R, p = _one_pose(d, q)
+    assert not articulated.aba_one(d.isR, d.mass, d.com, d.inertia, d.gravity, A, t, R, p,
+                                   np.zeros(2), np.ones(2), articulated.aba_buffers(2),
+                                   np.empty(2))
+    assert articulated.aba_floats(d, frames.frames_floats(d, q.tolist()), [0.0, 0.0],
+                                  [1.0, 1.0]) is None
+    qT = np.stack([q, q], -1)
+    _, ok = articulated.aba_numpy(d, *frames.pose_numpy(d, qT), np.zeros((2, 2)),
+                                  np.ones((2, 2)))
+    assert not ok.any()
 
 def test_stacked_inverses_compiled_equal_numpy():
     rng = np.random.default_rng(12)

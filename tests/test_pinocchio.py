@@ -194,3 +194,26 @@ def test_random_chains(seed):
         pin.framesForwardKinematics(model, data, q[k])
         for j, fid in enumerate(link_frame_ids(model, chain)):
             close(data.oMf[fid].homogeneous, chain.frames(q[k])[j])
+
+
+@pytest.mark.parametrize("M", [12, 30])
+def test_long_chains_forward_dynamics(M):
+    """Forward dynamics of long random chains (from kic.settings.ABA_MIN_JOINTS joints
+    on by the articulated-body recursion) against Pinocchio's aba, one configuration
+    and a batch."""
+    import helpers
+    from kic.settings import ABA_MIN_JOINTS
+
+    assert (M >= ABA_MIN_JOINTS) == (M == 30)       # one case on each side
+    rng = np.random.default_rng(40 + M)
+    chain = helpers.random_chain(rng, M, offsets=True)
+    model = build_pin_model(chain)
+    data = model.createData()
+    q, qd, _ = states(chain, n=4, seed=M)
+    tau = rng.normal(size=q.shape) * 10.0
+    qdd = chain.forward_dynamics(q, qd, tau)
+    for k in range(len(q)):
+        ref = pin.aba(model, data, q[k], qd[k], tau[k])
+        scale = max(1.0, float(np.abs(ref).max())) * 1e2
+        close(qdd[k], ref, scale=scale)
+        close(chain.forward_dynamics(q[k], qd[k], tau[k]), ref, scale=scale)

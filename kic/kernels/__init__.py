@@ -11,6 +11,8 @@ numpy form side by side, with a parity test per function in ``tests/test_kernels
   coordinates (link motion, link wrenches);
 * :mod:`kic.kernels.inertia` -- I*, P* and the gravity load by composite sums (one
   zero-mass convention: a massless body's rotational inertia counts);
+* :mod:`kic.kernels.articulated` -- forward dynamics of a serial chain in O(M) by
+  articulated-body inertias (long chains, from :data:`kic.settings.ABA_MIN_JOINTS` on);
 * :mod:`kic.kernels.serial_numba`, :mod:`kic.kernels.serial_numpy` -- the two kernel
   sets of serial chains that :func:`kic.backend.kernels` chooses between (drivers over
   the modules above, the same names and signatures);

@@ -9,12 +9,11 @@ kernels call compiled kernels, across modules, without knowing about this.
 A module imported after :func:`load` has its functions compiled as they are
 marked.  ``import kic`` therefore never imports numba, and a first call
 compiles only the kernels it reaches (or loads them from numba's cache next
-to the package).
+to the package), entry points with a signature included (:class:`_Entry`).
 """
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 import types
 import warnings
@@ -46,15 +45,19 @@ def jit(fn=None, *, inline: bool = False, signature: str | None = None):
 
     ``inline=True``: compiled into each caller (a call that passes array views
     costs more than a small helper's arithmetic).  ``signature``: the one
-    numba signature of an entry point called straight from Python."""
+    numba signature of an entry point called straight from Python (only: it is
+    compiled at its first call, see :class:`_Entry`)."""
     def mark(f):
         key = (f.__module__, f.__name__)
         _marked.append((*key, inline, signature))
         _plain[key] = f
         _key[id(f)] = key
         if _loaded:
-            import numba
-            compiled = _compile(numba, f, inline, signature)
+            if signature is not None:
+                compiled = _Entry(key, signature)
+            else:
+                import numba
+                compiled = _compile(numba, f, inline, signature)
             _key[id(compiled)] = key
             _kept.append(compiled)
             return compiled
@@ -84,10 +87,51 @@ def plain(module: str, name: str):
     return twin
 
 
+class _Entry:
+    """An entry point with one signature (called from Python only), compiled -- or
+    loaded from numba's cache -- at its first call, then bound in place of this
+    stand-in in every kernel module: a first call compiles the entry points it
+    reaches, not every entry point of kic."""
+
+    __slots__ = ("key", "signature")
+
+    def __init__(self, key, signature: str) -> None:
+        self.key, self.signature = key, signature
+
+    def compile(self):
+        import numba
+        compiled = _compile(numba, _plain[self.key], False, self.signature)
+        _key[id(compiled)] = self.key
+        _kept.append(compiled)
+        _bind({id(self): compiled})
+        return compiled
+
+    def __call__(self, *args):
+        return self.compile()(*args)
+
+    @property
+    def signatures(self) -> list:
+        """The compiled signatures (compiles the entry point)."""
+        return self.compile().signatures
+
+
+def _bind(replacements: dict) -> None:
+    """Every kernel module's names bound to a replaced object (a marked function, its
+    own or imported, or an :class:`_Entry`) rebound to its replacement."""
+    for module in {m for m, *_ in _marked}:
+        namespace = sys.modules[module].__dict__
+        for key, value in list(namespace.items()):
+            new = replacements.get(id(value))
+            if new is not None:
+                namespace[key] = new
+
+
 def load() -> bool:
     """Import numba and replace every marked function by its compiled dispatcher
-    (compiled at its first call, or loaded from cache).  False, with a warning,
-    if numba is installed but cannot be imported (e.g. built for another numpy)."""
+    (compiled at its first call, or loaded from cache), every entry point with a
+    signature by an :class:`_Entry` that compiles it at its first call.  False,
+    with a warning, if numba is installed but cannot be imported (e.g. built for
+    another numpy)."""
     global _loaded, available
     if _loaded:
         return True
@@ -100,46 +144,48 @@ def load() -> bool:
                       "numpy kernels", RuntimeWarning, stacklevel=2)
         available = False
         return False
-    # the lazy dispatchers first, bound in every kernel module; then the entry
-    # points with one signature, which numba compiles at once (their callees must
-    # be dispatchers by then)
-    for eager in (False, True):
-        dispatchers = {}
-        for module, name, inline, signature in _marked:
-            if (signature is not None) != eager:
-                continue
-            fn = _plain[(module, name)]
-            dispatchers[id(fn)] = compiled = _compile(numba, fn, inline, signature)
-            _key[id(compiled)] = (module, name)
-            _kept.append(compiled)
-        # every kernel module's names bound to a marked function, its own or imported
-        for module in {m for m, *_ in _marked}:
-            namespace = sys.modules[module].__dict__
-            for key, value in list(namespace.items()):
-                compiled = dispatchers.get(id(value))
-                if compiled is not None:
-                    namespace[key] = compiled
+    replacements = {}
+    for module, name, inline, signature in _marked:
+        fn = _plain[(module, name)]
+        if signature is None:
+            compiled = _compile(numba, fn, inline, signature)
+        else:
+            compiled = _Entry((module, name), signature)
+        _key[id(compiled)] = (module, name)
+        _kept.append(compiled)
+        replacements[id(fn)] = compiled
+    _bind(replacements)
     _loaded = True
-    _notice_compilation([_plain[(m, n)] for m, n, inline, _ in _marked if not inline])
+    _install_notice()
     return True
 
 
-def _notice_compilation(functions) -> None:
-    """One line on stderr when kernels are missing from numba's cache: their first
-    calls compile them (seconds each, once per installation), and a user waiting
-    for an answer should know why."""
+_noticed = False
+
+
+def _install_notice() -> None:
+    """One line on stderr when numba starts compiling a kernel (one missing from its
+    cache: seconds, once per installation), for a user waiting for an answer.
+    Loading from the cache raises no such event and costs nothing here."""
     try:
-        from numba.core.caching import FunctionCache
-        missing, where = 0, None
-        for fn in functions:
-            cache = FunctionCache(fn)
-            # numba's own file names (private API: a change only loses this notice)
-            if not os.path.exists(cache._cache_file._index_path):
-                missing += 1
-                where = cache._cache_path
-    except Exception:                    # noqa: BLE001 - a notice must never fail a call
+        from numba.core import event
+    except ImportError:                  # an older numba: no notice
         return
-    if missing > 2:
-        sys.stderr.write(f"kic: {missing} compiled kernels are not in numba's cache yet; "
-                         "the first calls compile those they need (seconds, once; cached in "
-                         f"{where}; KIC_BACKEND=numpy skips compilation)\n")
+
+    class Notice(event.Listener):
+        def on_start(self, ev) -> None:
+            global _noticed
+            dispatcher = (ev.data or {}).get("dispatcher")
+            module = getattr(getattr(dispatcher, "py_func", None), "__module__", "")
+            if _noticed or not module.startswith(__package__):    # a kic kernel only
+                return
+            _noticed = True
+            where = getattr(getattr(dispatcher, "_cache", None), "_cache_path", None)
+            sys.stderr.write("kic: compiling kernels missing from numba's cache (seconds, "
+                             "once" + (f"; cached in {where}" if where else "")
+                             + "; KIC_BACKEND=numpy skips compilation)\n")
+
+        def on_end(self, ev) -> None:
+            pass
+
+    event.register("numba:compile", Notice())

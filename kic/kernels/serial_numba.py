@@ -6,8 +6,11 @@ at about a microsecond per configuration of a 6-joint arm.  Compiled, the same
 recursions run one configuration at a time in registers, without those passes.
 These are the drivers: the arithmetic is in :mod:`kic.kernels.frames` (frames),
 :mod:`kic.kernels.rnea` (joint loads), :mod:`kic.kernels.inertia` (I*, P*, the
-gravity load) and :mod:`kic.kernels.linalg` (the SPD solve and its rule, the
-inverses), each beside its numpy twin.  :mod:`kic.backend` selects this set
+gravity load), :mod:`kic.kernels.articulated` (forward dynamics in O(M), from
+:data:`kic.settings.ABA_MIN_JOINTS` joints on) and :mod:`kic.kernels.linalg` (the
+SPD solve and its rule, the inverses), each beside its numpy twin.  Entry points
+called from Python with one signature compile at their first call, so a first
+call compiles what it reaches and nothing else.  :mod:`kic.backend` selects this set
 unless :func:`kic.set_backend` says otherwise; callers get it, or its numpy twin
 of the same names and signatures, from :func:`kic.backend.kernels`.
 
@@ -21,8 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..settings import ABA_MIN_JOINTS
 from . import jit as _registry
-from .frames import frame_buffers, frames_into, pose_lanes
+from .articulated import aba_buffers, aba_one
+from .frames import frames_into, pose_lanes
 from .inertia import gravity_one, inertia_one as inertia_pose, link_world_into, power_one
 from .jit import jit
 from .linalg import cholesky_solve, invert_stacked
@@ -42,14 +47,44 @@ def load() -> bool:
 # --------------------------------------------------------------------------
 # one configuration
 # --------------------------------------------------------------------------
+# Work arrays are views of one allocation (one allocation costs about as much as
+# a joint's arithmetic, and each small allocating function is one more compile)
+@jit(inline=True)
+def _frames_work(w, M):
+    """Frame views A, t (M, 3), R (M, 3, 3), p (M, 3) of w[:18 M] (as
+    :func:`kic.kernels.frames.frames_into` fills them)."""
+    return (w[:3 * M].reshape((M, 3)), w[3 * M:6 * M].reshape((M, 3)),
+            w[6 * M:15 * M].reshape((M, 3, 3)), w[15 * M:18 * M].reshape((M, 3)))
+
+
+@jit(inline=True)
+def _forward_work(M):
+    """The work of :func:`_forward_one`: frames, then c (M, 3), Iw (M, 3, 3),
+    W, cols (M, 6), I, L (M, M), bias, zero (M), in one allocation."""
+    w = np.empty(M * (2 * M + 44))
+    A, t, R, p = _frames_work(w, M)
+    k = 18 * M
+    c = w[k:k + 3 * M].reshape((M, 3))
+    Iw = w[k + 3 * M:k + 12 * M].reshape((M, 3, 3))
+    W = w[k + 12 * M:k + 18 * M].reshape((M, 6))
+    cols = w[k + 18 * M:k + 24 * M].reshape((M, 6))
+    k += 24 * M
+    I = w[k:k + M * M].reshape((M, M))
+    L = w[k + M * M:k + 2 * M * M].reshape((M, M))
+    k += 2 * M * M
+    bias = w[k:k + M]
+    zero = w[k + M:k + 2 * M]
+    zero[:] = 0.0
+    return A, t, R, p, c, Iw, W, cols, I, L, bias, zero
+
+
 @jit
 def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
     """q'' = I*^-1 (tau - bias) of one configuration; False if I* fails the rule.
-    ``work``: the buffers of :func:`_forward_buffers`."""
+    ``work``: the buffers of :func:`_forward_work`."""
     A, t, R, p, c, Iw, W, cols, I, L, bias, zero = work
     M = q.shape[0]
-    frames_into(base, isR, O, q, A, t, R, p)
-    rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, zero, True, W, bias)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, R, p, W, bias)
     link_world_into(R, p, com, Iloc, c, Iw)
     inertia_pose(mass, c, Iw, A, t, cols, I)
     for j in range(M):
@@ -58,10 +93,19 @@ def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
 
 
 @jit
-def _forward_buffers(M):
-    A, t, R, p = frame_buffers(M)
-    return (A, t, R, p, np.empty((M, 3)), np.empty((M, 3, 3)), np.empty((M, 6)),
-            np.empty((M, 6)), np.empty((M, M)), np.empty((M, M)), np.empty(M), np.zeros(M))
+def _aba_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
+    """q'' of one configuration by the articulated-body recursion
+    (:func:`kic.kernels.articulated.aba_one`); False if a pivot fails the rule.
+    ``work``: the frame buffers, then those of :func:`aba_buffers`."""
+    A, t, R, p, buffers = work
+    frames_into(base, isR, O, q, A, t, R, p)
+    return aba_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, tau, buffers, out)
+
+
+@jit(inline=True)
+def _aba_work(M):
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
+    return A, t, R, p, aba_buffers(M)
 
 
 # --------------------------------------------------------------------------
@@ -70,17 +114,18 @@ def _forward_buffers(M):
 @jit
 def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
     N, M = q.shape
-    A, t, R, p = frame_buffers(M)
-    W = np.empty((M, 6))
+    w = np.empty(24 * M)
+    A, t, R, p = _frames_work(w, M)
+    W = w[18 * M:].reshape((M, 6))
     for n in range(N):
-        frames_into(base, isR, O, q[n], A, t, R, p)
-        rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd[n], qdd[n], use_gravity, W, out[n])
+        rnea_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], qdd[n], use_gravity, A, t, R, p,
+                 W, out[n])
 
 
 @jit
 def _gravity(base, isR, O, mass, com, grav, q, out):
     N, M = q.shape
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
         gravity_one(mass, com, grav, A, t, R, p, out[n])
@@ -89,7 +134,7 @@ def _gravity(base, isR, O, mass, com, grav, q, out):
 @jit
 def _inertia(base, isR, O, mass, com, Iloc, q, out):
     N, M = q.shape
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     cols = np.empty((M, 6))
@@ -102,7 +147,7 @@ def _inertia(base, isR, O, mass, com, Iloc, q, out):
 @jit
 def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out):
     N, M = q.shape
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     cols = np.empty((M, 6))
@@ -123,17 +168,27 @@ def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out)
 
 @jit
 def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
-    work = _forward_buffers(q.shape[1])
+    work = _forward_work(q.shape[1])
     for n in range(q.shape[0]):
         ok[n] = _forward_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n],
                              work)
 
 
+@jit
+def _aba(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
+    work = _aba_work(q.shape[1])
+    for n in range(q.shape[0]):
+        ok[n] = _aba_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n], work)
+
+
 # --------------------------------------------------------------------------
 # one configuration from Python: one packed argument, one signature each
 # --------------------------------------------------------------------------
-# 1-D inputs checked here (shape, finiteness): False sends the caller to its
-# validating path, which names the argument at fault
+# The shapes of 1-D inputs and the finiteness of the result are checked here: False
+# sends the caller to its validating path, which names the argument at fault.  A
+# non-finite input always gives a non-finite result (IEEE: 0 x NaN and inf - inf
+# are NaN, sin(inf) is NaN, and nothing is reassociated), so the output check
+# covers the inputs, and finite inputs whose result overflows.
 @jit(inline=True)
 def _finite(M, x):
     if x.shape[0] != M:
@@ -142,6 +197,11 @@ def _finite(M, x):
         if not np.isfinite(x[j]):
             return False
     return True
+
+
+@jit(inline=True)
+def _shapes(M, a, b, c, out):
+    return a.shape[0] == M and b.shape[0] == M and c.shape[0] == M and out.shape[0] == M
 
 
 def pack(base, isR, O, mass, com, Iloc, grav) -> np.ndarray:
@@ -164,7 +224,7 @@ def _unpack(P):
     com = P[k + M:k + 4 * M].reshape((M, 3))
     Iloc = P[k + 4 * M:k + 13 * M].reshape((M, 3, 3))
     grav = P[k + 13 * M:k + 13 * M + 3]
-    isR = P[k + 13 * M + 3:k + 14 * M + 3] > 0.5
+    isR = P[k + 13 * M + 3:k + 14 * M + 3]
     return base, isR, O, mass, com, Iloc, grav
 
 
@@ -175,21 +235,22 @@ def _unpack(P):
 def _rnea1(P, q, qd, qdd, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if not (_finite(M, q) and _finite(M, qd) and _finite(M, qdd)) or out.shape[0] != M:
+    if not _shapes(M, q, qd, qdd, out):
         return False
-    A, t, R, p = frame_buffers(M)
-    frames_into(base, isR, O, q, A, t, R, p)
-    rnea_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, qdd, True, np.empty((M, 6)), out)
-    return _finite(M, out)            # finite inputs that overflow: the caller reports it
+    w = np.empty(24 * M)
+    A, t, R, p = _frames_work(w, M)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, True, A, t, R, p,
+             w[18 * M:].reshape((M, 6)), out)
+    return _finite(M, out)
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1])")
 def _gravity1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if not _finite(M, q) or out.shape[0] != M:
+    if q.shape[0] != M or out.shape[0] != M:
         return False
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     gravity_one(mass, com, grav, A, t, R, p, out)
     return _finite(M, out)
@@ -199,9 +260,9 @@ def _gravity1(P, q, out):
 def _inertia1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if not _finite(M, q) or out.shape[0] != M or out.shape[1] != M:
+    if q.shape[0] != M or out.shape[0] != M or out.shape[1] != M:
         return False
-    A, t, R, p = frame_buffers(M)
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     frames_into(base, isR, O, q, A, t, R, p)
@@ -214,10 +275,20 @@ def _inertia1(P, q, out):
 def _forward1(P, q, qd, tau, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if not (_finite(M, q) and _finite(M, qd) and _finite(M, tau)) or out.shape[0] != M:
+    if not _shapes(M, q, qd, tau, out):
         return False
     return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
-                        _forward_buffers(M)) and _finite(M, out)
+                        _forward_work(M)) and _finite(M, out)
+
+
+@jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
+def _aba1(P, q, qd, tau, out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
+    M = mass.shape[0]
+    if not _shapes(M, q, qd, tau, out):
+        return False
+    return _aba_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
+                    _aba_work(M)) and _finite(M, out)
 
 
 # --------------------------------------------------------------------------
@@ -367,12 +438,14 @@ def inertia_power(d, q, with_inertia: bool = True):
 
 def forward_dynamics(d, q, qd, tau):
     """(q'' (N, M), ok (N,)): ok is False where I* fails
-    :func:`kic.kernels.linalg.spd_pivot_ok`."""
+    :func:`kic.kernels.linalg.spd_pivot_ok` (from :data:`kic.settings.ABA_MIN_JOINTS`
+    joints on, where a pivot of the articulated-body recursion fails it)."""
     q = _rows(q)
     out = np.empty(q.shape)
     ok = np.empty(q.shape[0], dtype=np.bool_)
-    _forward(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(tau),
-             out, ok)
+    run = _aba if d.dof >= ABA_MIN_JOINTS else _forward
+    run(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(tau), out,
+        ok)
     return out, ok
 
 
@@ -406,6 +479,6 @@ def inertia_one(d, q, out) -> bool:
 def forward_dynamics_one(d, q, qd, tau, out) -> bool:
     """q'' of one configuration into ``out`` (M,)."""
     try:
-        return _forward1(d.packed, q, qd, tau, out)
+        return (_aba1 if d.dof >= ABA_MIN_JOINTS else _forward1)(d.packed, q, qd, tau, out)
     except TypeError:
         return False

@@ -11,7 +11,9 @@ work on the contiguous last axis is several times faster than on a leading
 batch axis), in blocks of :data:`kic._array.BLOCK` configurations: world-frame
 joint screws, link motion by prefix sums, joint loads by suffix sums of the
 link wrenches, I* from composite inertias, P* re-associated into composite
-moments (Freeman's eq. 2-196, 2-197; see :mod:`kic.dynamics`).
+moments (Freeman's eq. 2-196, 2-197; see :mod:`kic.dynamics`); forward dynamics
+of chains of :data:`kic.settings.ABA_MIN_JOINTS` joints or more by the O(M)
+articulated-body recursion (:mod:`kic.kernels.articulated`).
 
 *One configuration* costs a numpy kernel 100-300 calls of about a microsecond
 each; the same recursion in Python floats (about 10 ns a flop) takes tens of
@@ -27,6 +29,8 @@ import math
 import numpy as np
 
 from .._array import blocks, numpy_cross as cross
+from ..settings import ABA_MIN_JOINTS
+from .articulated import aba_floats, aba_numpy
 from .frames import frames_floats, pose_numpy as pose
 from .inertia import (LinkState, gravity_floats, gravity_numpy, inertia_floats, inertia_numpy,
                       power_numpy)
@@ -94,6 +98,9 @@ def forward_dynamics_one(d, q, qd, tau, out) -> bool:
     if q is None or qd is None or tau is None:
         return False
     frames = frames_floats(d, q)
+    if M >= ABA_MIN_JOINTS:               # the O(M) recursion (kic.settings)
+        x = aba_floats(d, frames, qd, tau)
+        return x is not None and _finite_into(out, x)
     bias = loads_floats(d, frames, qd, [0.0] * M)
     x = [0.0] * M
     if not _plain_cholesky_solve(inertia_floats(d, frames), [t - b for t, b in zip(tau, bias)],
@@ -157,9 +164,12 @@ def inertia_power(d, q, with_inertia: bool = True):
 
 def forward_dynamics(d, q, qd, tau):
     """(q'' (N, M), ok (N,)): ok is False where I* fails the singularity rule
-    (:func:`kic.kernels.linalg.spd_pivot_ok`)."""
+    (:func:`kic.kernels.linalg.spd_pivot_ok`; from :data:`kic.settings.ABA_MIN_JOINTS`
+    joints on, where a pivot of the articulated-body recursion fails it)."""
     M = d.dof
     qdT = np.asarray(qd, dtype=float).T
+    if M >= ABA_MIN_JOINTS:
+        return _aba_by_blocks(d, q, qdT, np.asarray(tau, dtype=float).T)
     I = np.empty((np.shape(q)[0], M, M))
 
     def run(sl, qT):                      # one pose per block for the bias and I*
@@ -169,3 +179,13 @@ def forward_dynamics(d, q, qd, tau):
     bias = _by_blocks(q, (M,), run)
     L, ok = spd_factor(I)
     return spd_substitute(L, np.asarray(tau, dtype=float) - bias), ok
+
+
+def _aba_by_blocks(d, q, qdT, tauT):
+    """(q'' (N, M), ok (N,)) by :func:`kic.kernels.articulated.aba_numpy` in blocks."""
+    ok = np.empty(np.shape(q)[0], dtype=bool)
+
+    def run(sl, qT):
+        qdd, ok[sl] = aba_numpy(d, *pose(d, qT), qdT[:, sl], tauT[:, sl])
+        return qdd
+    return _by_blocks(q, (d.dof,), run), ok
