@@ -277,14 +277,22 @@ class LoopSystem:
         self._make_blocks()
 
     def reference_phi(self, reference, primitive_joints: Sequence[str]) -> np.ndarray:
-        """All joint values at a (nearly) assembled ``reference`` (mapping or array),
-        closed by minimum-norm Gauss-Newton moving every joint."""
+        """All joint values at a (nearly) assembled ``reference`` (mapping or array).
+
+        Gauss-Newton closes the loops from it.  The joints a mapping names keep
+        their values wherever the joints it does not name can close the loops
+        (e.g. a Stewart platform's legs given, its platform solved for); only
+        what the unnamed joints cannot close (a rough sketch that names too
+        many joints, or an array, which names them all) moves the named ones,
+        by a minimum-norm step."""
         phi = np.zeros(self.N)
+        named = np.zeros(self.N, bool)
         if reference is not None:
             if isinstance(reference, Mapping):
                 for k, v in reference.items():
                     if k in self.index:
                         phi[self.index[k]] = float(v)
+                        named[self.index[k]] = True
                     elif k not in primitive_joints:
                         raise ModelError(f"reference names unknown joint {k!r}")
             else:
@@ -296,21 +304,32 @@ class LoopSystem:
                 for k, v in zip(primitive_joints, ref):
                     if k in self.index:
                         phi[self.index[k]] = v
-        return self._solve_all(phi)
+                named[:] = True
+        return self._solve_all(phi, named)
 
-    def _solve_all(self, phi: np.ndarray) -> np.ndarray:
-        """Assemble from ``phi`` moving every joint (minimum-norm Gauss-Newton)."""
+    def _solve_all(self, phi: np.ndarray, named: np.ndarray) -> np.ndarray:
+        """Assemble from ``phi`` by Gauss-Newton: each step is the minimum-norm
+        step of the joints not ``named`` (N,) bool, plus, for what they cannot
+        close, the minimum-norm step of the named ones."""
         if not self.loops:
             return phi
         phi = phi.copy()[None]
+        free = ~named
+        tolerance = CLOSURE_TOLERANCE * max(self.length, TINY)
         for _ in range(NEWTON_MAX_ITERATIONS):
             rows, _ = self.rows(phi, 1)
             r = np.concatenate([rw.r[0] for rw in rows])
-            if np.max(np.abs(r)) < CLOSURE_TOLERANCE * max(self.length, TINY):
+            if np.max(np.abs(r)) < tolerance:
                 break
             J = np.concatenate([self.loop_matrix(l, rw, 1)[0]
                                 for l, rw in zip(self.loops, rows)])
-            dphi = np.linalg.lstsq(J, -r, rcond=GAUSS_NEWTON_RCOND)[0]
+            dphi = np.zeros(self.N)
+            rest = -r
+            if free.any():
+                dphi[free] = np.linalg.lstsq(J[:, free], -r, rcond=GAUSS_NEWTON_RCOND)[0]
+                rest = rest - J[:, free] @ dphi[free]
+            if np.max(np.abs(rest)) >= tolerance:          # beyond the unnamed joints
+                dphi[named] = np.linalg.lstsq(J[:, named], rest, rcond=GAUSS_NEWTON_RCOND)[0]
             step = np.max(np.abs(dphi))
             if step > NEWTON_MAX_STEP:
                 dphi *= NEWTON_MAX_STEP / step
