@@ -1,5 +1,6 @@
 """A reference given as a mapping: the joints it names keep their values where the
-joints it does not name can close the loops; those are solved for."""
+joints it does not name can close the loops; those are solved for.  (An
+over-determining mapping stays a rough sketch, as docs/closed.md promises.)"""
 import numpy as np
 import pytest
 
@@ -73,8 +74,8 @@ def test_four_bar_crank_named_alone_is_held():
 
 def test_a_rough_sketch_that_names_too_many_joints_still_closes():
     """docs/closed.md: a rough sketch of the configuration is enough.  Three of the
-    four joints named (more than the one-DOF loop leaves free): what the
-    unnamed joint cannot close moves the named ones, by a minimum-norm step."""
+    four joints named (more than the one-DOF loop leaves free): the unnamed joint
+    cannot close the loop alone, so minimum-norm steps move every joint."""
     model = four_bar({"crank": 1.0, "A": -0.5, "rocker": 1.3})
     phi = dict(zip(model.phi_names, model.reference_phi))
     assert phi["crank"] != 1.0 and abs(phi["crank"] - 1.0) < 0.5
