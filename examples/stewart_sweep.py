@@ -1,29 +1,35 @@
-"""Stewart platform design sweep: anchor radii and half-angles against leg forces
-and conditioning, with a Pareto plot.
+"""Stewart platform design sweep: anchor radii and half-angles against leg forces,
+conditioning and the legs' stroke, with a Pareto plot.
 
 Designs: a grid of base and platform anchor radii ``rb``, ``rp`` (m) and
-half-angles of the anchor pairs (rad).  For each design (``kic.sweep``
-evaluates them chunk by chunk, serially, on processes or on Dask):
+half-angles of the anchor pairs (rad).  ``kic.sweep`` hands the designs over
+chunk by chunk (serially, on processes or on Dask); each chunk is one design
+batch (``mechanisms.stewart_designs``: the structure built once, no model per
+design) evaluated in one call:
 
-* the poses: a fixed random set of platform poses about the home pose
+* the task: a fixed random set of platform poses about the home pose
   (0, 0, 0.6 m): +/-0.08 m in x, y, +/-0.05 m in z, +/-10 degrees in each angle;
 * leg forces (N) for 12 platform accelerations at each pose (+/-2 m/s^2 along
-  each axis, +/-5 rad/s^2 about each, at rest), by
-  ``model.actuator_loads(..., on_failure="nan")``: a singular design gives NaN
-  and a status per pose, not an exception (failures as data);
-* the conditioning of the actuation over the poses
-  (``kic.indices.task_conditioning``, dimensionless, scale-invariant);
-* the fraction of poses outside the legs' stroke (0.5 to 0.8 m,
-  ``model.geometry.status``).
+  each axis, +/-5 rad/s^2 about each, at rest), and the actuation's condition
+  number (dimensionless, with the design's characteristic length), by
+  ``batch.loads(..., accelerations=A)``.  Failures are data: a pose whose legs
+  leave their stroke (0.5 to 0.8 m, the prismatic joints' limits) is
+  ``OUTSIDE_LIMITS``, a singular one ``SINGULAR_LOAD``; both give NaN, never
+  an exception.
 
-Objectives (both minimised): the peak |leg force| over poses and accelerations,
-and the actuator stroke the poses need (longest minus shortest leg length, m):
-a wide, well-conditioned platform needs less force but longer strokes.  The
-worst condition number over the poses is recorded too.  Designs with equal half-angles
+Per design: the fraction of the task's poses it can do (``feasible``: every leg
+inside its stroke, not singular), the fractions outside the stroke and
+singular, the peak |leg force| and worst condition over the poses it can do,
+and the leg lengths the task needs (shortest, longest, and the stroke
+``longest - shortest``, m, whether or not the legs have it).
+
+A design is *feasible* when it does every pose of the task.  The headline is
+the feasible design of least peak leg force; the Pareto plot (peak force
+against the stroke needed, ``kic.plot.tradeoff``, into ``--out``, default
+``examples/out/``) shows the feasible designs.  Designs with equal half-angles
 are singular everywhere (the legs meet in pairs at the platform's anchors'
-angles; Fichter's singularity family): their forces are NaN and their
-condition infinite, and they are off the plot.  The Pareto plot
-(``kic.plot.tradeoff``) goes into ``--out`` (default ``examples/out/``).
+angles; Fichter's singularity family); designs whose anchors are far apart
+need legs longer than 0.8 m at the tilted poses.
 
 Run::
 
@@ -45,7 +51,6 @@ if str(ROOT) not in sys.path:                 # run from a fresh clone without i
     sys.path.insert(0, str(ROOT))
 
 import kic  # noqa: E402
-import kic.indices  # noqa: E402
 import kic.sweep  # noqa: E402
 import mechanisms  # noqa: E402
 
@@ -82,51 +87,66 @@ def grid(quick: bool = False) -> dict:
     return {n: m.ravel() for n, m in zip(NAMES, mesh)}
 
 
+RESULTS = ("feasible", "outside_stroke", "singular", "peak_force", "worst_condition",
+           "shortest_leg", "longest_leg", "stroke_needed")
+
+
 def evaluate(chunk, n_poses: int = 200) -> dict:
-    """Per design of the chunk: ``peak_force`` (N), ``worst_condition``,
-    ``mean_inverse_condition`` (the global conditioning index over the poses),
-    ``stroke_needed`` (m, longest minus shortest leg length over the poses),
-    ``failed`` (fraction of pose-accelerations without a force: singular),
-    ``outside_stroke`` (fraction of poses)."""
+    """Per design of the chunk (one design batch, one call): ``feasible``,
+    ``outside_stroke``, ``singular`` (fractions of the poses: doable, a leg
+    outside its stroke, singular actuation), ``peak_force`` (N, the peak |leg
+    force| over the doable poses and the accelerations), ``worst_condition``
+    (over the doable poses), ``shortest_leg``, ``longest_leg`` and
+    ``stroke_needed`` (m, the leg lengths the task needs, stroke or not)."""
     P = poses(n_poses)
-    A = accelerations()
-    q = np.repeat(P, len(A), axis=0)              # (n_poses * 12, 6)
-    qdd = np.tile(A, (n_poses, 1))
-    out = {k: np.full(len(chunk), np.nan) for k in
-           ("peak_force", "worst_condition", "mean_inverse_condition", "failed",
-            "outside_stroke", "stroke_needed")}
-    for i, d in enumerate(chunk):
-        sp = mechanisms.stewart_platform(**{k: float(d[k]) for k in NAMES}, stroke=STROKE)
-        f, status = sp.actuator_loads(q, np.zeros(6), qdd, sp.actuators, on_failure="nan")
-        ok = status == kic.Status.OK
-        out["failed"][i] = 1.0 - ok.mean()
-        out["peak_force"][i] = np.abs(f[ok]).max() if ok.all() else np.nan
-        cond = kic.indices.task_conditioning(sp, P)
-        out["worst_condition"][i] = np.max(cond.condition)
-        out["mean_inverse_condition"][i] = np.mean(cond.inverse_condition)
-        out["outside_stroke"][i] = np.mean(sp.geometry.status(P) == kic.Status.OUTSIDE_LIMITS)
-        L = sp.geometry.leg_lengths(P)
-        out["stroke_needed"][i] = L.max() - L.min()
-    return out
+    batch = mechanisms.stewart_designs(**{k: chunk[k] for k in NAMES}, stroke=STROKE)
+    res = batch.loads(P, np.zeros(6), accelerations=accelerations())
+    ok = res.status == kic.Status.OK                                 # (D, n)
+    # the legs' closed-form inverse kinematics: the lengths the task asks for
+    lengths = batch.guess(batch.parameters, P[None])[..., leg_columns(batch)]   # (D, n, 6)
+    forces = np.where(ok[..., None, None], np.abs(res.actuator_loads), -np.inf)
+    condition = np.where(ok, res.actuation_condition, -np.inf)
+    peak, worst = forces.max(axis=(1, 2, 3)), condition.max(axis=1)
+    return {"feasible": ok.mean(axis=1),
+            "outside_stroke": np.mean(res.status == kic.Status.OUTSIDE_LIMITS, axis=1),
+            "singular": np.mean(res.status == kic.Status.SINGULAR_LOAD, axis=1),
+            "peak_force": np.where(ok.any(axis=1), peak, np.nan),
+            "worst_condition": np.where(ok.any(axis=1), worst, np.nan),
+            "shortest_leg": lengths.min(axis=(1, 2)),
+            "longest_leg": lengths.max(axis=(1, 2)),
+            "stroke_needed": lengths.max(axis=(1, 2)) - lengths.min(axis=(1, 2))}
+
+
+def leg_columns(batch) -> list:
+    """Indices of the legs' prismatic joints (their lengths, m) in the batch's joints."""
+    return [i for i, name in enumerate(batch.plan.phi_names) if name.endswith(".p")]
+
+
+def everywhere_singular(res) -> np.ndarray:
+    """Designs (bool) singular at every pose of the task inside the stroke."""
+    return (res["singular"] > 0) & (res["singular"] + res["outside_stroke"] == 1.0)
 
 
 def pareto_plot(result, out: Path) -> Path:
-    """The trade-off of peak leg force and the stroke needed, front labelled."""
+    """The trade-off of peak leg force and the stroke needed over the feasible
+    designs, front labelled."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     import kic.plot
     out.mkdir(parents=True, exist_ok=True)
-    d = result.designs
+    res = result.results
+    feasible = res["feasible"] == 1.0
+    d = result.designs[feasible]
     labels = [f"{rb:.2f}/{rp:.2f} m, {np.degrees(a):.0f}/{np.degrees(b):.0f} deg"
               for rb, rp, a, b in zip(d["rb"], d["rp"], d["base_half_angle"],
                                       d["plat_half_angle"])]
-    res = result.results
-    ax = kic.plot.tradeoff(res["peak_force"], res["stroke_needed"] * 1e3,
-                           labels=("peak |leg force| (N)", "stroke needed (mm)"), annotate=labels,
-                           title=f"Stewart platform: {len(d)} designs "
-                                 "(rb/rp, base/platform half-angles)")
+    ax = kic.plot.tradeoff(res["peak_force"][feasible], res["stroke_needed"][feasible] * 1e3,
+                           labels=("peak |leg force| (N)", "stroke needed (mm)"),
+                           annotate=labels,
+                           title=f"Stewart platform: the {len(d)} feasible of {len(result)} "
+                                 f"designs (rb/rp, base/platform half-angles)")
     path = out / "stewart_pareto.png"
     ax.figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(ax.figure)
@@ -146,23 +166,33 @@ def main(argv=None) -> int:
     designs = grid(a.quick)
     a.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    result = kic.sweep.sweep(partial(evaluate, n_poses=n_poses), designs,
+    # a chunk is one design batch: serially, one chunk of all designs (its set-up
+    # once); with workers, kic.sweep's chunks (about four per worker)
+    chunk = len(designs["rb"]) if a.scheduler == "serial" else None
+    result = kic.sweep.sweep(partial(evaluate, n_poses=n_poses), designs, chunk_size=chunk,
                              scheduler=a.scheduler, n_workers=a.workers,
                              out=a.out / "stewart_sweep.npz", overwrite=True)
     took = time.perf_counter() - start
     n, res = len(result), result.results
-    singular = np.isnan(res["peak_force"])
+    feasible = res["feasible"] == 1.0
     print(f"{n} designs x {n_poses} poses x 12 accelerations in {took:.1f} s "
           f"({took / n * 1e3:.1f} ms per design, scheduler {a.scheduler})")
-    print(f"{int(singular.sum())} designs singular somewhere (no leg forces there: "
-          f"failures as data); outside the stroke: up to "
-          f"{np.nanmax(res['outside_stroke']) * 100:.0f} % of the poses")
-    best = int(np.nanargmin(np.where(singular, np.nan, res["peak_force"])))
+    print(f"{int(feasible.sum())} designs feasible (every pose inside the "
+          f"{STROKE[0]}-{STROKE[1]} m stroke, none singular); "
+          f"{int(np.sum(everywhere_singular(res)))} designs singular at every pose inside "
+          f"the stroke; "
+          f"{int(np.sum(res['outside_stroke'] > 0))} designs with poses outside the stroke "
+          f"(up to {res['outside_stroke'].max() * 100:.0f} % of the poses)")
+    if not feasible.any():
+        print("no feasible design: widen the stroke or the grid")
+        return 1
+    best = int(np.argmin(np.where(feasible, res["peak_force"], np.inf)))
     d = result.designs[best]
-    print(f"least peak leg force: {res['peak_force'][best]:.1f} N at rb {d['rb']:.2f} m, "
-          f"rp {d['rp']:.2f} m, half-angles {np.degrees(d['base_half_angle']):.0f} / "
-          f"{np.degrees(d['plat_half_angle']):.0f} deg (worst condition "
-          f"{res['worst_condition'][best]:.1f})")
+    print(f"least peak leg force of the feasible designs: {res['peak_force'][best]:.1f} N "
+          f"at rb {d['rb']:.2f} m, rp {d['rp']:.2f} m, half-angles "
+          f"{np.degrees(d['base_half_angle']):.0f} / {np.degrees(d['plat_half_angle']):.0f} deg "
+          f"(legs {res['shortest_leg'][best]:.3f} to {res['longest_leg'][best]:.3f} m, "
+          f"worst condition {res['worst_condition'][best]:.1f})")
     print("wrote", pareto_plot(result, a.out))
     print("wrote", a.out / "stewart_sweep.npz")
     return 0

@@ -352,12 +352,14 @@ class DesignBatch:
         start : array_like (D, n, N) or (n, N), optional
             Start values of every joint for the assembly; default the batch's
             ``guess`` (a closed form, for the built-in writers), else each
-            design's poses as a path from its reference configuration.  The
-            poses a start loses (not assembled, or in another mode) are solved
-            again from the batch's ``guess``, or the design's model's guess
-            function where the batch holds its models (as ``ClosedModel``
-            does); without either they keep their status (``OTHER_MODE``:
-            never silently another mode).
+            pose from its design's reference configuration (never from
+            another pose: a pose's answer does not depend on its batch-mates).
+            The poses a start loses (not assembled, or in another mode) are
+            solved again from the batch's ``guess``, or the design's model's
+            guess function where the batch holds its models, else (starts
+            from the reference) by the model's continuation from its
+            reference, pose by pose (as ``ClosedModel`` does); otherwise they
+            keep their status (``OTHER_MODE``: never silently another mode).
         skip : array_like (D, n) of int, optional
             Statuses known beforehand (nonzero: the pose is not evaluated and
             keeps it).
@@ -387,12 +389,12 @@ class DesignBatch:
         act = (joint_indices(self.plan, names) if names else np.zeros(0, np.int64))
         if act.size and act.size < M:
             raise ModelError(f"actuators must name at least {M} joints, got {list(names)}")
-        path = False
         guessed = start is None and self.guess is not None
         if guessed:
             start = self.guess(self.parameters, np.broadcast_to(qa, (D, n, M)))
-        if start is None:
-            phi0, path = self.reference_phi[:, None, :], True
+        own = start is None          # each pose from its design's reference, as alone
+        if own:
+            phi0 = self.reference_phi[:, None, :]
         else:
             phi0 = np.asarray(start, dtype=float)
             if phi0.ndim == 2:
@@ -410,12 +412,12 @@ class DesignBatch:
         phi0 = np.ascontiguousarray(np.where(np.isfinite(phi0), phi0, 0.0))
         if use_compiled() and closed_kernels.load():
             out = closed_kernels.design_loads(self.plan.args[1], self.floats, qa, qda, xa,
-                                              act, phi0, path, self.modes, sk)
+                                              act, phi0, False, self.modes, sk)
             T, Ta, I, phi, status, _, _, acond = out
             self._retry_with_guess(qa, qda, xa, act, (T, Ta, I, phi, status, acond), sk,
-                                   guessed)
+                                   guessed, own)
         else:
-            T, Ta, I, phi, status, acond = self._numpy_loads(qa, qda, xa, act, phi0, path, sk)
+            T, Ta, I, phi, status, acond = self._numpy_loads(qa, qda, xa, act, phi0, own, sk)
         if self.limits is not None:          # the one test of kic.limits, per pose
             status = self.limits.status(phi, status)
             outside = status == Status.OUTSIDE_LIMITS
@@ -429,13 +431,16 @@ class DesignBatch:
         return DesignLoads(T, Ta if act.size else None, I, bias, phi, status.astype(int),
                            acond)
 
-    def _retry_with_guess(self, qa, qda, xa, act, outputs, skip, guessed: bool) -> None:
-        """Poses the starts lost (not assembled, or in another mode: a path from the
+    def _retry_with_guess(self, qa, qda, xa, act, outputs, skip, guessed: bool,
+                          own: bool) -> None:
+        """Poses the starts lost (not assembled, or in another mode: from the
         reference, or the caller's starts): again from the batch's ``guess`` (unless
         the starts were that guess, ``guessed``), else from the design's model's
-        guess function where the batch holds its models, as ``ClosedModel`` does
-        (in place; the numpy path gets this from the models themselves)."""
-        from .assembly import first_guess
+        guess function where the batch holds its models, else (starts from the
+        reference, ``own``) by the model's continuation from its reference, pose by
+        pose as alone, as ``ClosedModel`` does (in place; the numpy path gets this
+        from the models themselves)."""
+        from .assembly import assemble, first_guess
         status = outputs[4]
         lost = ((status == Status.UNASSEMBLABLE) | (status == Status.OTHER_MODE)) & (skip == 0)
         if not lost.any():
@@ -455,6 +460,15 @@ class DesignBatch:
             q = np.broadcast_to(qa[d if qa.shape[0] > 1 else 0], (n, self.dof))[idx]
             phi0[d, idx] = first_guess(m.system, q, m.reference_phi, None, m.guess)
             retry[d, idx] = True
+        for d in np.nonzero((lost & ~retry).any(axis=1))[0] if own else ():
+            m = self.model(d) if self._build is not None or self._models is not None else None
+            if m is None or getattr(m, "guess", None) is not None:
+                continue
+            idx = np.nonzero(lost[d] & ~retry[d])[0]
+            q = np.broadcast_to(qa[d if qa.shape[0] > 1 else 0], (n, self.dof))[idx]
+            asm = assemble(m.system, q, m.mode, m.reference_phi, None, None)
+            phi0[d, idx[asm.ok]] = asm.phi[asm.ok]
+            retry[d, idx[asm.ok]] = True
         if not retry.any():
             return
         sk = np.where(retry, 0, -1).astype(np.int64)
@@ -464,7 +478,7 @@ class DesignBatch:
         for mine, new in zip(outputs, again):
             mine[retry] = new[retry]
 
-    def _numpy_loads(self, qa, qda, xa, act, phi0, path, skip):
+    def _numpy_loads(self, qa, qda, xa, act, phi0, own, skip):
         """The numpy backend: each design's model through its public API."""
         from .actuation import load_distribution
         from .loops import scaled_condition
@@ -486,7 +500,7 @@ class DesignBatch:
             pick = lambda a: np.broadcast_to(a[d if a.shape[0] > 1 else 0],  # noqa: E731
                                               (n,) + a.shape[2:])[todo]
             q, qd, x = pick(qa), pick(qda), pick(xa)
-            asm = m.assembly(q, None if path else pick(phi0))
+            asm = m.assembly(q, None if own else pick(phi0))
             st = np.asarray(asm.status, int)
             ok = st == 0
             if ok.any():

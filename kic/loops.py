@@ -277,14 +277,21 @@ class LoopSystem:
         self._make_blocks()
 
     def reference_phi(self, reference, primitive_joints: Sequence[str]) -> np.ndarray:
-        """All joint values at a (nearly) assembled ``reference`` (mapping or array),
-        closed by minimum-norm Gauss-Newton moving every joint."""
+        """All joint values at a (nearly) assembled ``reference`` (mapping or array).
+
+        Gauss-Newton closes the loops from it.  The joints a mapping names keep
+        their values where the joints it does not name can close the loops
+        (e.g. a Stewart platform's legs given, its platform solved for); where
+        they cannot (a rough sketch that names too many joints, or an array,
+        which names them all), minimum-norm steps move every joint."""
         phi = np.zeros(self.N)
+        named = np.zeros(self.N, bool)
         if reference is not None:
             if isinstance(reference, Mapping):
                 for k, v in reference.items():
                     if k in self.index:
                         phi[self.index[k]] = float(v)
+                        named[self.index[k]] = True
                     elif k not in primitive_joints:
                         raise ModelError(f"reference names unknown joint {k!r}")
             else:
@@ -296,33 +303,40 @@ class LoopSystem:
                 for k, v in zip(primitive_joints, ref):
                     if k in self.index:
                         phi[self.index[k]] = v
-        return self._solve_all(phi)
-
-    def _solve_all(self, phi: np.ndarray) -> np.ndarray:
-        """Assemble from ``phi`` moving every joint (minimum-norm Gauss-Newton)."""
-        if not self.loops:
-            return phi
-        phi = phi.copy()[None]
-        for _ in range(NEWTON_MAX_ITERATIONS):
-            rows, _ = self.rows(phi, 1)
-            r = np.concatenate([rw.r[0] for rw in rows])
-            if np.max(np.abs(r)) < CLOSURE_TOLERANCE * max(self.length, TINY):
-                break
-            J = np.concatenate([self.loop_matrix(l, rw, 1)[0]
-                                for l, rw in zip(self.loops, rows)])
-            dphi = np.linalg.lstsq(J, -r, rcond=GAUSS_NEWTON_RCOND)[0]
-            step = np.max(np.abs(dphi))
-            if step > NEWTON_MAX_STEP:
-                dphi *= NEWTON_MAX_STEP / step
-            phi[0] += dphi
-        else:
+        if named.any() and not named.all():
+            held, _ = self._close(phi, ~named)
+            if held is not None:
+                return held
+        closed, rows = self._close(phi, np.ones(self.N, bool))
+        if closed is None:
             res = [float(np.linalg.norm(rw.r[0])) for rw in rows]
             worst = int(np.argmax(res))
             raise ClosureError(
                 f"the reference configuration cannot be assembled: loop "
                 f"{self.loops[worst].name!r} misses by {res[worst]:.3e}",
                 loop=self.loops[worst].name, residual=res[worst])
-        return phi[0]
+        return closed
+
+    def _close(self, phi: np.ndarray, moving: np.ndarray):
+        """Assemble from ``phi`` by minimum-norm Gauss-Newton steps of the joints
+        ``moving`` (N,) bool, the others held: (joint values, None), or (None,
+        the last loop rows) where the loops stay open."""
+        if not self.loops:
+            return phi, None
+        phi = phi.copy()[None]
+        for _ in range(NEWTON_MAX_ITERATIONS):
+            rows, _ = self.rows(phi, 1)
+            r = np.concatenate([rw.r[0] for rw in rows])
+            if np.max(np.abs(r)) < CLOSURE_TOLERANCE * max(self.length, TINY):
+                return phi[0], None
+            J = np.concatenate([self.loop_matrix(l, rw, 1)[0]
+                                for l, rw in zip(self.loops, rows)])
+            dphi = np.linalg.lstsq(J[:, moving], -r, rcond=GAUSS_NEWTON_RCOND)[0]
+            step = np.max(np.abs(dphi))
+            if step > NEWTON_MAX_STEP:
+                dphi *= NEWTON_MAX_STEP / step
+            phi[0, moving] += dphi
+        return None, rows
 
     def _characteristic_length(self, phi0: np.ndarray) -> float:
         """The largest distance between two joint points at phi0 (1 m if all coincide)."""

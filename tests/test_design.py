@@ -377,16 +377,39 @@ def test_five_bar_example_batched_objective(tmp_path, capsys):
 
 
 def test_stewart_example_quick(tmp_path, capsys):
+    """The example's design batches honour the stroke and report failures as data;
+    its headline design is feasible, checked against a model of that design."""
     pytest.importorskip("matplotlib")
     ex = load_example("stewart_sweep")
-    assert ex.main(["--quick", "--poses", "6", "--out", str(tmp_path)]) == 0
+    assert ex.main(["--quick", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "4 designs singular" in out                 # equal half-angles, as data
+    assert "4 designs singular at every pose inside the stroke" in out   # equal half-angles
     assert (tmp_path / "stewart_pareto.png").stat().st_size > 5000
     res = kic.sweep.SweepResult.from_npz(tmp_path / "stewart_sweep.npz")
-    equal = np.isclose(res.designs["base_half_angle"], res.designs["plat_half_angle"])
-    assert np.array_equal(np.isnan(res.results["peak_force"]), equal)
-    assert np.all(np.isinf(res.results["worst_condition"][equal]))
+    d, r = res.designs, res.results
+    equal = np.isclose(d["base_half_angle"], d["plat_half_angle"])
+    assert np.array_equal(ex.everywhere_singular(r), equal)       # as data, no exception
+    assert np.all(np.isnan(r["peak_force"][equal])) and np.all(r["feasible"][equal] == 0)
+    P, A = ex.poses(30), ex.accelerations()
+    q, qdd = np.repeat(P, len(A), axis=0), np.tile(A, (len(P), 1))
+    for i in range(len(d)):                # every design against its own model
+        kw = {k: float(d[k][i]) for k in ex.NAMES}
+        sp = mechanisms.stewart_platform(**kw, stroke=ex.STROKE)
+        outside = sp.geometry.status(P) == kic.Status.OUTSIDE_LIMITS
+        if not equal[i]:                   # (singular everywhere: SINGULAR_LOAD first)
+            assert r["outside_stroke"][i] == pytest.approx(outside.mean())
+        L = sp.geometry.leg_lengths(P)
+        assert r["shortest_leg"][i] == pytest.approx(L.min(), rel=1e-12)
+        assert r["longest_leg"][i] == pytest.approx(L.max(), rel=1e-12)
+        if r["feasible"][i] == 1.0:
+            f, status = sp.actuator_loads(q, np.zeros(6), qdd, sp.actuators, on_failure="nan")
+            assert np.all(status == kic.Status.OK) and not outside.any()
+            assert r["peak_force"][i] == pytest.approx(np.abs(f).max(), rel=1e-9)
+    some_outside = (r["outside_stroke"] > 0) & ~equal
+    assert some_outside.any()                          # the stroke matters in this grid
+    feasible = r["feasible"] == 1.0
+    best = int(np.argmin(np.where(feasible, r["peak_force"], np.inf)))
+    assert feasible[best] and f"{r['peak_force'][best]:.1f} N" in out
 
 
 @pytest.mark.parametrize("elbows", [(1, 1), (1, -1), (-1, 1), (-1, -1)])
