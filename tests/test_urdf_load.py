@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import kic
+from helpers import within_ranges
 from kic.chain import check_rigid, inertia_defects, inertia_scale
 from kic.io import RepairWarning
 from kic.settings import INERTIA_RTOL, RIGID_RTOL
@@ -199,6 +200,7 @@ def fingerprint(path: Path) -> dict:
     model = mech.model(names)
     rng = np.random.default_rng(zlib.crc32(path.name.encode()))
     phi, qd, qdd, u, w = rng.uniform(-1.5, 1.5, (5, 1, len(names)))
+    phi = within_ranges(mech.limits, names, phi, 1.5)     # the model refuses poses outside
     I = model.dynamics(phi).I_star[0]
     g = model.dynamics(phi).gravity_load[0]
     tau = model.inverse_dynamics(phi, qd, qdd)[0]
