@@ -42,6 +42,9 @@ from .errors import ClosureError, ModelError, Status, at_batch_indices
 from .kernels.frames import rotation_matrices
 from .settings import PARALLEL_SINE
 
+# statuses of an assembled configuration (its joint values are the ones tested)
+_ASSEMBLED = (int(Status.OK), int(Status.SINGULAR), int(Status.SINGULAR_LOAD))
+
 __all__ = ["JointRange", "ConeLimit", "JointLimits", "LimitCheck", "Violation", "make_limit",
            "outside_limits_error"]
 
@@ -300,13 +303,15 @@ class JointLimits(Mapping):
 
     def status(self, phi, status=None) -> np.ndarray:
         """:class:`kic.Status` codes (...): ``OUTSIDE_LIMITS`` where phi (..., N)
-        violates a limit and ``status`` (default all OK) is OK."""
+        violates a limit and ``status`` (default all OK) says the configuration was
+        assembled (OK, or singular: a configuration the mechanism cannot reach is
+        reported as such before its conditioning, by every path alike)."""
         phi = np.asarray(phi, dtype=float)
         st = np.zeros(phi.shape[:-1], int) if status is None else np.asarray(status, int)
         if not self.checked:
             return st.copy()
-        ok = self.check(phi).ok
-        return np.where((st == Status.OK) & ~ok, int(Status.OUTSIDE_LIMITS), st)
+        assembled = np.isin(st, _ASSEMBLED) & np.isfinite(phi).all(axis=-1)
+        return np.where(assembled & ~self.check(phi).ok, int(Status.OUTSIDE_LIMITS), st)
 
 
 def outside_limits_error(limits: JointLimits, phi: np.ndarray, status: np.ndarray,
