@@ -51,6 +51,8 @@ import os
 
 import numpy as np
 
+from .errors import ModelError
+
 __all__ = ["set_backend", "get_backend", "kernels", "chain_data", "ChainData", "KERNELS"]
 
 KERNELS = ("inverse_dynamics", "gravity_load", "inertia", "inertia_power", "forward_dynamics",
@@ -193,7 +195,12 @@ class ChainData:
         self.O = f(self.O4[:, :3])
         self.mass = f(masses)
         self.dof = self.mass.shape[0]
-        self.total_mass = float(self.mass.sum())
+        with np.errstate(over="ignore"):
+            self.total_mass = float(self.mass.sum())
+        if not np.isfinite(self.total_mass):      # each mass finite, their sum not
+            raise ModelError("the links' total mass overflows float64: masses near the "
+                             "largest float leave no room for the dynamics' sums (use "
+                             "other units)")
         self.com = f(com)
         self.inertia = f(inertia)
         self.has_inertia = bool(self.total_mass > 0 or np.any(self.inertia))

@@ -101,21 +101,32 @@ class DynamicModel:
     def _applied(self, loads, qdT) -> np.ndarray:  # (M, N)
         raise NotImplementedError
 
+    def _finite(self, x: np.ndarray, what: str) -> np.ndarray:
+        """``x`` (batch + tail): finite inputs give finite results, or a ModelError
+        (a model of 1e308 kg overflows; never a silent NaN)."""
+        n = int(np.prod(self._batch, dtype=np.int64)) if self._batch else 1
+        _finite_result(x.reshape(n, -1), self._batch, what)
+        return x
+
     @property
     def I_star(self) -> np.ndarray:
-        return self._cached("I", lambda: from_batch(self._I(), self._batch, 2))
+        return self._cached("I", lambda: self._finite(from_batch(self._I(), self._batch, 2),
+                                                      "effective inertia I*"))
 
     @property
     def P_star(self) -> np.ndarray:
-        return self._cached("P", lambda: from_batch(self._P(), self._batch, 3))
+        return self._cached("P", lambda: self._finite(from_batch(self._P(), self._batch, 3),
+                                                      "inertia power P*"))
 
     @property
     def gravity_load(self) -> np.ndarray:
-        return self._cached("g", lambda: from_batch(self._gravity(), self._batch, 1))
+        return self._cached("g", lambda: self._finite(
+            from_batch(self._gravity(), self._batch, 1), "gravity loads"))
 
     @property
     def potential_energy(self) -> np.ndarray:
-        return self._cached("V", lambda: self._potential().reshape(self._batch))
+        return self._cached("V", lambda: self._finite(self._potential().reshape(self._batch),
+                                                      "potential energies"))
 
     def _rates(self, x, name) -> np.ndarray:
         return match_batch(x, self.dof, self._batch, name).T.reshape(self._batch + (self.dof,))
@@ -181,7 +192,7 @@ class ChainDynamics(DynamicModel):
                     I = k.inertia(d, self._rows)[0]
             else:
                 I = k.inertia(d, self._rows).reshape(self._batch + (M, M))
-            self._cache["I"] = I
+            self._cache["I"] = self._finite(I, "effective inertia I*")
         return I
 
     @property
@@ -192,8 +203,10 @@ class ChainDynamics(DynamicModel):
             I, P = kernels().inertia_power(self.chain.kernel_data, self._rows,
                                            "I" not in self._cache)
             if I is not None:
-                self._cache["I"] = I.reshape(self._batch + (M, M))
-            P = self._cache["P"] = P.reshape(self._batch + (M, M, M))
+                self._cache["I"] = self._finite(I.reshape(self._batch + (M, M)),
+                                                "effective inertia I*")
+            P = self._cache["P"] = self._finite(P.reshape(self._batch + (M, M, M)),
+                                                "inertia power P*")
         return P
 
     @property
@@ -207,7 +220,7 @@ class ChainDynamics(DynamicModel):
                     g = k.gravity_load(d, self._rows)[0]
             else:
                 g = k.gravity_load(d, self._rows).reshape(self._batch + (M,))
-            self._cache["g"] = g
+            self._cache["g"] = self._finite(g, "gravity loads")
         return g
 
     def _I(self):                           # batch last, as DynamicModel's subclasses
@@ -332,9 +345,10 @@ def _finite_result(x: np.ndarray, batch: tuple, what: str) -> np.ndarray:
     if np.isfinite(x).all():
         return x
     bad = int(np.argmax(~np.isfinite(x.reshape(x.shape[0], -1)).all(-1)))
-    where = f" at batch index {np.unravel_index(bad, batch)}" if batch else ""
-    raise ModelError(f"the {what} overflow float64{where}: the inputs are too large for "
-                     "the model's units (finite inputs, non-finite result)")
+    where = (f" at batch index {tuple(int(i) for i in np.unravel_index(bad, batch))}"
+             if batch else "")
+    raise ModelError(f"the {what} overflow float64{where}: the inputs or the model's "
+                     "numbers are too large for its units (finite inputs, non-finite result)")
 
 
 def _require_mass(chain) -> None:

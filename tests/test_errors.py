@@ -155,3 +155,17 @@ def test_singular_inertia_is_a_singularity_error():
     assert len(err.value.index) == 2
     with pytest.raises(kic.SingularityError):
         chain.forward_dynamics([0.0, 0.0], [0.0, 0.0], [1.0, 1.0])
+
+
+@pytest.mark.parametrize("mass", [1e307, 1e308])
+def test_masses_near_the_largest_float_are_an_error_not_a_nan(mass):
+    """Finite model numbers whose dynamics overflow float64: a ModelError (at build
+    time where the total mass itself overflows), never NaN without a word."""
+    link = lambda: kic.Link(mass, com=(1.0, 0.0, 0.0), inertia=np.eye(3))   # noqa: E731
+    joints = [kic.Joint("R", (0, 0, 1)), kic.Joint("R", (0, 1, 0))]
+    with pytest.raises(kic.ModelError, match="overflow"):
+        chain = kic.SerialChain(joints, [link(), link()])
+        for q in (np.array([0.1, 0.2]), np.array([[0.1, 0.2], [0.3, 0.4]])):
+            d = chain.dynamics(q)
+            for value in (d.I_star, d.P_star, d.gravity_load, d.potential_energy):
+                assert np.isfinite(value).all()
