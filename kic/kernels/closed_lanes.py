@@ -31,7 +31,7 @@ from .closed_pose import (NOT_ASSEMBLED, OK, OTHER_MODE, SINGULAR_BLOCK, SINGULA
 from .frames import rodrigues
 from .jit import jit
 from .layout import unpack
-from .linalg import (cholesky_solve, condition_number, condition_numbers_lanes, lu_factor,
+from .linalg import (cholesky_solve, condition_leading, condition_numbers_lanes, lu_factor,
                      lu_factor_lanes, lu_solve_columns, lu_solve_lanes, round_robin_pairs)
 
 __all__ = ["design_loads", "composite_inertia", "transfer_lanes", "actuation_flush",
@@ -437,7 +437,7 @@ def block_condition(row_is_rot, isR, dep, Lc, JA, r0, nb, u, As, Aw):
             if not isR[dep[r0 + c]]:
                 a *= Lc
             As[i, c] = a
-    return condition_number(As[:nb, :nb], Aw[:nb, :nb])
+    return condition_leading(As, nb, nb, Aw)
 
 
 @jit

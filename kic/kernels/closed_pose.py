@@ -35,7 +35,7 @@ from ..settings import EXACT_START, NEWTON_MAX_STEP
 from .frames import rodrigues
 from .jit import jit
 from .layout import unpack
-from .linalg import cholesky_solve, condition_number, lu_factor, lu_solve
+from .linalg import cholesky_solve, condition_leading, lu_factor, lu_solve
 
 __all__ = ["OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_MODE",
            "Work", "work", "block_size", "tree_frames", "loop_frames", "closure_residual",
@@ -78,19 +78,24 @@ reduced rows, B blocks of at most nb rows)."""
 
 
 @jit
-def block_size(P):
+def largest_block(block_row):
     """The rows of the largest block (at least 1)."""
     nb = 1
-    for b in range(P.B):
-        nb = max(nb, P.block_row[b + 1] - P.block_row[b])
+    for b in range(block_row.shape[0] - 1):
+        nb = max(nb, block_row[b + 1] - block_row[b])
     return nb
 
 
+@jit(inline=True)
+def block_size(P):
+    """The rows of the largest block of plan P (at least 1)."""
+    return largest_block(P.block_row)
+
+
 @jit
-def work(P):
-    """The work arrays of one pose for plan P (reused by every pose of a call)."""
-    N, M, R, L, B = P.N, P.M, P.R, P.L, P.B
-    nb = block_size(P)
+def new_work(N, M, R, L, B, nb):
+    """The work arrays of one pose (N joints, M coordinates, R reduced rows, L
+    loops, B blocks of at most nb rows), reused by every pose of a call."""
     return Work(F=np.empty((N, 4, 4)), S=np.empty((N, 6)), X=np.empty((L, 2, 4, 4)),
                 r=np.empty(R), Jr=np.zeros((R, N)), LU=np.empty((B, nb, nb)),
                 piv=np.zeros((B, nb), np.int64), G=np.empty((N, M)), phid=np.empty(N),
@@ -98,6 +103,12 @@ def work(P):
                 tau=np.empty(N), vec=np.empty(R), block=np.empty((nb, nb)),
                 block_work=np.empty((nb, nb)), c=np.empty(3), Iw=np.empty((3, 3)),
                 RI=np.empty((3, 3)))
+
+
+@jit(inline=True)
+def work(P):
+    """The work arrays of one pose for plan P (reused by every pose of a call)."""
+    return new_work(P.N, P.M, P.R, P.L, P.B, largest_block(P.block_row))
 
 
 @jit(inline=True)
@@ -340,19 +351,13 @@ def newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi, 
 
 
 @jit
-def assemble_pose(P, W, phi):
+def newton(parent, order, isR, axis, origin, offset, loop_k, loop_r, loop_row, body_a, T_a,
+           body_b, T_b, U, dep, block_row, row_is_rot, Lc, tol, max_iter, F, S, X, r, Jr, piv,
+           Ab, step, phi):
     """Newton on the dependent joints from phi (q already in place); leaves the
-    frames, screws, side frames and closure Jacobian of the final phi in W.
+    frames F, screws S, side frames X and closure Jacobian Jr of the final phi.
     Returns (status, dimensionless worst residual)."""
-    # the plan's and the work's arrays as locals, once (each P.x or W.x in the
-    # loop would take and drop a reference: atomic operations, per iteration)
-    parent, order, isR, axis, origin, offset = P.parent, P.order, P.is_revolute, P.axis, \
-        P.origin, P.offset
-    loop_k, loop_r, loop_row, body_a, T_a, body_b, T_b, U = P.loop_k, P.loop_r, P.loop_row, \
-        P.body_a, P.T_a, P.body_b, P.T_b, P.U
-    dep, block_row, row_is_rot, Lc, tol, R, max_iter = P.dep, P.block_row, P.row_is_rot, \
-        P.L_char, P.tol, P.R, P.max_iter
-    F, S, X, r, Jr, piv, Ab, step = W.F, W.S, W.X, W.r, W.Jr, W.piv, W.block, W.vec
+    R = r.shape[0]
     worst = 0.0
     polished = False
     for it in range(max_iter + 2):
@@ -375,23 +380,32 @@ def assemble_pose(P, W, phi):
     return NOT_ASSEMBLED, worst
 
 
+@jit(inline=True)
+def assemble_pose(P, W, phi):
+    """:func:`newton` on plan P with the work W (the stages get the arrays they
+    use, not the tuples: a call boundary costs a reference count per array)."""
+    return newton(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, P.loop_k,
+                  P.loop_r, P.loop_row, P.body_a, P.T_a, P.body_b, P.T_b, P.U, P.dep,
+                  P.block_row, P.row_is_rot, P.L_char, P.tol, P.max_iter, W.F, W.S, W.X, W.r,
+                  W.Jr, W.piv, W.block, W.vec, phi)
+
+
 @jit
-def transfer_pose(P, W, cond, dsign):
-    """G^phi_q (W.G) from the closure Jacobian in W; the blocks' LU factors stay in
-    W for the acceleration closure.  Fills cond and dsign (B,); returns status."""
-    Jr, LU, piv, G, col = W.Jr, W.LU, W.piv, W.G, W.vec
-    isR, row_is_rot, dep, block_row, q_idx = P.is_revolute, P.row_is_rot, P.dep, P.block_row, \
-        P.q_idx
-    Lc, maxc = P.L_char, P.max_condition
+def transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, col, As, Aw,
+             cond, dsign):
+    """G^phi_q (G) from the closure Jacobian Jr; the blocks' LU factors stay in LU,
+    piv for the acceleration closure.  Fills cond and dsign (B,); returns status.
+    ``col`` (R,), ``As``, ``Aw`` (nb, nb) are work."""
     N, M = G.shape
-    G[:, :] = 0.0
+    for j in range(N):
+        for m in range(M):
+            G[j, m] = 0.0
     for m in range(M):
         G[q_idx[m], m] = 1.0
     status = OK
-    for b in range(P.B):
+    for b in range(block_row.shape[0] - 1):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
-        As = W.block[:nb, :nb]
         A = LU[b]
         for i in range(nb):
             for c in range(nb):
@@ -403,7 +417,7 @@ def transfer_pose(P, W, cond, dsign):
                 if not isR[dep[r0 + c]]:
                     a *= Lc
                 As[i, c] = a
-        cond[b] = condition_number(As, W.block_work[:nb, :nb])
+        cond[b] = condition_leading(As, nb, nb, Aw)
         dsign[b] = lu_factor(A, nb, piv[b])
         if dsign[b] == 0.0 or not (cond[b] < maxc):
             status = SINGULAR_BLOCK
@@ -417,14 +431,20 @@ def transfer_pose(P, W, cond, dsign):
     return status
 
 
+@jit(inline=True)
+def transfer_pose(P, W, cond, dsign):
+    """:func:`transfer` of plan P from the closure Jacobian in W (into W.G, W.LU, W.piv)."""
+    return transfer(P.is_revolute, P.row_is_rot, P.dep, P.block_row, P.q_idx, P.L_char,
+                    P.max_condition, W.Jr, W.LU, W.piv, W.G, W.vec, W.block, W.block_work,
+                    cond, dsign)
+
+
 @jit
-def pose_rates(P, W, qd, qdd):
-    """phi' = G q' (W.phid) and phi'' = G q'' - A^-1 b (W.phidd); screw velocities V (W.V)
-    and the velocity-product accelerations Av (W.Av, at phi'' = 0, no gravity)."""
-    S, X, r, LU, piv, G = W.S, W.X, W.r, W.LU, W.piv, W.G
-    phid, phidd, V, Av, col = W.phid, W.phidd, W.V, W.Av, W.vec
-    parent, order, loop_k, loop_r, loop_row = P.parent, P.order, P.loop_k, P.loop_r, P.loop_row
-    body_a, body_b, U, dep, block_row = P.body_a, P.body_b, P.U, P.dep, P.block_row
+def rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block_row, S, X,
+          r, LU, piv, G, qd, qdd, phid, phidd, V, Av, col):
+    """phi' = G q' (phid) and phi'' = G q'' - A^-1 b (phidd); screw velocities V and
+    the velocity-product accelerations Av (at phi'' = 0, no gravity); r and col
+    are overwritten."""
     N, M = G.shape
     for j in range(N):
         a = 0.0
@@ -498,7 +518,7 @@ def pose_rates(P, W, qd, qdd):
             for i in range(k):
                 acc += U[l, i, c] * raw[i]
             r[row + c] = acc
-    for b in range(P.B):
+    for b in range(block_row.shape[0] - 1):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
         for i in range(nb):
@@ -508,14 +528,20 @@ def pose_rates(P, W, qd, qdd):
             phidd[dep[r0 + i]] -= col[i]
 
 
+@jit(inline=True)
+def pose_rates(P, W, qd, qdd):
+    """:func:`rates` of plan P at the transfer in W (into W.phid, W.phidd, W.V, W.Av)."""
+    rates(P.parent, P.order, P.loop_k, P.loop_r, P.loop_row, P.body_a, P.body_b, P.U, P.dep,
+          P.block_row, W.S, W.X, W.r, W.LU, W.piv, W.G, qd, qdd, W.phid, W.phidd, W.V, W.Av,
+          W.vec)
+
+
 @jit
-def rnea(P, W, with_gravity):
-    """Joint loads T_phi (W.tau) of the tree at (phi, phi', phi'') by recursive
-    Newton-Euler in world screws; uses V (W.V) and Av (W.Av) from :func:`pose_rates`."""
-    F, S, phidd, V, Av, fo, tau = W.F, W.S, W.phidd, W.V, W.Av, W.fo, W.tau
-    c, Iw, RI = W.c, W.Iw, W.RI
-    parent, order, mass, com, inertia, gravity = P.parent, P.order, P.mass, P.com, P.inertia, \
-        P.gravity
+def tree_loads(parent, order, mass, com, inertia, gravity, F, S, phidd, V, Av, fo, tau, c, Iw,
+               RI, with_gravity):
+    """Joint loads T_phi (tau) of the tree at (phi, phi', phi'') by recursive
+    Newton-Euler in world screws; uses V and Av from :func:`rates`; fo (N, 6)
+    the wrenches, c, Iw, RI work."""
     N = S.shape[0]
     A = np.empty(6)
     for jj in range(N):
@@ -593,13 +619,20 @@ def project(G, tau, out):
         out[m] = acc
 
 
+@jit(inline=True)
+def rnea(P, W, with_gravity):
+    """:func:`tree_loads` of plan P at the rates in W (into W.tau)."""
+    tree_loads(P.parent, P.order, P.mass, P.com, P.inertia, P.gravity, W.F, W.S, W.phidd, W.V,
+               W.Av, W.fo, W.tau, W.c, W.Iw, W.RI, with_gravity)
+
+
 @jit
-def inertia_pose(P, W, I):
+def effective_inertia(parent, mass, com, inertia, F, S, G, I):
     """I*_q = sum over massive bodies of J_q^T I J_q (J_q = prefix sums of S_j G_j)."""
-    F, S, G = W.F, W.S, W.G
-    parent, mass, com, inertia = P.parent, P.mass, P.com, P.inertia
     N, M = G.shape
-    I[:, :] = 0.0
+    for a in range(M):
+        for b in range(M):
+            I[a, b] = 0.0
     Jw = np.empty((3, M))
     Jv = np.empty((3, M))
     Iw = np.empty((3, 3))
@@ -610,8 +643,10 @@ def inertia_pose(P, W, I):
         m = mass[j]
         if is_massless(mass, inertia, j):
             continue
-        Jw[:, :] = 0.0
-        Jv[:, :] = 0.0
+        for i in range(3):
+            for a in range(M):
+                Jw[i, a] = 0.0
+                Jv[i, a] = 0.0
         k = j
         while k >= 0:
             for a in range(M):
@@ -649,6 +684,12 @@ def inertia_pose(P, W, I):
             I[a, b] = I[b, a]
 
 
+@jit(inline=True)
+def inertia_pose(P, W, I):
+    """:func:`effective_inertia` of plan P at the transfer in W."""
+    effective_inertia(P.parent, P.mass, P.com, P.inertia, W.F, W.S, W.G, I)
+
+
 # --------------------------------------------------------------------------
 # batches of poses
 # --------------------------------------------------------------------------
@@ -674,7 +715,8 @@ def settle(P, W, st, phi, phi_row, cond, dsign, mode):
     if st != OK:
         # a zero pivot on the way: not assembled (cond, dsign: at the last iterate)
         return SINGULAR_BLOCK
-    phi_row[:] = phi
+    for j in range(phi.shape[0]):
+        phi_row[j] = phi[j]
     if st2 != OK:
         return SINGULAR_BLOCK
     if not in_mode(dsign, mode):
@@ -734,7 +776,7 @@ def actuator_pose(P, W, act, D, out):
             if not isR[a]:
                 g /= Lc
             Gs[i, m] = g
-    cond = condition_number(Gs, D.Gw)
+    cond = condition_leading(Gs, Na, M, D.Gw)
     if not (cond < P.max_condition):
         return SINGULAR_DYNAMICS, cond
     if Na == M:
@@ -851,7 +893,8 @@ def start(P, phi, q, phi0, last, G_last, predict):
                 acc += G_last[j, m] * (q[m] - last[q_idx[m]])
             phi[j] = acc
     else:
-        phi[:] = phi0
+        for j in range(N):
+            phi[j] = phi0[j]
 
 
 @jit
@@ -875,9 +918,10 @@ def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
     K = output_width(what, N, M, act.shape[0])
     # one output buffer (each array handed back to Python costs about a microsecond):
     # columns [out K | phi N | residual | condition B | det sign B | actuation cond]
-    buf = np.empty((n, K + N + 2 + 2 * B))
-    buf[:, :] = np.nan
-    buf[:, K + N + 1 + B:K + N + 1 + 2 * B] = 0.0
+    buf = np.full((n, K + N + 2 + 2 * B), np.nan)
+    for t in range(n):
+        for b in range(B):
+            buf[t, K + N + 1 + B + b] = 0.0
     status = np.zeros(n, np.int64)
     phi = np.empty(N)
     last = np.empty(N)
@@ -904,8 +948,10 @@ def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
         if status[t] != OK:
             continue
         # a path continues from poses that are regular and in the mode only
-        last[:] = phi
-        G_last[:, :] = G
+        for j in range(N):
+            last[j] = phi[j]
+            for m in range(M):
+                G_last[j, m] = G[j, m]
         have_last = True
         if what != ASSEMBLE:
             status[t], row[K + N + 1 + 2 * B] = evaluate(
