@@ -31,6 +31,8 @@ below is the only one in :mod:`kic` outside the design batches).
 """
 from __future__ import annotations
 
+from math import isfinite
+
 import numpy as np
 
 from .kernels import closed as compiled_closed   # the one import of the closed kernels
@@ -51,6 +53,7 @@ _F8 = np.dtype(np.float64)
 _NO_ACTUATORS = np.zeros(0, np.int64)
 # plain ints for the per-call checks (comparing with enum members costs microseconds)
 _UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
+_SINGULAR = (int(Status.SINGULAR), int(Status.SINGULAR_LOAD))
 
 
 def evaluation_for(model, mode: np.ndarray, block_mode: np.ndarray) -> "NumpyEvaluation":
@@ -100,6 +103,16 @@ class NumpyEvaluation:
     def free_motion_steps(self, t, y, t_end, start, **options):
         """Compiled steps of the free motion, or None (see
         :meth:`CompiledEvaluation.free_motion_steps`)."""
+        return None
+
+    def drive_terms(self, q, qd, start, act):
+        """The terms of a driven model at one pose, or None (see
+        :meth:`CompiledEvaluation.drive_terms`)."""
+        return None
+
+    def actuator_jacobian(self, q, act):
+        """G^a_q at one configuration, or None (see
+        :meth:`CompiledEvaluation.actuator_jacobian`)."""
         return None
 
     # ----------------------------------------------------------- arguments
@@ -462,6 +475,8 @@ class CompiledEvaluation(NumpyEvaluation):
         super().__init__(model, mode, block_mode)
         self._plan = None
         self._planned = False
+        # what every one-pose call checks, as plain values
+        self._dof, self._n_joints = (model.dof,), (self.system.N,)
 
     @property
     def plan(self):
@@ -492,30 +507,73 @@ class CompiledEvaluation(NumpyEvaluation):
         argument handling beyond a type check: the output, or None where anything
         is unusual (another layout, a batch, a failed pose: the general path then
         answers or raises with its reports).  With ``singular``, a pose assembled
-        but singular gives (NaN output, status): no other start helps."""
-        M = self.model.dof
+        but singular gives (NaN output, status): no other start helps.
+
+        This runs on every one-pose call: its checks are plain Python on plain
+        values (a numpy reduction costs a microsecond, a fifth of a five-bar pose)."""
+        M = self._dof
         for a in (q, qd, x):
-            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != (M,) \
+            if type(a) is not np.ndarray or a.dtype is not _F8 or a.shape != M \
                     or not a.flags.c_contiguous:
                 return None
         if start is None:
             phi0, path = self.model.reference_phi, True
-        elif type(start) is np.ndarray and start.shape == (self.system.N,) \
-                and start.dtype == _F8:
+        elif type(start) is np.ndarray and start.shape == self._n_joints \
+                and start.dtype is _F8:
             phi0, path = start, False
         else:
             return None
-        plan = self.plan
+        plan = self._plan if self._planned else self.plan
         if plan is None:
             return None
         out, phi_one, status, _ = compiled_closed.one(plan, what, q, qd, x, act, phi0,
                                                       path, self.block_mode)
-        if status == 0 and self.refined and self.off_mode(phi_one, [0])[0]:
-            return None
-        if singular and status in (Status.SINGULAR, Status.SINGULAR_LOAD):
+        if status == 0:
+            if self.refined and self.off_mode(phi_one, [0])[0]:
+                return None
+            # a non-finite result of finite inputs (an overflow) takes the general path
+            return out if all(map(isfinite, out.tolist())) else None
+        if singular and status in _SINGULAR:
             return np.full(out.shape, np.nan), status
-        # a non-finite result of finite inputs (an overflow) takes the general path too
-        return out if status == 0 and np.isfinite(out).all() else None
+        return None
+
+    def drive_terms(self, q, qd, start, act) -> tuple | None:
+        """What a driven model's right-hand side needs at one pose (q, q') (M,)
+        each, assembled from the joint values ``start`` (N,) (None: along the
+        path from the reference): ``(I* (M, M), bias (M,), phi (N,), G^a_q (Na,
+        M), a' (Na,), h (Na,))`` for the actuated joints ``act`` (int64 (Na,)),
+        the bias the loads at q'' = 0 (velocity terms and gravity) and h the
+        actuators' accelerations at q'' = 0; the last three are None for an
+        empty ``act``.  None where the general path must answer (a failed pose,
+        modes finer than the blocks, no plan)."""
+        if self.refined or self.plan is None:
+            return None
+        plan, zero = self.plan, np.zeros(self._dof[0])
+        phi0, path = (self.model.reference_phi, True) if start is None else (start, False)
+        bias, phi, status, _ = compiled_closed.one(plan, "inverse_dynamics", q, qd, zero,
+                                                   _NO_ACTUATORS, phi0, path, self.block_mode)
+        if status != 0:
+            return None            # the public path answers, or raises with the report
+        I, st = compiled_closed.inertia(plan, phi)[:2]
+        if st[0] != 0:
+            return None
+        if act.shape[0] == 0:
+            return I[0], bias, phi, None, None, None
+        G = compiled_closed.transfer(plan, phi)[0][0][act]
+        phid, phidd = compiled_closed.rates(plan, q, qd, zero, phi)[:2]
+        return I[0], bias, phi, G, phid[0][act], phidd[0][act]
+
+    def actuator_jacobian(self, q, act) -> np.ndarray | None:
+        """``G^a_q`` (Na, M) of the actuated joints ``act`` (int64 (Na,)) at one
+        configuration q (M,) float64, assembled as :meth:`one` assembles; None
+        where the general path must answer."""
+        if type(q) is not np.ndarray or q.dtype is not _F8 or q.shape != self._dof:
+            return None
+        tracked = self.track(q, self.model.reference_phi)
+        if tracked is None:
+            return None
+        G, status = compiled_closed.transfer(self.plan, tracked[0])[:2]
+        return G[0][act] if status[0] == 0 else None
 
     def track(self, q, start) -> tuple | None:
         """Joint values (N,) at one configuration q (M,) assembled from ``start``

@@ -492,6 +492,11 @@ class ClosedModel:
 
     def joint_rates(self, q, qd, qdd=None, start=None):
         """phi' (and phi'' when ``qdd`` is given) of every joint (..., N)."""
+        fast = self.evaluation.one("rates", q, qd, np.zeros(self.dof) if qdd is None else qdd,
+                                   start)
+        if fast is not None:                     # one configuration, compiled
+            N = self.N
+            return fast[:N] if qdd is None else (fast[:N], fast[N:])
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd_ = np.zeros_like(qd) if qdd is None else match_batch(qdd, self.dof, batch, "qdd").T
@@ -570,6 +575,10 @@ class ClosedModel:
 
     def actuator_jacobian(self, q, actuators: Sequence[str]) -> np.ndarray:
         """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate."""
+        ev = self.evaluation
+        fast = ev.actuator_jacobian(q, ev.actuator_index(actuators))
+        if fast is not None:                     # one configuration, compiled
+            return fast
         qf, batch = self._flat(q)
         idx = self.joint_indices(actuators)
         _, tr = self.transfer_at(q, 1)

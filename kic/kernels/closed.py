@@ -114,7 +114,7 @@ def _call(plan, what: int, q, qd, x, act, phi, path: bool, mode=None):
 
 _CODE = {"assemble": closed_pose.ASSEMBLE, "inverse_dynamics": closed_pose.INVERSE_DYNAMICS,
          "forward_dynamics": closed_pose.FORWARD_DYNAMICS,
-         "actuator_loads": closed_pose.ACTUATOR_LOADS}
+         "actuator_loads": closed_pose.ACTUATOR_LOADS, "rates": closed_pose.RATES}
 
 
 def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode) -> tuple:

@@ -41,7 +41,7 @@ __all__ = ["design_loads", "composite_inertia", "transfer_lanes", "actuation_flu
 # --------------------------------------------------------------------------
 # I* and the gravity load by composite rigid bodies
 # --------------------------------------------------------------------------
-@jit
+@jit(inline=True)
 def composite_inertia(nl, P, FL, SL, GL, qcol, LW, rest):
     """I*_q and, for the lanes at rest (``rest``, q' = 0), the gravity load
     T0 = G^T T_phi from the same composites, by composite rigid bodies on the
@@ -728,7 +728,7 @@ def into_lane(F, S, Jr, phi, dep, q_idx, block_row, row_block, FL, SL, JA, JQ, P
         PHL[j, u] = phi[j]
 
 
-@jit
+@jit(inline=True)
 def transfer_now(P, W, LW, DW, u, st, phi, qd, at_rest, mode, phi_row, dsign_row):
     """The transfer of a pose that cannot wait for the lanes (the next start of
     a path, or the rates of a moving pose, need it) and, moving, its bias by one
