@@ -513,13 +513,13 @@ class CompiledEvaluation(NumpyEvaluation):
         values (a numpy reduction costs a microsecond, a fifth of a five-bar pose)."""
         M = self._dof
         for a in (q, qd, x):
-            if type(a) is not np.ndarray or a.dtype is not _F8 or a.shape != M \
+            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != M \
                     or not a.flags.c_contiguous:
                 return None
         if start is None:
             phi0, path = self.model.reference_phi, True
         elif type(start) is np.ndarray and start.shape == self._n_joints \
-                and start.dtype is _F8:
+                and start.dtype == _F8:
             phi0, path = start, False
         else:
             return None
@@ -567,7 +567,7 @@ class CompiledEvaluation(NumpyEvaluation):
         """``G^a_q`` (Na, M) of the actuated joints ``act`` (int64 (Na,)) at one
         configuration q (M,) float64, assembled as :meth:`one` assembles; None
         where the general path must answer."""
-        if type(q) is not np.ndarray or q.dtype is not _F8 or q.shape != self._dof:
+        if type(q) is not np.ndarray or q.dtype != _F8 or q.shape != self._dof:
             return None
         tracked = self.track(q, self.model.reference_phi)
         if tracked is None:
