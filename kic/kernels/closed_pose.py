@@ -41,7 +41,8 @@ __all__ = ["OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_
            "Work", "work", "block_size", "tree_frames", "loop_frames", "closure_residual",
            "worst_residual", "closure_jacobian", "assemble_pose", "transfer_pose",
            "pose_rates", "rnea", "project", "inertia_pose", "is_massless", "pose_frames",
-           "pose_jacobian", "newton_step", "in_mode", "settle", "all_finite", "batch", "single",
+           "pose_jacobian", "newton_step", "in_mode", "settle", "settled", "actuator_solve",
+           "all_finite", "batch", "single",
            "ASSEMBLE", "INVERSE_DYNAMICS", "FORWARD_DYNAMICS", "ACTUATOR_LOADS", "TRANSFER",
            "INERTIA", "RATES"]
 
@@ -704,14 +705,9 @@ def in_mode(dsign, mode):
 
 
 @jit(inline=True)
-def settle(P, W, st, phi, phi_row, cond, dsign, mode):
-    """After the assembly (status ``st``): the transfer, the blocks' conditions
-    and det signs (``cond``, ``dsign`` (B,)) and the assembly mode; phi into
-    ``phi_row`` where assembled (it stays as it is where not).  Returns the
-    pose's status."""
-    if st == NOT_ASSEMBLED:
-        return st
-    st2 = transfer_pose(P, W, cond, dsign)
+def settled(st, st2, phi, phi_row, dsign, mode):
+    """A pose's status from its assembly (``st``) and transfer (``st2``) statuses
+    and the assembly mode; phi into ``phi_row`` where assembled."""
     if st != OK:
         # a zero pivot on the way: not assembled (cond, dsign: at the last iterate)
         return SINGULAR_BLOCK
@@ -722,6 +718,17 @@ def settle(P, W, st, phi, phi_row, cond, dsign, mode):
     if not in_mode(dsign, mode):
         return OTHER_MODE
     return OK
+
+
+@jit(inline=True)
+def settle(P, W, st, phi, phi_row, cond, dsign, mode):
+    """After the assembly (status ``st``): the transfer, the blocks' conditions
+    and det signs (``cond``, ``dsign`` (B,)) and the assembly mode; phi into
+    ``phi_row`` where assembled (it stays as it is where not).  Returns the
+    pose's status."""
+    if st == NOT_ASSEMBLED:
+        return st
+    return settled(st, transfer_pose(P, W, cond, dsign), phi, phi_row, dsign, mode)
 
 
 @jit
@@ -754,16 +761,15 @@ def dynamics_work(M, Na):
                         pv=np.zeros(M, np.int64))
 
 
-@jit(inline=True)
-def actuator_pose(P, W, act, D, out):
+@jit
+def actuator_solve(isR, q_idx, Lc, maxc, G, act, Tq, Ga, Gs, Gw, rhs, sol, Im, At, pv, out):
     """Loads of the actuated joints ``act`` (into ``out`` (Na,)) that give the
-    coordinate loads D.Tq: ``(G^a)^T tau_a = T_q`` (Na = M) or its least-norm
+    coordinate loads Tq: ``(G^a)^T tau_a = T_q`` (Na = M) or its least-norm
     solution ``tau_a = G^a (G^a^T G^a)^-1 T_q`` (Na > M).  Returns (status,
     dimensionless 2-norm condition of G^a): SINGULAR_DYNAMICS where it is not
-    below max_condition or a solve fails."""
-    isR, q_idx, Lc = P.is_revolute, P.q_idx, P.L_char
-    G, Ga, Gs, Tq, rhs, sol, Im, At = W.G, D.Ga, D.Gs, D.Tq, D.rhs, D.sol, D.Im, D.At
-    M = P.M
+    below max_condition or a solve fails.  Ga, Gs, Gw (Na, M), rhs (max(Na, M),),
+    sol (M,), Im, At (M, M), pv (M,) are work."""
+    M = G.shape[1]
     Na = act.shape[0]
     for i in range(Na):
         a = act[i]
@@ -776,17 +782,17 @@ def actuator_pose(P, W, act, D, out):
             if not isR[a]:
                 g /= Lc
             Gs[i, m] = g
-    cond = condition_leading(Gs, Na, M, D.Gw)
-    if not (cond < P.max_condition):
+    cond = condition_leading(Gs, Na, M, Gw)
+    if not (cond < maxc):
         return SINGULAR_DYNAMICS, cond
     if Na == M:
         for i in range(M):
             for m in range(M):
                 At[m, i] = Ga[i, m]
             rhs[i] = Tq[i]
-        if lu_factor(At, M, D.pv) == 0.0:
+        if lu_factor(At, M, pv) == 0.0:
             return SINGULAR_DYNAMICS, cond
-        lu_solve(At, M, D.pv, rhs)
+        lu_solve(At, M, pv, rhs)
         for i in range(M):
             out[i] = rhs[i]
         return OK, cond
@@ -808,46 +814,10 @@ def actuator_pose(P, W, act, D, out):
 
 
 @jit(inline=True)
-def evaluate(P, W, what, qd, x, act, D, out):
-    """What ``what`` asks for at an assembled pose (its transfer in W), into
-    ``out`` (K,).  Returns (status, actuation condition or NaN)."""
-    N, M = P.N, P.M
-    G, Im, Tq = W.G, D.Im, D.Tq
-    if what == TRANSFER:
-        for j in range(N):
-            for m in range(M):
-                out[j * M + m] = G[j, m]
-        return OK, np.nan
-    if what == INERTIA:
-        inertia_pose(P, W, Im)
-        for a in range(M):
-            for b in range(M):
-                out[a * M + b] = Im[a, b]
-        return OK, np.nan
-    pose_rates(P, W, qd, D.zero if what == FORWARD_DYNAMICS else x)
-    if what == RATES:
-        phid, phidd = W.phid, W.phidd
-        for j in range(N):
-            out[j] = phid[j]
-            out[N + j] = phidd[j]
-        return OK, np.nan
-    rnea(P, W, True)
-    project(G, W.tau, Tq)
-    if what == INVERSE_DYNAMICS:
-        for m in range(M):
-            out[m] = Tq[m]
-        return OK, np.nan
-    if what == FORWARD_DYNAMICS:
-        inertia_pose(P, W, Im)
-        rhs, sol = D.rhs[:M], D.sol
-        for m in range(M):
-            rhs[m] = x[m] - Tq[m]
-        if not cholesky_solve(Im, rhs, Im, sol):
-            return SINGULAR_DYNAMICS, np.nan
-        for m in range(M):
-            out[m] = sol[m]
-        return OK, np.nan
-    return actuator_pose(P, W, act, D, out)
+def actuator_pose(P, W, act, D, out):
+    """:func:`actuator_solve` of plan P at the transfer in W for the loads D.Tq."""
+    return actuator_solve(P.is_revolute, P.q_idx, P.L_char, P.max_condition, W.G, act, D.Tq,
+                          D.Ga, D.Gs, D.Gw, D.rhs, D.sol, D.Im, D.At, D.pv, out)
 
 
 @jit
@@ -881,11 +851,11 @@ def first_bad(q, qd, x, phi0):
 
 
 @jit(inline=True)
-def start(P, phi, q, phi0, last, G_last, predict):
+def start(q_idx, phi, q, phi0, last, G_last, predict):
     """Where a pose's assembly starts (into phi): the start values ``phi0``, or on
     a path (``predict``) the tangent predictor from the last pose, phi + G^phi_q dq
     (Newton then needs a step fewer; it polishes to rounding anyway)."""
-    q_idx, N, M = P.q_idx, P.N, P.M
+    N, M = G_last.shape
     if predict:
         for j in range(N):
             acc = last[j]
@@ -907,15 +877,29 @@ def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
     bad): buf (n, K + N + 2 + 2B) holds out (n, K) (K as :func:`output_width`),
     phi, the residual, the blocks' conditions and det signs and the actuation
     condition; ``bad`` is 1-4 when q, qd, x or phi0 is not finite (nothing
-    evaluated), else 0."""
+    evaluated), else 0.
+
+    The stages get the plan's and the work's arrays by name here, once: a named
+    tuple handed to a helper is copied with a reference count per member, which
+    made this entry's compiled code three times longer (and its first call
+    seconds slower)."""
     P = unpack(fbuf, ibuf)
-    N, M, B = P.N, P.M, P.B
+    N, M, B, R, Na = P.N, P.M, P.B, P.R, act.shape[0]
+    parent, order, isR, q_idx, dep, block_row = (P.parent, P.order, P.is_revolute, P.q_idx,
+                                                 P.dep, P.block_row)
+    loop_k, loop_r, loop_row, body_a, body_b, U = (P.loop_k, P.loop_r, P.loop_row, P.body_a,
+                                                   P.body_b, P.U)
+    mass, com, inertia, row_is_rot, Lc, maxc = (P.mass, P.com, P.inertia, P.row_is_rot,
+                                                P.L_char, P.max_condition)
+    W = work(P)
+    F, S, X, r, Jr, LU, piv, G = W.F, W.S, W.X, W.r, W.Jr, W.LU, W.piv, W.G
+    V, Av, phid, phidd, tau, col = W.V, W.Av, W.phid, W.phidd, W.tau, W.vec
+    D = dynamics_work(M, Na)
+    Tq, Im, rhs, sol = D.Tq, D.Im, D.rhs[:M], D.sol
     bad = first_bad(q, qd, x, phi0)
     if bad:
         n = 0
-    W = work(P)
-    D = dynamics_work(M, act.shape[0])
-    K = output_width(what, N, M, act.shape[0])
+    K = output_width(what, N, M, Na)
     # one output buffer (each array handed back to Python costs about a microsecond):
     # columns [out K | phi N | residual | condition B | det sign B | actuation cond]
     buf = np.full((n, K + N + 2 + 2 * B), np.nan)
@@ -927,24 +911,33 @@ def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
     last = np.empty(N)
     G_last = np.empty((N, M))
     have_last = False
-    q_idx, row_is_rot, Lc, R, G = P.q_idx, P.row_is_rot, P.L_char, P.R, W.G
     for t in range(n):
         row = buf[t]
         tq = t if q.shape[0] > 1 else 0
-        start(P, phi, q[tq], phi0[t if phi0.shape[0] > 1 else 0], last, G_last,
+        start(q_idx, phi, q[tq], phi0[t if phi0.shape[0] > 1 else 0], last, G_last,
               path and have_last)
         if what == TRANSFER or what == INERTIA:
             # given phi: evaluate there (its residual is reported, not corrected)
-            pose_frames(P, W, phi)
-            pose_jacobian(P, W)
-            st, res = OK, worst_residual(row_is_rot, Lc, W.r, 0, R)
+            tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S)
+            loop_frames(body_a, P.T_a, body_b, P.T_b, F, X)
+            closure_residual(loop_k, loop_r, loop_row, U, X, r)
+            closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+            st, res = OK, worst_residual(row_is_rot, Lc, r, 0, R)
         else:
             for m in range(M):
                 phi[q_idx[m]] = q[tq, m]
-            st, res = assemble_pose(P, W, phi)
+            st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
+                             loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
+                             row_is_rot, Lc, P.tol, P.max_iter, F, S, X, r, Jr, piv, W.block,
+                             col, phi)
         row[K + N] = res
-        status[t] = settle(P, W, st, phi, row[K:K + N], row[K + N + 1:K + N + 1 + B],
-                           row[K + N + 1 + B:K + N + 1 + 2 * B], mode)
+        if st == NOT_ASSEMBLED:
+            status[t] = st
+            continue
+        cond, dsign = row[K + N + 1:K + N + 1 + B], row[K + N + 1 + B:K + N + 1 + 2 * B]
+        st2 = transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, col,
+                       W.block, W.block_work, cond, dsign)
+        status[t] = settled(st, st2, phi, row[K:K + N], dsign, mode)
         if status[t] != OK:
             continue
         # a path continues from poses that are regular and in the mode only
@@ -953,10 +946,48 @@ def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
             for m in range(M):
                 G_last[j, m] = G[j, m]
         have_last = True
-        if what != ASSEMBLE:
-            status[t], row[K + N + 1 + 2 * B] = evaluate(
-                P, W, what, qd[t if qd.shape[0] > 1 else 0], x[t if x.shape[0] > 1 else 0],
-                act, D, row[:K])
+        if what == ASSEMBLE:
+            continue
+        out = row[:K]
+        if what == TRANSFER:
+            for j in range(N):
+                for m in range(M):
+                    out[j * M + m] = G[j, m]
+            continue
+        if what == INERTIA:
+            effective_inertia(parent, mass, com, inertia, F, S, G, Im)
+            for a in range(M):
+                for b in range(M):
+                    out[a * M + b] = Im[a, b]
+            continue
+        xt = x[t if x.shape[0] > 1 else 0]
+        rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block_row, S,
+              X, r, LU, piv, G, qd[t if qd.shape[0] > 1 else 0],
+              D.zero if what == FORWARD_DYNAMICS else xt, phid, phidd, V, Av, col)
+        if what == RATES:
+            for j in range(N):
+                out[j] = phid[j]
+                out[N + j] = phidd[j]
+            continue
+        tree_loads(parent, order, mass, com, inertia, P.gravity, F, S, phidd, V, Av, W.fo, tau,
+                   W.c, W.Iw, W.RI, True)
+        project(G, tau, Tq)
+        if what == INVERSE_DYNAMICS:
+            for m in range(M):
+                out[m] = Tq[m]
+        elif what == FORWARD_DYNAMICS:
+            effective_inertia(parent, mass, com, inertia, F, S, G, Im)
+            for m in range(M):
+                rhs[m] = xt[m] - Tq[m]
+            if not cholesky_solve(Im, rhs, Im, sol):
+                status[t] = SINGULAR_DYNAMICS
+                continue
+            for m in range(M):
+                out[m] = sol[m]
+        else:
+            status[t], row[K + N + 1 + 2 * B] = actuator_solve(
+                isR, q_idx, Lc, maxc, G, act, Tq, D.Ga, D.Gs, D.Gw, D.rhs, sol, Im, D.At, D.pv,
+                out)
     return buf, status, bad
 
 
