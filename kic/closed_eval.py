@@ -56,6 +56,16 @@ _UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
 _SINGULAR = (int(Status.SINGULAR), int(Status.SINGULAR_LOAD))
 
 
+def _laid_out(a) -> np.ndarray:
+    """``a`` as the compiled kernels take it: float64, C-contiguous and writable
+    (numba types a read-only or strided array apart, and each type compiles the
+    kernels' entry again, seconds), copied only where it is not."""
+    if type(a) is not np.ndarray or a.dtype != _F8 or not a.flags.c_contiguous \
+            or not a.flags.writeable:
+        a = np.array(a, dtype=np.float64, order="C")
+    return a
+
+
 def evaluation_for(model, mode: np.ndarray, block_mode: np.ndarray) -> "NumpyEvaluation":
     """The evaluation of ``model`` under the backend in force: compiled where the
     compiled kernels are in force, else numpy.  ``mode`` (P,) and ``block_mode``
@@ -477,6 +487,9 @@ class CompiledEvaluation(NumpyEvaluation):
         self._planned = False
         # what every one-pose call checks, as plain values
         self._dof, self._n_joints = (model.dof,), (self.system.N,)
+        # a writable copy of the start: numba types a read-only array apart, and
+        # each type compiles the kernels' entry again (seconds)
+        self._reference = np.array(model.reference_phi)
 
     @property
     def plan(self):
@@ -514,12 +527,12 @@ class CompiledEvaluation(NumpyEvaluation):
         M = self._dof
         for a in (q, qd, x):
             if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != M \
-                    or not a.flags.c_contiguous:
+                    or not a.flags.c_contiguous or not a.flags.writeable:
                 return None
         if start is None:
-            phi0, path = self.model.reference_phi, True
+            phi0, path = self._reference, True
         elif type(start) is np.ndarray and start.shape == self._n_joints \
-                and start.dtype == _F8:
+                and start.dtype == _F8 and start.flags.writeable:
             phi0, path = start, False
         else:
             return None
@@ -549,7 +562,8 @@ class CompiledEvaluation(NumpyEvaluation):
         if self.refined or self.plan is None:
             return None
         plan, zero = self.plan, np.zeros(self._dof[0])
-        phi0, path = (self.model.reference_phi, True) if start is None else (start, False)
+        phi0, path = (self._reference, True) if start is None else (_laid_out(start), False)
+        q, qd = _laid_out(q), _laid_out(qd)
         bias, phi, status, _ = compiled_closed.one(plan, "inverse_dynamics", q, qd, zero,
                                                    _NO_ACTUATORS, phi0, path, self.block_mode)
         if status != 0:
@@ -569,7 +583,7 @@ class CompiledEvaluation(NumpyEvaluation):
         where the general path must answer."""
         if type(q) is not np.ndarray or q.dtype != _F8 or q.shape != self._dof:
             return None
-        tracked = self.track(q, self.model.reference_phi)
+        tracked = self.track(q, self._reference)
         if tracked is None:
             return None
         G, status = compiled_closed.transfer(self.plan, tracked[0])[:2]
@@ -583,9 +597,9 @@ class CompiledEvaluation(NumpyEvaluation):
                 or q.dtype != _F8 or type(start) is not np.ndarray \
                 or start.shape != (self.system.N,) or self.plan is None:
             return None
-        _, phi, status, cond = compiled_closed.one(
-            self.plan, "assemble", np.ascontiguousarray(q), q, q, _NO_ACTUATORS,
-            np.ascontiguousarray(start, dtype=float), False, self.block_mode)
+        q = _laid_out(q)
+        _, phi, status, cond = compiled_closed.one(self.plan, "assemble", q, q, q, _NO_ACTUATORS,
+                                                   _laid_out(start), False, self.block_mode)
         if status == 0 and self.refined and self.off_mode(phi, [0])[0]:
             return None
         return (phi, cond) if status == 0 else None
@@ -621,8 +635,7 @@ class CompiledEvaluation(NumpyEvaluation):
         if self.refined or self.plan is None:
             return None
         M, N = self.model.dof, self.system.N
-        y = np.ascontiguousarray(y, dtype=float)
-        start = np.ascontiguousarray(start, dtype=float)
+        y, start = _laid_out(y), _laid_out(start)
         if y.shape != (2 * M,) or start.shape != (N,):
             raise ModelError(f"free_motion_steps: y must have {2 * M} values and start "
                              f"{N}, got {y.shape} and {start.shape}")
@@ -667,14 +680,14 @@ class CompiledEvaluation(NumpyEvaluation):
         if start is not None:
             out, status = call(qf, self.start(start, qf.shape[0]))
         elif m.guess is not None:
-            out, status = call(qf, first_guess(self.system, qf, m.reference_phi, None,
+            out, status = call(qf, first_guess(self.system, qf, self._reference, None,
                                                m.guess))
         else:
-            out, status = call(qf, m.reference_phi, path=True)
+            out, status = call(qf, self._reference, path=True)
         lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
         if lost.any() and start is None and m.guess is not None:
             idx = np.nonzero(lost)[0]
-            again, st = call(qf[idx], m.reference_phi, path=True)
+            again, st = call(qf[idx], self._reference, path=True)
             out = out.copy()
             out[idx] = again
             status[idx] = st
@@ -689,7 +702,7 @@ class CompiledEvaluation(NumpyEvaluation):
         if self.plan is None:
             return super().assembly(qf, batch, start)
         m, N = self.model, self.system.N
-        s = m.reference_phi if start is None else self.start(start, qf.shape[0])
+        s = self._reference if start is None else self.start(start, qf.shape[0])
         phi, status, res, cond, sign = compiled_closed.assemble(
             self.plan, qf, s, path=start is None, mode=self.block_mode)
         status = np.array(status, int)

@@ -78,7 +78,7 @@ Work = namedtuple("Work", [
 reduced rows, B blocks of at most nb rows)."""
 
 
-@jit
+@jit(inline=True)
 def largest_block(block_row):
     """The rows of the largest block (at least 1)."""
     nb = 1
@@ -609,7 +609,7 @@ def tree_loads(parent, order, mass, com, inertia, gravity, F, S, phidd, V, Av, f
                 fo[p, i] += fo[j, i]
 
 
-@jit
+@jit(inline=True)
 def project(G, tau, out):
     """out = G^T tau."""
     N, M = G.shape
@@ -731,11 +731,13 @@ def settle(P, W, st, phi, phi_row, cond, dsign, mode):
     return settled(st, transfer_pose(P, W, cond, dsign), phi, phi_row, dsign, mode)
 
 
-@jit
+@jit(inline=True)
 def all_finite(a):
-    for v in a.ravel():
-        if not np.isfinite(v):
-            return False
+    """Every entry of the 2-D array ``a`` is finite."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if not np.isfinite(a[i, j]):
+                return False
     return True
 
 
@@ -820,7 +822,7 @@ def actuator_pose(P, W, act, D, out):
                           D.Ga, D.Gs, D.Gw, D.rhs, D.sol, D.Im, D.At, D.pv, out)
 
 
-@jit
+@jit(inline=True)
 def output_width(what, N, M, Na):
     """The columns of one pose's output for ``what``."""
     if what == INVERSE_DYNAMICS or what == FORWARD_DYNAMICS:
@@ -868,11 +870,11 @@ def start(q_idx, phi, q, phi0, last, G_last, predict):
 
 
 @jit
-def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
+def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
     """All entry points: ``what`` one of ASSEMBLE, INVERSE_DYNAMICS (x = q''),
     FORWARD_DYNAMICS (x = tau), ACTUATOR_LOADS (x = q''), TRANSFER and INERTIA
     at given phi0, RATES (phi', phi''; x = q'').  q, qd, x, phi0 have n rows or
-    one (used for every pose).  ``mode`` (B,) of +1/-1 (0: any), or empty: the
+    one (used for every pose; the caller checks that).  ``mode`` (B,) of +1/-1 (0: any), or empty: the
     assembly mode a pose must be in (else OTHER_MODE).  Returns (buf, status,
     bad): buf (n, K + N + 2 + 2B) holds out (n, K) (K as :func:`output_width`),
     phi, the residual, the blocks' conditions and det signs and the actuation
@@ -897,8 +899,9 @@ def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
     D = dynamics_work(M, Na)
     Tq, Im, rhs, sol = D.Tq, D.Im, D.rhs[:M], D.sol
     bad = first_bad(q, qd, x, phi0)
-    if bad:
-        n = 0
+    # the batch size from the arrays, not an argument: a constant 1 passed from
+    # single() would type as a literal, a second compiled variant of this entry
+    n = 0 if bad else max(q.shape[0], qd.shape[0], x.shape[0], phi0.shape[0])
     K = output_width(what, N, M, Na)
     # one output buffer (each array handed back to Python costs about a microsecond):
     # columns [out K | phi N | residual | condition B | det sign B | actuation cond]
@@ -998,7 +1001,7 @@ def single(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, nB):
     handed back to Python or reshaped there costs a few hundred nanoseconds, a
     tenth of a five-bar pose).  Returns (out, phi, status, condition, bad)."""
     N = phi0.shape[0]
-    buf, status, bad = batch(fbuf, ibuf, what, 1, q.reshape((1, q.shape[0])),
+    buf, status, bad = batch(fbuf, ibuf, what, q.reshape((1, q.shape[0])),
                              qd.reshape((1, qd.shape[0])), x.reshape((1, x.shape[0])), act,
                              phi0.reshape((1, N)), path, mode)
     if bad:
