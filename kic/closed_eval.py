@@ -27,7 +27,7 @@ evaluation, whose compiled-only entries (:meth:`NumpyEvaluation.one`,
 the numpy path answers.
 
 Every other module reaches the closed kernels through this one (the import
-below is the only one in :mod:`kic` outside the design batches).
+below is the only one in :mod:`kic`; the design batches call :func:`design_loads`).
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from .loads import Loads
 from .loops import scaled_condition
 from .transfer import closure_transfer
 
-__all__ = ["NumpyEvaluation", "CompiledEvaluation", "evaluation_for"]
+__all__ = ["NumpyEvaluation", "CompiledEvaluation", "evaluation_for", "design_loads"]
 
 _F8 = np.dtype(np.float64)
 _NO_ACTUATORS = np.zeros(0, np.int64)
@@ -64,6 +64,16 @@ def _laid_out(a) -> np.ndarray:
             or not a.flags.writeable:
         a = np.array(a, dtype=np.float64, order="C")
     return a
+
+
+def design_loads(ibuf, floats, q, qd, x, act, phi0, path: bool, modes, skip) -> tuple | None:
+    """The compiled loads of a design batch (:func:`kic.kernels.closed.design_loads`,
+    arguments and result as there) where the compiled kernels are in force, else
+    None: the caller, :class:`kic.DesignBatch`, then evaluates each design's model."""
+    if use_compiled() and compiled_closed.load():
+        return compiled_closed.design_loads(ibuf, floats, q, qd, x, act, phi0, path, modes,
+                                            skip)
+    return None
 
 
 def evaluation_for(model, mode: np.ndarray, block_mode: np.ndarray) -> "NumpyEvaluation":
@@ -525,8 +535,10 @@ class CompiledEvaluation(NumpyEvaluation):
         This runs on every one-pose call: its checks are plain Python on plain
         values (a numpy reduction costs a microsecond, a fifth of a five-bar pose)."""
         M = self._dof
-        for a in (q, qd, x):
-            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != M \
+        # x: loads or accelerations at the coordinates, or the actuators' loads
+        width = act.shape if what == "actuated_forward_dynamics" else M
+        for a, shape in ((q, M), (qd, M), (x, width)):
+            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != shape \
                     or not a.flags.c_contiguous or not a.flags.writeable:
                 return None
         if start is None:
@@ -581,13 +593,16 @@ class CompiledEvaluation(NumpyEvaluation):
         """``G^a_q`` (Na, M) of the actuated joints ``act`` (int64 (Na,)) at one
         configuration q (M,) float64, assembled as :meth:`one` assembles; None
         where the general path must answer."""
-        if type(q) is not np.ndarray or q.dtype != _F8 or q.shape != self._dof:
+        if type(q) is not np.ndarray or q.dtype != _F8 or q.shape != self._dof \
+                or self.plan is None:
             return None
-        tracked = self.track(q, self._reference)
-        if tracked is None:
+        q = _laid_out(q)
+        # one kernel call: the assembly and the transfer there
+        G, phi, status, _ = compiled_closed.one(self.plan, "transfer", q, q, q, _NO_ACTUATORS,
+                                                self._reference, False, self.block_mode)
+        if status != 0 or (self.refined and self.off_mode(phi, [0])[0]):
             return None
-        G, status = compiled_closed.transfer(self.plan, tracked[0])[:2]
-        return G[0][act] if status[0] == 0 else None
+        return G.reshape(self.system.N, self._dof[0])[act]
 
     def track(self, q, start) -> tuple | None:
         """Joint values (N,) at one configuration q (M,) assembled from ``start``

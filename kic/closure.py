@@ -609,13 +609,20 @@ class ClosedModel:
         tau = tau.reshape(batch + (len(idx),))
         return (tau, status.reshape(batch)) if on_failure == "nan" else tau
 
-    def forward_dynamics(self, q, qd, tau, loads=None, on_failure: str = "raise", start=None):
+    def forward_dynamics(self, q, qd, tau, loads=None, on_failure: str = "raise", start=None,
+                         actuators: Sequence[str] | None = None):
         """``q'' = I*_q^-1 (T - q'^T P*_q q' - T_L)`` (..., M).  With
         ``on_failure="nan"`` returns ``(qdd, status)``; ``start`` an explicit warm
-        start of the assembly (..., N)."""
+        start of the assembly (..., N).  With ``actuators`` (joint names), ``tau``
+        (..., Na) are the loads of those joints (N m, N; e.g. a Stewart platform's
+        leg forces), acting at the coordinates as ``T = (G^a_q)^T tau``."""
+        ev = self.evaluation
+        what, act, extra = "forward_dynamics", None, ()
+        if actuators is not None:
+            act = ev.actuator_index(actuators)
+            what, extra = "actuated_forward_dynamics", (act,)
         if loads is None and on_failure in ("raise", "nan"):
-            fast = self.evaluation.one("forward_dynamics", q, qd, tau, start,
-                                       singular=on_failure == "nan")
+            fast = ev.one(what, q, qd, tau, start, *extra, singular=on_failure == "nan")
             if fast is not None:
                 if isinstance(fast, tuple):
                     return fast[0], np.asarray(int(fast[1]))
@@ -623,6 +630,11 @@ class ClosedModel:
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
+        if act is not None:
+            # the actuators' loads at the coordinates, (G^a_q)^T tau, at every pose
+            G = self.actuator_jacobian(qf, actuators)
+            tau = np.einsum("nam,na->nm", G, match_batch(tau, len(act), batch, "tau").T)
+            tau = tau.reshape(batch + (self.dof,))
         tau = match_batch(tau, self.dof, batch, "tau").T
         qdd, status = self.evaluation.forward_dynamics(qf, batch, qd, tau, loads, on_failure,
                                                        start)

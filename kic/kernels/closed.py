@@ -116,13 +116,18 @@ def _call(plan, what: int, q, qd, x, act, phi, path: bool, mode=None):
 
 _CODE = {"assemble": closed_pose.ASSEMBLE, "inverse_dynamics": closed_pose.INVERSE_DYNAMICS,
          "forward_dynamics": closed_pose.FORWARD_DYNAMICS,
-         "actuator_loads": closed_pose.ACTUATOR_LOADS, "rates": closed_pose.RATES}
+         "actuator_loads": closed_pose.ACTUATOR_LOADS, "rates": closed_pose.RATES,
+         "transfer": closed_pose.ASSEMBLED_TRANSFER,
+         "actuated_forward_dynamics": closed_pose.ACTUATED_FORWARD_DYNAMICS}
 
 
 def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode) -> tuple:
     """The lean call for one configuration whose arguments the caller has laid
     out already: ``q``, ``qd``, ``x`` float64 C-contiguous (M,), ``phi_start``
     (N,), ``act`` int64 (Na,) (or empty), ``mode`` float64 (B,) checked once.
+    ``what`` names an entry point below ("transfer": ``G^phi_q`` (N * M,) after
+    the assembly, row by row; "actuated_forward_dynamics": q'' under the loads
+    ``x`` (Na,) of the actuated joints ``act``, ``T_q = (G^a)^T x``).
     Returns ``(output row, phi, status, worst block condition)``, arrays of
     their own; NaN inputs still raise ModelError."""
     out, phi, status, cond, bad = closed_pose.single(plan.args[0], plan.args[1], _CODE[what],

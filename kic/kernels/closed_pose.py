@@ -44,13 +44,14 @@ __all__ = ["OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_
            "pose_jacobian", "newton_step", "in_mode", "settle", "settled", "actuator_solve",
            "all_finite", "batch", "single",
            "ASSEMBLE", "INVERSE_DYNAMICS", "FORWARD_DYNAMICS", "ACTUATOR_LOADS", "TRANSFER",
-           "INERTIA", "RATES"]
+           "INERTIA", "RATES", "ASSEMBLED_TRANSFER", "ACTUATED_FORWARD_DYNAMICS"]
 
 # the codes of kic.Status
 OK, NOT_ASSEMBLED, SINGULAR_BLOCK, SINGULAR_DYNAMICS, OTHER_MODE = 0, 1, 2, 3, 4
 
 # what a batch evaluates (the argument ``what`` of :func:`batch`)
-ASSEMBLE, INVERSE_DYNAMICS, FORWARD_DYNAMICS, ACTUATOR_LOADS, TRANSFER, INERTIA, RATES = range(7)
+(ASSEMBLE, INVERSE_DYNAMICS, FORWARD_DYNAMICS, ACTUATOR_LOADS, TRANSFER, INERTIA, RATES,
+ ASSEMBLED_TRANSFER, ACTUATED_FORWARD_DYNAMICS) = range(9)
 
 Work = namedtuple("Work", [
     "F",            # (N, 4, 4) body frames
@@ -825,11 +826,12 @@ def actuator_pose(P, W, act, D, out):
 @jit(inline=True)
 def output_width(what, N, M, Na):
     """The columns of one pose's output for ``what``."""
-    if what == INVERSE_DYNAMICS or what == FORWARD_DYNAMICS:
+    if what == INVERSE_DYNAMICS or what == FORWARD_DYNAMICS or \
+            what == ACTUATED_FORWARD_DYNAMICS:
         return M
     if what == ACTUATOR_LOADS:
         return Na
-    if what == TRANSFER:
+    if what == TRANSFER or what == ASSEMBLED_TRANSFER:
         return N * M
     if what == INERTIA:
         return M * M
@@ -873,7 +875,8 @@ def start(q_idx, phi, q, phi0, last, G_last, predict):
 def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
     """All entry points: ``what`` one of ASSEMBLE, INVERSE_DYNAMICS (x = q''),
     FORWARD_DYNAMICS (x = tau), ACTUATOR_LOADS (x = q''), TRANSFER and INERTIA
-    at given phi0, RATES (phi', phi''; x = q'').  q, qd, x, phi0 have n rows or
+    at given phi0, ASSEMBLED_TRANSFER (G^phi_q after assembly),
+    ACTUATED_FORWARD_DYNAMICS (x = tau_a of the joints ``act``), RATES (phi', phi''; x = q'').  q, qd, x, phi0 have n rows or
     one (used for every pose; the caller checks that).  ``mode`` (B,) of +1/-1 (0: any), or empty: the
     assembly mode a pose must be in (else OTHER_MODE).  Returns (buf, status,
     bad): buf (n, K + N + 2 + 2B) holds out (n, K) (K as :func:`output_width`),
@@ -952,7 +955,7 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
         if what == ASSEMBLE:
             continue
         out = row[:K]
-        if what == TRANSFER:
+        if what == TRANSFER or what == ASSEMBLED_TRANSFER:
             for j in range(N):
                 for m in range(M):
                     out[j * M + m] = G[j, m]
@@ -966,7 +969,8 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
         xt = x[t if x.shape[0] > 1 else 0]
         rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block_row, S,
               X, r, LU, piv, G, qd[t if qd.shape[0] > 1 else 0],
-              D.zero if what == FORWARD_DYNAMICS else xt, phid, phidd, V, Av, col)
+              xt if what == RATES or what == INVERSE_DYNAMICS or what == ACTUATOR_LOADS
+              else D.zero, phid, phidd, V, Av, col)
         if what == RATES:
             for j in range(N):
                 out[j] = phid[j]
@@ -978,10 +982,17 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
         if what == INVERSE_DYNAMICS:
             for m in range(M):
                 out[m] = Tq[m]
-        elif what == FORWARD_DYNAMICS:
+        elif what == FORWARD_DYNAMICS or what == ACTUATED_FORWARD_DYNAMICS:
             effective_inertia(parent, mass, com, inertia, F, S, G, Im)
             for m in range(M):
-                rhs[m] = xt[m] - Tq[m]
+                if what == FORWARD_DYNAMICS:
+                    applied = xt[m]
+                else:
+                    # the actuators' loads at the coordinates: (G^a)^T tau_a
+                    applied = 0.0
+                    for i in range(Na):
+                        applied += G[act[i], m] * xt[i]
+                rhs[m] = applied - Tq[m]
             if not cholesky_solve(Im, rhs, Im, sol):
                 status[t] = SINGULAR_DYNAMICS
                 continue
