@@ -130,7 +130,7 @@ class NumpyEvaluation:
         :meth:`CompiledEvaluation.drive_terms`)."""
         return None
 
-    def actuator_jacobian(self, q, act):
+    def actuator_jacobian(self, q, act, start=None):
         """G^a_q at one configuration, or None (see
         :meth:`CompiledEvaluation.actuator_jacobian`)."""
         return None
@@ -589,25 +589,33 @@ class CompiledEvaluation(NumpyEvaluation):
         phid, phidd = compiled_closed.rates(plan, q, qd, zero, phi)[:2]
         return I[0], bias, phi, G, phid[0][act], phidd[0][act]
 
-    def actuator_jacobian(self, q, act) -> np.ndarray | None:
+    def actuator_jacobian(self, q, act, start=None) -> np.ndarray | None:
         """``G^a_q`` (Na, M) of the actuated joints ``act`` (int64 (Na,)) at one
-        configuration q (M,) float64, assembled as :meth:`one` assembles; None
-        where the general path must answer."""
+        configuration q (M,) float64, assembled as :meth:`one` assembles (from
+        ``start`` (N,), else from the reference); None where the general path
+        must answer."""
         if type(q) is not np.ndarray or q.dtype != _F8 or q.shape != self._dof \
                 or self.plan is None:
+            return None
+        if start is None:
+            start = self._reference
+        elif type(start) is not np.ndarray or start.shape != self._n_joints:
             return None
         q = _laid_out(q)
         # one kernel call: the assembly and the transfer there
         G, phi, status, _ = compiled_closed.one(self.plan, "transfer", q, q, q, _NO_ACTUATORS,
-                                                self._reference, False, self.block_mode)
+                                                _laid_out(start), False, self.block_mode)
         if status != 0 or (self.refined and self.off_mode(phi, [0])[0]):
             return None
         return G.reshape(self.system.N, self._dof[0])[act]
 
     def track(self, q, start) -> tuple | None:
         """Joint values (N,) at one configuration q (M,) assembled from ``start``
-        (N,), and the condition number of the coordinates there: the lean call a
-        simulation makes at every step; None where the general path must answer."""
+        (N,) (None: the reference), and the condition number of the coordinates
+        there: the lean call a simulation makes at every step; None where the
+        general path must answer."""
+        if start is None:
+            start = self._reference
         if type(q) is not np.ndarray or q.shape != (self.model.dof,) \
                 or q.dtype != _F8 or type(start) is not np.ndarray \
                 or start.shape != (self.system.N,) or self.plan is None:
@@ -716,7 +724,7 @@ class CompiledEvaluation(NumpyEvaluation):
     def assembly(self, qf, batch, start) -> Assembly:
         if self.plan is None:
             return super().assembly(qf, batch, start)
-        m, N = self.model, self.system.N
+        N = self.system.N
         s = self._reference if start is None else self.start(start, qf.shape[0])
         phi, status, res, cond, sign = compiled_closed.assemble(
             self.plan, qf, s, path=start is None, mode=self.block_mode)

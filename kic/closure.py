@@ -433,9 +433,13 @@ class ClosedModel:
             (``indices``, ``status``).
         """
         self._check_failure_mode(on_failure)
+        limits = self.__dict__.get("_limits")
+        if on_failure == "raise" and (limits is None or not limits.checked):
+            found = self.evaluation.track(q, start)
+            if found is not None:                # one configuration, compiled
+                return found[0]
         qf, batch = self._flat(q)
         fast = self.evaluation.assemble(qf, batch, start, on_failure)
-        limits = self.__dict__.get("_limits")
         if limits is not None and limits.checked:   # on the assembled phi, after the solver
             status = limits.status(fast[0], fast[1])
             outside = status == Status.OUTSIDE_LIMITS
@@ -481,12 +485,13 @@ class ClosedModel:
         return self.evaluation.block_conditions(phi.reshape(-1, self.N)).reshape(
             phi.shape[:-1])
 
-    def transfer_at(self, q, order: int = 2):
+    def transfer_at(self, q, order: int = 2, start=None):
         """Joint values and the transfer at ``q``: ``(phi (n, N), Transfer)`` with
-        ``G^phi_q`` (n, N, M), H and D to ``order`` (batch flattened)."""
+        ``G^phi_q`` (n, N, M), H and D to ``order`` (batch flattened); ``start``
+        an explicit warm start of the assembly (..., N)."""
         qf, batch = self._flat(q)
         with located(batch, qf.shape[0]):
-            asm = self.evaluation.assembled(qf, batch)
+            asm = self.evaluation.assembled(qf, batch, start)
             tr, _ = closure_transfer(self.system, asm.phi, order, self.max_condition)
         return asm.phi, tr
 
@@ -573,15 +578,17 @@ class ClosedModel:
             raise ModelError("this model has no actuators listed (set model.actuators)")
         return self.in_coordinates(self.actuators, name=f"{self.name} in actuator coordinates")
 
-    def actuator_jacobian(self, q, actuators: Sequence[str]) -> np.ndarray:
-        """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate."""
+    def actuator_jacobian(self, q, actuators: Sequence[str], start=None) -> np.ndarray:
+        """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate;
+        ``start`` an explicit warm start of the assembly (..., N) (a control loop
+        passes the last step's joint values)."""
         ev = self.evaluation
-        fast = ev.actuator_jacobian(q, ev.actuator_index(actuators))
+        fast = ev.actuator_jacobian(q, ev.actuator_index(actuators), start)
         if fast is not None:                     # one configuration, compiled
             return fast
         qf, batch = self._flat(q)
         idx = self.joint_indices(actuators)
-        _, tr = self.transfer_at(q, 1)
+        _, tr = self.transfer_at(q, 1, start)
         return tr.G[:, idx].reshape(batch + (len(idx), self.dof))
 
     def actuator_loads(self, q, qd, qdd, actuators: Sequence[str], weights=None,

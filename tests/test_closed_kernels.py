@@ -553,11 +553,17 @@ def test_one_pose_actuator_jacobian_and_rates_match_numpy(name):
     qd, qdd, _ = motion(q, 4)
     acts = model.actuators
     compiled_G = [model.actuator_jacobian(q[k], acts) for k in range(q.shape[0])]
+    for k in range(q.shape[0]):
+        # a warm start (the assembled joint values): the same Jacobian
+        phi = model.assemble(q[k])
+        assert rel(model.actuator_jacobian(q[k], acts, start=phi), compiled_G[k]) < RTOL
     compiled_rates = [model.joint_rates(q[k], qd[k], qdd[k]) for k in range(q.shape[0])]
     previous = kic.set_backend("numpy")
     try:
         for k in range(q.shape[0]):
             assert rel(compiled_G[k], model.actuator_jacobian(q[k], acts)) < RTOL
+            phi = model.assemble(q[k])
+            assert rel(compiled_G[k], model.actuator_jacobian(q[k], acts, start=phi)) < RTOL
             phid, phidd = model.joint_rates(q[k], qd[k], qdd[k])
             assert rel(compiled_rates[k][0], phid) < RTOL
             assert rel(compiled_rates[k][1], phidd) < RTOL
