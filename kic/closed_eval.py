@@ -535,11 +535,14 @@ class CompiledEvaluation(NumpyEvaluation):
         This runs on every one-pose call: its checks are plain Python on plain
         values (a numpy reduction costs a microsecond, a fifth of a five-bar pose)."""
         M = self._dof
-        # x: loads or accelerations at the coordinates, or the actuators' loads
-        width = act.shape if what == "actuated_forward_dynamics" else M
-        for a, shape in ((q, M), (qd, M), (x, width)):
-            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != shape \
+        for a in (q, qd, x):
+            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != M \
                     or not a.flags.c_contiguous or not a.flags.writeable:
+                # x may be the actuators' loads (checked only here: off the common path)
+                if a is x and what == "actuated_forward_dynamics" and type(x) is np.ndarray \
+                        and x.dtype == _F8 and x.shape == act.shape \
+                        and x.flags.c_contiguous and x.flags.writeable:
+                    continue
                 return None
         if start is None:
             phi0, path = self._reference, True

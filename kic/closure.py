@@ -623,13 +623,14 @@ class ClosedModel:
         start of the assembly (..., N).  With ``actuators`` (joint names), ``tau``
         (..., Na) are the loads of those joints (N m, N; e.g. a Stewart platform's
         leg forces), acting at the coordinates as ``T = (G^a_q)^T tau``."""
-        ev = self.evaluation
-        what, act, extra = "forward_dynamics", None, ()
-        if actuators is not None:
-            act = ev.actuator_index(actuators)
-            what, extra = "actuated_forward_dynamics", (act,)
         if loads is None and on_failure in ("raise", "nan"):
-            fast = ev.one(what, q, qd, tau, start, *extra, singular=on_failure == "nan")
+            if actuators is None:
+                fast = self.evaluation.one("forward_dynamics", q, qd, tau, start,
+                                           singular=on_failure == "nan")
+            else:
+                ev = self.evaluation
+                fast = ev.one("actuated_forward_dynamics", q, qd, tau, start,
+                              ev.actuator_index(actuators), singular=on_failure == "nan")
             if fast is not None:
                 if isinstance(fast, tuple):
                     return fast[0], np.asarray(int(fast[1]))
@@ -637,10 +638,10 @@ class ClosedModel:
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
-        if act is not None:
+        if actuators is not None:
             # the actuators' loads at the coordinates, (G^a_q)^T tau, at every pose
-            G = self.actuator_jacobian(qf, actuators)
-            tau = np.einsum("nam,na->nm", G, match_batch(tau, len(act), batch, "tau").T)
+            G = self.actuator_jacobian(qf, actuators, start)
+            tau = np.einsum("nam,na->nm", G, match_batch(tau, G.shape[1], batch, "tau").T)
             tau = tau.reshape(batch + (self.dof,))
         tau = match_batch(tau, self.dof, batch, "tau").T
         qdd, status = self.evaluation.forward_dynamics(qf, batch, qd, tau, loads, on_failure,

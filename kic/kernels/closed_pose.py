@@ -94,7 +94,7 @@ def block_size(P):
     return largest_block(P.block_row)
 
 
-@jit
+@jit(inline=True)
 def new_work(N, M, R, L, B, nb):
     """The work arrays of one pose (N joints, M coordinates, R reduced rows, L
     loops, B blocks of at most nb rows), reused by every pose of a call."""
@@ -756,7 +756,7 @@ DynamicsWork = namedtuple("DynamicsWork", [
 ])
 
 
-@jit
+@jit(inline=True)
 def dynamics_work(M, Na):
     return DynamicsWork(Tq=np.empty(M), zero=np.zeros(M), Im=np.empty((M, M)),
                         Ga=np.empty((Na, M)), Gs=np.empty((Na, M)), Gw=np.empty((Na, M)),
@@ -840,7 +840,7 @@ def output_width(what, N, M, Na):
     return 0
 
 
-@jit
+@jit(inline=True)
 def first_bad(q, qd, x, phi0):
     """1-4 for the first of q, qd, x, phi0 that is not finite, else 0."""
     if not all_finite(q):
