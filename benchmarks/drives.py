@@ -23,8 +23,8 @@ model's coordinates: ``q'' = FD(q, q', G^T C_M i - B q')`` and
 ``L i' = v - R i - C_E a'``.  It cannot include the reflected rotor inertia (that
 needs I*), so it does less than ``ActuatedSystem.rhs``, which solves
 ``(I* + G^T I_r G) q'' = ...`` exactly.  For the Stewart platform in platform
-coordinates there is no hand-written counterpart (no public one-pose ``G^a_q``
-on the compiled path); its rhs time is printed alone.
+coordinates its rhs time is printed alone (a hand-written rhs would need the
+motors' inertia reflected through ``G^a_q``: the rows below time the pieces).
 
 Printed: microseconds of CPU time per call (median of repeats of calibrated
 loops; CPU time, not wall time: the machine may be shared) and the
