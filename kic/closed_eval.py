@@ -594,15 +594,14 @@ class CompiledEvaluation(NumpyEvaluation):
 
     def actuator_jacobian(self, q, act, start=None) -> np.ndarray | None:
         """``G^a_q`` (Na, M) of the actuated joints ``act`` (int64 (Na,)) at one
-        configuration q (M,) float64, assembled as :meth:`one` assembles (from
-        ``start`` (N,), else from the reference); None where the general path
-        must answer."""
-        if type(q) is not np.ndarray or q.dtype != _F8 or q.shape != self._dof \
-                or self.plan is None:
-            return None
-        if start is None:
-            start = self._reference
-        elif type(start) is not np.ndarray or start.shape != self._n_joints:
+        configuration q (M,) float64 assembled from ``start`` (N,) (a control
+        loop's last joint values); None where the general path must answer.
+        Without a start the general path answers: a pose's Jacobian then equals
+        bit for bit the one it gets in a batch (:func:`kic.task_conditioning`
+        relies on that), which is evaluated by that path."""
+        if start is None or type(q) is not np.ndarray or q.dtype != _F8 \
+                or q.shape != self._dof or type(start) is not np.ndarray \
+                or start.shape != self._n_joints or self.plan is None:
             return None
         q = _laid_out(q)
         # one kernel call: the assembly and the transfer there
