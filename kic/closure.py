@@ -581,7 +581,8 @@ class ClosedModel:
     def actuator_jacobian(self, q, actuators: Sequence[str], start=None) -> np.ndarray:
         """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate;
         ``start`` an explicit warm start of the assembly (..., N) (a control loop
-        passes the last step's joint values)."""
+        passes the last step's joint values: one configuration is then evaluated
+        by the compiled kernels where they are in force)."""
         ev = self.evaluation
         fast = ev.actuator_jacobian(q, ev.actuator_index(actuators), start)
         if fast is not None:                     # one configuration, compiled
