@@ -1,4 +1,5 @@
-"""One pose at a time: kic against Pinocchio, side by side (issue 8, item 5).
+"""One pose at a time: kic against Pinocchio, side by side (issue 8, item 5; the
+one-pose targets of issue 21, item 3).
 
 Run from the repository root::
 
@@ -12,17 +13,17 @@ turn, so drift affects both), in CPU time (``time.process_time``), the best of
 the repeats; the ratio kic / peer is printed beside its target:
 
 * PUMA 560, one configuration: ``inverse_dynamics`` vs ``pinocchio.rnea``
-  (target <= 4), ``forward_dynamics`` vs ``pinocchio.aba`` (<= 4);
+  (target <= 1.2), ``forward_dynamics`` vs ``pinocchio.aba`` (<= 1.2);
 * five-bar, one pose: ``forward_dynamics`` in the crank angles vs
   ``pinocchio.constraintDynamics`` on the tree of its two arms with a point
-  constraint at the closing revolute (<= 10); the crank torques,
+  constraint at the closing revolute (<= 3); the crank torques,
   ``inverse_dynamics``, vs the tree ``rnea`` at the full joint state plus the
   projection onto the cranks through the closure Jacobian (one dense solve;
-  <= 3);
+  <= 2);
 * Stewart platform, one pose: ``forward_dynamics`` in the platform pose vs
   ``constraintDynamics`` on the free-flyer tree of ``closed.py`` with six
-  point constraints (<= 10); the leg forces, ``actuator_loads``, vs the tree
-  ``rnea`` plus ``dgesv`` (``closed.pin_leg_forces``; <= 3);
+  point constraints (<= 2); the leg forces, ``actuator_loads``, vs the tree
+  ``rnea`` plus ``dgesv`` (``closed.pin_leg_forces``; <= 1.5);
 * passive simulation for 2 s at rtol 1e-9 (atol 1e-11): the five-bar,
   ``kic.simulate`` (its default method, DOP853, which runs a closed model's
   free motion in compiled code under numba), vs
@@ -186,10 +187,10 @@ def puma_jobs(slow_repeats_ok=True) -> list[Job]:
     return [
         Job("PUMA 560", "inverse dynamics, one configuration",
             lambda: chain.inverse_dynamics(q, qd, qdd), lambda: rnea(model, data, q, qd, qdd),
-            "rnea", 4.0, check_id),
+            "rnea", 1.2, check_id),
         Job("PUMA 560", "forward dynamics, one configuration",
             lambda: chain.forward_dynamics(q, qd, tau), lambda: aba(model, data, q, qd, tau),
-            "aba", 4.0, check_fd),
+            "aba", 1.2, check_fd),
         Job("PUMA 560", f"passive simulation, {T_SIM:g} s",
             kic_sim, pin_sim, "LSODA over aba", 2.0, check_sim, slow=True),
     ]
@@ -252,9 +253,9 @@ def five_bar_jobs() -> list[Job]:
     sim = five_bar_simulation(fb, model, data, cmodels, cdatas, prox, idx, cranks)
     return [
         Job("five-bar", "forward dynamics, one pose", lambda: fb.forward_dynamics(q, qd, tau),
-            pin_fd, "constraintDynamics", 10.0, check_fd),
+            pin_fd, "constraintDynamics", 3.0, check_fd),
         Job("five-bar", "crank torques, one pose", lambda: fb.inverse_dynamics(q, qd, qdd),
-            pin_torques, "tree rnea + closure solve", 3.0, check_id),
+            pin_torques, "tree rnea + closure solve", 2.0, check_id),
         sim,
     ]
 
@@ -344,10 +345,10 @@ def stewart_jobs() -> list[Job]:
 
     return [
         Job("Stewart", "forward dynamics, one pose", lambda: sp.forward_dynamics(q, qd, tau_q),
-            pin_fd, "constraintDynamics", 10.0, check_fd),
+            pin_fd, "constraintDynamics", 2.0, check_fd),
         Job("Stewart", "leg forces, one pose",
             lambda: sp.actuator_loads(q, qd, qdd, actuators=acts), lambda: legs(Q, V, A),
-            "tree rnea + dgesv", 3.0, check_legs),
+            "tree rnea + dgesv", 1.5, check_legs),
     ]
 
 

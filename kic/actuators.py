@@ -30,11 +30,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kernels import closed as closed_kernels
 from ._array import finite_array
 from .backend import spd_solve, use_compiled
 from .kernels import linalg
-from .closed_plan import plan_from_model
 from .closure import ClosedModel
 from .errors import KicError, ModelError, SingularityError, Status
 from .linearize import linear_dynamics
@@ -917,54 +915,43 @@ class _PoseEvaluator:
     bias loads (M,) (velocity terms, gravity, loads), ``G^a_q`` (Na, M), the
     actuator rates a' and their accelerations h at q'' = 0 (Na,).
 
-    Closed models the compiled kernels cover (no applied loads, assembly modes
-    checked block by block) are evaluated there, each pose assembled from the
-    last one's joint values; everything else through the model's public methods
-    (which also raise, with the model's report, where a kernel call fails)."""
+    Closed models without applied loads are evaluated as the model's evaluation
+    chooses (:meth:`kic.closed_eval.CompiledEvaluation.drive_terms`: the compiled
+    kernels), each pose assembled from the last one's joint values; everything
+    else, and every pose that evaluation declines, through the model's public
+    methods (which also raise, with the model's report, where a pose fails)."""
 
     def __init__(self, system: ActuatedSystem) -> None:
         model = system.model
         self.system, self.model = system, model
         self.compiled = use_compiled()
-        self.plan = None
         self.phi = None
         M, Na = model.dof, system.n_motors
         self.zero = np.zeros(M)
         self.h0 = np.zeros(Na)
-        self.act = np.asarray(system._idx, dtype=np.int64)
         self.closed = isinstance(model, ClosedModel)
-        if (self.closed and system.loads is None and self.compiled and closed_kernels.load()
-                and len(model.mode_parts) == len(model.block_mode)):
-            self.plan = plan_from_model(model)
-            self.mode = np.array(model.block_mode, dtype=float)
-            self.empty = np.zeros(0, dtype=np.int64)
+        self.act = np.ascontiguousarray(system._idx, dtype=np.int64)
+        self.evaluated = self.closed and system.loads is None
 
     def __call__(self, q, qd):
-        if self.plan is not None:
-            out = self._kernels(q, qd)
+        if self.evaluated:
+            out = self._evaluation(q, qd)
             if out is not None:
                 return out
         return self._public(q, qd)
 
-    def _kernels(self, q, qd):
-        model, S = self.model, self.system._direct
-        if self.phi is None:
-            phi0, path = model.reference_phi, True
-        else:
-            phi0, path = self.phi, False
-        bias, phi, status, _ = closed_kernels.one(self.plan, "inverse_dynamics", q, qd,
-                                                  self.zero, self.empty, phi0, path, self.mode)
-        if status != 0:
-            return None            # the public path answers, or raises with the report
-        I, st = closed_kernels.inertia(self.plan, phi)[:2]
-        if st[0] != 0:
+    def _evaluation(self, q, qd):
+        S = self.system._direct
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        terms = self.model.evaluation.drive_terms(
+            q, qd, self.phi, self.act[:0] if S is not None else self.act)
+        if terms is None:
             return None
-        self.phi = phi
+        I, bias, self.phi, G, ad, h = terms
         if S is not None:
-            return I[0], bias, S, S @ qd, self.h0
-        G = closed_kernels.transfer(self.plan, phi)[0][0][self.act]
-        phid, phidd = closed_kernels.rates(self.plan, q, qd, self.zero, phi)[:2]
-        return I[0], bias, G, phid[0][self.act], phidd[0][self.act]
+            return I, bias, S, S @ qd, self.h0
+        return I, bias, G, ad, h
 
     def _public(self, q, qd):
         system, model, S = self.system, self.model, self.system._direct

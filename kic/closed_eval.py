@@ -27,12 +27,13 @@ evaluation, whose compiled-only entries (:meth:`NumpyEvaluation.one`,
 the numpy path answers.
 
 Every other module reaches the closed kernels through this one (the import
-below is the only one in :mod:`kic` outside the design batches).
+below is the only one in :mod:`kic`; the design batches call :func:`design_loads`).
 """
 from __future__ import annotations
 
 import copy
 import re
+from math import isfinite
 
 import numpy as np
 
@@ -50,7 +51,7 @@ from .loops import scaled_condition
 from .settings import BATCH_WORK_BYTES
 from .transfer import closure_transfer
 
-__all__ = ["NumpyEvaluation", "CompiledEvaluation", "evaluation_for"]
+__all__ = ["NumpyEvaluation", "CompiledEvaluation", "evaluation_for", "design_loads"]
 
 _F8 = np.dtype(np.float64)
 _NO_ACTUATORS = np.zeros(0, np.int64)
@@ -87,6 +88,27 @@ def in_caller_batch(exc: KicError, first: int, size: int, batch: tuple) -> KicEr
 
 
 _BLOCK_INDEX = re.compile(r"batch index \((?:np\.int64\()?(\d+)\)?,\)")
+_SINGULAR = (int(Status.SINGULAR), int(Status.SINGULAR_LOAD))
+
+
+def _laid_out(a) -> np.ndarray:
+    """``a`` as the compiled kernels take it: float64, C-contiguous and writable
+    (numba types a read-only or strided array apart, and each type compiles the
+    kernels' entry again, seconds), copied only where it is not."""
+    if type(a) is not np.ndarray or a.dtype != _F8 or not a.flags.c_contiguous \
+            or not a.flags.writeable:
+        a = np.array(a, dtype=np.float64, order="C")
+    return a
+
+
+def design_loads(ibuf, floats, q, qd, x, act, phi0, path: bool, modes, skip) -> tuple | None:
+    """The compiled loads of a design batch (:func:`kic.kernels.closed.design_loads`,
+    arguments and result as there) where the compiled kernels are in force, else
+    None: the caller, :class:`kic.DesignBatch`, then evaluates each design's model."""
+    if use_compiled() and compiled_closed.load():
+        return compiled_closed.design_loads(ibuf, floats, q, qd, x, act, phi0, path, modes,
+                                            skip)
+    return None
 
 
 def evaluation_for(model, mode: np.ndarray, block_mode: np.ndarray) -> "NumpyEvaluation":
@@ -151,6 +173,16 @@ class NumpyEvaluation:
     def joint_loads_at(self, loads, y, start):
         """Joint loads of ``loads`` at one state for the compiled right-hand side,
         or None (see :meth:`CompiledEvaluation.joint_loads_at`)."""
+        return None
+
+    def drive_terms(self, q, qd, start, act):
+        """The terms of a driven model at one pose, or None (see
+        :meth:`CompiledEvaluation.drive_terms`)."""
+        return None
+
+    def actuator_jacobian(self, q, act, start=None):
+        """G^a_q at one configuration, or None (see
+        :meth:`CompiledEvaluation.actuator_jacobian`)."""
         return None
 
     # ----------------------------------------------------------- arguments
@@ -624,6 +656,11 @@ class CompiledEvaluation(NumpyEvaluation):
         super().__init__(model, mode, block_mode)
         self._plan = None
         self._planned = False
+        # what every one-pose call checks, as plain values
+        self._dof, self._n_joints = (model.dof,), (self.system.N,)
+        # a writable copy of the start: numba types a read-only array apart, and
+        # each type compiles the kernels' entry again (seconds)
+        self._reference = np.array(model.reference_phi)
 
     @property
     def plan(self):
@@ -658,44 +695,105 @@ class CompiledEvaluation(NumpyEvaluation):
         ``start`` Newton starts from the reference, not from the guess function
         (whose call costs more than the pose): the answer agrees with
         :meth:`batch`'s to rounding.  A pose outside the joint limits declines
-        (the general path reports it)."""
-        M = self.model.dof
+        (the general path reports it, before any singularity).
+
+        This runs on every one-pose call: its checks are plain Python on plain
+        values (a numpy reduction costs a microsecond, a fifth of a five-bar pose)."""
+        M = self._dof
         for a in (q, qd, x):
-            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != (M,) \
-                    or not a.flags.c_contiguous:
+            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != M \
+                    or not a.flags.c_contiguous or not a.flags.writeable:
+                # x may be the actuators' loads (checked only here: off the common path)
+                if a is x and what == "actuated_forward_dynamics" and type(x) is np.ndarray \
+                        and x.dtype == _F8 and x.shape == act.shape \
+                        and x.flags.c_contiguous and x.flags.writeable:
+                    continue
                 return None
         if start is None:
-            phi0, path = self.model.reference_phi, True
-        elif type(start) is np.ndarray and start.shape == (self.system.N,) \
-                and start.dtype == _F8:
+            phi0, path = self._reference, True
+        elif type(start) is np.ndarray and start.shape == self._n_joints \
+                and start.dtype == _F8 and start.flags.writeable:
             phi0, path = start, False
         else:
             return None
-        plan = self.plan
+        plan = self._plan if self._planned else self.plan
         if plan is None:
             return None
         out, phi_one, status, _ = compiled_closed.one(plan, what, q, qd, x, act, phi0,
                                                       path, self.block_mode)
-        if status == 0 and self.refined and self.off_mode(phi_one, [0])[0]:
-            return None
-        if self.limits is not None and status == 0 and not self.limits.within(phi_one):
-            return None                # outside the limits: the general path reports
-        if singular and status in (Status.SINGULAR, Status.SINGULAR_LOAD):
+        if status == 0:
+            if self.refined and self.off_mode(phi_one, [0])[0]:
+                return None
+            if self.limits is not None and not self.limits.within(phi_one):
+                return None            # outside the limits: the general path reports
+            # a non-finite result of finite inputs (an overflow) takes the general path
+            return out if all(map(isfinite, out.tolist())) else None
+        if singular and status in _SINGULAR:
+            if self.limits is not None and not self.limits.within(phi_one):
+                return None            # outside the limits first: the general path reports
             return np.full(out.shape, np.nan), status
-        # a non-finite result of finite inputs (an overflow) takes the general path too
-        return out if status == 0 and np.isfinite(out).all() else None
+        return None
+
+    def drive_terms(self, q, qd, start, act) -> tuple | None:
+        """What a driven model's right-hand side needs at one pose (q, q') (M,)
+        each, assembled from the joint values ``start`` (N,) (None: along the
+        path from the reference): ``(I* (M, M), bias (M,), phi (N,), G^a_q (Na,
+        M), a' (Na,), h (Na,))`` for the actuated joints ``act`` (int64 (Na,)),
+        the bias the loads at q'' = 0 (velocity terms and gravity) and h the
+        actuators' accelerations at q'' = 0; the last three are None for an
+        empty ``act``.  None where the general path must answer (a failed pose,
+        modes finer than the blocks, no plan)."""
+        if self.refined or self.plan is None:
+            return None
+        plan, zero = self.plan, np.zeros(self._dof[0])
+        phi0, path = (self._reference, True) if start is None else (_laid_out(start), False)
+        q, qd = _laid_out(q), _laid_out(qd)
+        bias, phi, status, _ = compiled_closed.one(plan, "inverse_dynamics", q, qd, zero,
+                                                   _NO_ACTUATORS, phi0, path, self.block_mode)
+        if status != 0:
+            return None            # the public path answers, or raises with the report
+        I, st = compiled_closed.inertia(plan, phi)[:2]
+        if st[0] != 0:
+            return None
+        if act.shape[0] == 0:
+            return I[0], bias, phi, None, None, None
+        G = compiled_closed.transfer(plan, phi)[0][0][act]
+        phid, phidd = compiled_closed.rates(plan, q, qd, zero, phi)[:2]
+        return I[0], bias, phi, G, phid[0][act], phidd[0][act]
+
+    def actuator_jacobian(self, q, act, start=None) -> np.ndarray | None:
+        """``G^a_q`` (Na, M) of the actuated joints ``act`` (int64 (Na,)) at one
+        configuration q (M,) float64 assembled from ``start`` (N,) (a control
+        loop's last joint values); None where the general path must answer.
+        Without a start the general path answers: a pose's Jacobian then equals
+        bit for bit the one it gets in a batch (:func:`kic.task_conditioning`
+        relies on that), which is evaluated by that path."""
+        if start is None or type(q) is not np.ndarray or q.dtype != _F8 \
+                or q.shape != self._dof or type(start) is not np.ndarray \
+                or start.shape != self._n_joints or self.plan is None:
+            return None
+        q = _laid_out(q)
+        # one kernel call: the assembly and the transfer there
+        G, phi, status, _ = compiled_closed.one(self.plan, "transfer", q, q, q, _NO_ACTUATORS,
+                                                _laid_out(start), False, self.block_mode)
+        if status != 0 or (self.refined and self.off_mode(phi, [0])[0]):
+            return None
+        return G.reshape(self.system.N, self._dof[0])[act]
 
     def track(self, q, start) -> tuple | None:
         """Joint values (N,) at one configuration q (M,) assembled from ``start``
-        (N,), and the condition number of the coordinates there: the lean call a
-        simulation makes at every step; None where the general path must answer."""
+        (N,) (None: the reference), and the condition number of the coordinates
+        there: the lean call a simulation makes at every step; None where the
+        general path must answer."""
+        if start is None:
+            start = self._reference
         if type(q) is not np.ndarray or q.shape != (self.model.dof,) \
                 or q.dtype != _F8 or type(start) is not np.ndarray \
                 or start.shape != (self.system.N,) or self.plan is None:
             return None
-        _, phi, status, cond = compiled_closed.one(
-            self.plan, "assemble", np.ascontiguousarray(q), q, q, _NO_ACTUATORS,
-            np.ascontiguousarray(start, dtype=float), False, self.block_mode)
+        q = _laid_out(q)
+        _, phi, status, cond = compiled_closed.one(self.plan, "assemble", q, q, q, _NO_ACTUATORS,
+                                                   _laid_out(start), False, self.block_mode)
         if status == 0 and self.refined and self.off_mode(phi, [0])[0]:
             return None
         return (phi, cond) if status == 0 else None
@@ -737,8 +835,7 @@ class CompiledEvaluation(NumpyEvaluation):
         if self.refined or self.plan is None:
             return None
         M, N = self.model.dof, self.system.N
-        y = np.ascontiguousarray(y, dtype=float)
-        start = np.ascontiguousarray(start, dtype=float)
+        y, start = _laid_out(y), _laid_out(start)
         if y.shape != (2 * M,) or start.shape != (N,):
             raise ModelError(f"free_motion_steps: y must have {2 * M} values and start "
                              f"{N}, got {y.shape} and {start.shape}")
@@ -843,13 +940,13 @@ class CompiledEvaluation(NumpyEvaluation):
                 out[unreachable] = np.nan
                 status[unreachable] = _UNASSEMBLABLE
         else:
-            out, phi, status = call(None, m.reference_phi)
+            out, phi, status = call(None, self._reference)   # writable: one compiled variant
         lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
         if lost.any():
             out, phi = out.copy(), phi.copy()
         if lost.any() and s is None and m.guess is not None:
             idx = np.nonzero(lost)[0]
-            again(idx, np.broadcast_to(m.reference_phi, (idx.size, self.system.N)))
+            again(idx, np.tile(self._reference, (idx.size, 1)))
             lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
         if lost.any():
             # the numpy path's continuation from the reference, pose by pose as alone
@@ -880,7 +977,7 @@ class CompiledEvaluation(NumpyEvaluation):
             return super().assembly(qf, batch, start)
         m, N, n = self.model, self.system.N, qf.shape[0]
         s = None if start is None else self.start(start, n)
-        ref = m.reference_phi
+        ref = self._reference
         unreachable = np.zeros(n, bool)       # declared by the guess: the numpy path's report
         if s is not None or m.guess is None:
             phi0 = s if s is not None else ref

@@ -447,6 +447,10 @@ class ClosedModel:
             (``indices``, ``status``).
         """
         self._check_failure_mode(on_failure)
+        if on_failure == "raise" and self.evaluation.limits is None:
+            found = self.evaluation.track(q, start)
+            if found is not None:                # one configuration, compiled
+                return found[0]
         qf, batch = self._flat(q)
         fast = self.evaluation.assemble(qf, batch, start, on_failure)   # limits checked
         phi = fast[0].reshape(batch + (self.N,))
@@ -487,17 +491,23 @@ class ClosedModel:
         return self.evaluation.block_conditions(phi.reshape(-1, self.N)).reshape(
             phi.shape[:-1])
 
-    def transfer_at(self, q, order: int = 2):
+    def transfer_at(self, q, order: int = 2, start=None):
         """Joint values and the transfer at ``q``: ``(phi (n, N), Transfer)`` with
-        ``G^phi_q`` (n, N, M), H and D to ``order`` (batch flattened)."""
+        ``G^phi_q`` (n, N, M), H and D to ``order`` (batch flattened); ``start``
+        an explicit warm start of the assembly (..., N)."""
         qf, batch = self._flat(q)
         with located(batch, qf.shape[0]):
-            asm = self.evaluation.assembled(qf, batch)
+            asm = self.evaluation.assembled(qf, batch, start)
             tr, _ = closure_transfer(self.system, asm.phi, order, self.max_condition)
         return asm.phi, tr
 
     def joint_rates(self, q, qd, qdd=None, start=None):
         """phi' (and phi'' when ``qdd`` is given) of every joint (..., N)."""
+        fast = self.evaluation.one("rates", q, qd, np.zeros(self.dof) if qdd is None else qdd,
+                                   start)
+        if fast is not None:                     # one configuration, compiled
+            N = self.N
+            return fast[:N] if qdd is None else (fast[:N], fast[N:])
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
         qdd_ = np.zeros_like(qd) if qdd is None else match_batch(qdd, self.dof, batch, "qdd").T
@@ -574,11 +584,18 @@ class ClosedModel:
             raise ModelError("this model has no actuators listed (set model.actuators)")
         return self.in_coordinates(self.actuators, name=f"{self.name} in actuator coordinates")
 
-    def actuator_jacobian(self, q, actuators: Sequence[str]) -> np.ndarray:
-        """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate."""
+    def actuator_jacobian(self, q, actuators: Sequence[str], start=None) -> np.ndarray:
+        """``G^a_q`` (..., Na, M): rates of the actuated joints per coordinate rate;
+        ``start`` an explicit warm start of the assembly (..., N) (a control loop
+        passes the last step's joint values: one configuration is then evaluated
+        by the compiled kernels where they are in force)."""
+        ev = self.evaluation
+        fast = ev.actuator_jacobian(q, ev.actuator_index(actuators), start)
+        if fast is not None:                     # one configuration, compiled
+            return fast
         qf, batch = self._flat(q)
         idx = self.joint_indices(actuators)
-        _, tr = self.transfer_at(q, 1)
+        _, tr = self.transfer_at(q, 1, start)
         return tr.G[:, idx].reshape(batch + (len(idx), self.dof))
 
     def actuator_loads(self, q, qd, qdd, actuators: Sequence[str], weights=None,
@@ -606,13 +623,21 @@ class ClosedModel:
         tau = tau.reshape(batch + (len(idx),))
         return (tau, status.reshape(batch)) if on_failure == "nan" else tau
 
-    def forward_dynamics(self, q, qd, tau, loads=None, on_failure: str = "raise", start=None):
+    def forward_dynamics(self, q, qd, tau, loads=None, on_failure: str = "raise", start=None,
+                         actuators: Sequence[str] | None = None):
         """``q'' = I*_q^-1 (T - q'^T P*_q q' - T_L)`` (..., M).  With
         ``on_failure="nan"`` returns ``(qdd, status)``; ``start`` an explicit warm
-        start of the assembly (..., N)."""
+        start of the assembly (..., N).  With ``actuators`` (joint names), ``tau``
+        (..., Na) are the loads of those joints (N m, N; e.g. a Stewart platform's
+        leg forces), acting at the coordinates as ``T = (G^a_q)^T tau``."""
         if loads is None and on_failure in ("raise", "nan"):
-            fast = self.evaluation.one("forward_dynamics", q, qd, tau, start,
-                                       singular=on_failure == "nan")
+            if actuators is None:
+                fast = self.evaluation.one("forward_dynamics", q, qd, tau, start,
+                                           singular=on_failure == "nan")
+            else:
+                ev = self.evaluation
+                fast = ev.one("actuated_forward_dynamics", q, qd, tau, start,
+                              ev.actuator_index(actuators), singular=on_failure == "nan")
             if fast is not None:
                 if isinstance(fast, tuple):
                     return fast[0], np.asarray(int(fast[1]))
@@ -620,6 +645,11 @@ class ClosedModel:
         self._check_failure_mode(on_failure)
         qf, batch = self._flat(q)
         qd = match_batch(qd, self.dof, batch, "qd").T
+        if actuators is not None:
+            # the actuators' loads at the coordinates, (G^a_q)^T tau, at every pose
+            G = self.actuator_jacobian(qf, actuators, start)
+            tau = np.einsum("nam,na->nm", G, match_batch(tau, G.shape[1], batch, "tau").T)
+            tau = tau.reshape(batch + (self.dof,))
         tau = match_batch(tau, self.dof, batch, "tau").T
         qdd, status = self.evaluation.forward_dynamics(qf, batch, qd, tau, loads, on_failure,
                                                        start)

@@ -38,8 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernels import closed as closed_kernels
-from .backend import use_compiled
+from .closed_eval import design_loads
 from .closed_plan import (ClosedPlan, float_fields, joint_indices, plan_from_model,
                           reference_length)
 from .errors import KicError, ModelError, Status
@@ -410,9 +409,9 @@ class DesignBatch:
         bad = ~np.all(np.isfinite(np.broadcast_to(phi0, (D, n, N))), axis=-1) & (sk == 0)
         sk[bad] = int(Status.UNASSEMBLABLE)
         phi0 = np.ascontiguousarray(np.where(np.isfinite(phi0), phi0, 0.0))
-        if use_compiled() and closed_kernels.load():
-            out = closed_kernels.design_loads(self.plan.args[1], self.floats, qa, qda, xa,
-                                              act, phi0, False, self.modes, sk)
+        out = design_loads(self.plan.args[1], self.floats, qa, qda, xa, act, phi0, False,
+                           self.modes, sk)
+        if out is not None:
             T, Ta, I, phi, status, _, _, acond = out
             self._retry_with_guess(qa, qda, xa, act, (T, Ta, I, phi, status, acond), sk,
                                    guessed, own)
@@ -472,8 +471,8 @@ class DesignBatch:
         if not retry.any():
             return
         sk = np.where(retry, 0, -1).astype(np.int64)
-        again = closed_kernels.design_loads(self.plan.args[1], self.floats, qa, qda, xa, act,
-                                            phi0, False, self.modes, sk)
+        again = design_loads(self.plan.args[1], self.floats, qa, qda, xa, act, phi0, False,
+                             self.modes, sk)
         again = (again[0], again[1], again[2], again[3], again[4], again[7])
         for mine, new in zip(outputs, again):
             mine[retry] = new[retry]

@@ -514,3 +514,74 @@ def test_layout_unpacks_every_field_by_name(name):
     floats = plan.args[0].copy()
     float_fields(plan, floats)["mass"][0] = 123.0
     assert layout.unpack(floats, plan.args[1]).mass[0] == 123.0
+
+
+# ------------------------------------ one pose under actuator loads (issue 19)
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("name", ["five_bar", "stewart"])
+def test_forward_dynamics_under_actuator_loads(name, backend):
+    """``forward_dynamics(..., actuators=)`` inverts ``actuator_loads`` (a second
+    kernel path: assembly, transfer, RNEA and the actuation solve), and equals the
+    coordinate loads ``(G^a_q)^T tau`` given by hand, one pose and a batch."""
+    if backend == "numba" and not (K.available and K.load()):
+        pytest.skip("needs numba")
+    model, _, q, _ = case(name)
+    qd, qdd, _ = motion(q, 3)
+    acts = model.actuators
+    previous = kic.set_backend(backend)
+    try:
+        tau = model.actuator_loads(q, qd, qdd, acts)
+        for k in range(q.shape[0]):
+            one = model.forward_dynamics(q[k], qd[k], tau[k], actuators=acts)
+            assert rel(one, qdd[k]) < 1e-9
+            by_hand = model.forward_dynamics(
+                q[k], qd[k], model.actuator_jacobian(q[k], acts).T @ tau[k])
+            assert rel(one, by_hand) < RTOL
+        assert rel(model.forward_dynamics(q, qd, tau, actuators=acts), qdd) < 1e-9
+        with pytest.raises(kic.ModelError):
+            model.forward_dynamics(q[0], qd[0], tau[0][:-1], actuators=acts)
+    finally:
+        kic.set_backend(previous)
+
+
+@compiled
+@pytest.mark.parametrize("name", ["five_bar", "stewart"])
+def test_one_pose_actuator_jacobian_and_rates_match_numpy(name):
+    """The compiled one-pose G^a_q (one kernel call: assembly and transfer) and
+    joint rates against the numpy path."""
+    model, _, q, _ = case(name)
+    qd, qdd, _ = motion(q, 4)
+    acts = model.actuators
+    compiled_G = [model.actuator_jacobian(q[k], acts) for k in range(q.shape[0])]
+    for k in range(q.shape[0]):
+        # a warm start (the assembled joint values): the same Jacobian
+        phi = model.assemble(q[k])
+        assert rel(model.actuator_jacobian(q[k], acts, start=phi), compiled_G[k]) < RTOL
+    compiled_rates = [model.joint_rates(q[k], qd[k], qdd[k]) for k in range(q.shape[0])]
+    previous = kic.set_backend("numpy")
+    try:
+        for k in range(q.shape[0]):
+            assert rel(compiled_G[k], model.actuator_jacobian(q[k], acts)) < RTOL
+            phi = model.assemble(q[k])
+            assert rel(compiled_G[k], model.actuator_jacobian(q[k], acts, start=phi)) < RTOL
+            phid, phidd = model.joint_rates(q[k], qd[k], qdd[k])
+            assert rel(compiled_rates[k][0], phid) < RTOL
+            assert rel(compiled_rates[k][1], phidd) < RTOL
+    finally:
+        kic.set_backend(previous)
+
+
+@compiled
+def test_read_only_arrays_use_the_one_compiled_variant():
+    """A read-only q or start (a model's reference_phi is one) is laid out as a
+    writable array before the kernel call: numba would type it apart and compile
+    the entry again; the answers are the same."""
+    model, _, q, _ = case("five_bar")
+    qd, qdd, _ = motion(q, 5)
+    frozen = q[0].copy()
+    frozen.setflags(write=False)
+    start = model.reference_phi                  # read-only
+    want = model.inverse_dynamics(q[0].copy(), qd[0], qdd[0])
+    assert rel(model.inverse_dynamics(frozen, qd[0], qdd[0], start=start), want) < RTOL
+    from kic.kernels import closed_pose
+    assert len(closed_pose.batch.signatures) == 1

@@ -71,9 +71,11 @@ _NAMES = ("", "q", "qd", "qdd or tau", "phi_start")
 
 def _rows(a, width: int, name: str) -> np.ndarray:
     """A C-contiguous float64 (k, width) view or copy of ``a`` ((width,) -> (1, width)).
-    Kept lean: this runs on every single-pose call."""
-    if type(a) is not np.ndarray or a.dtype is not _F8 or not a.flags.c_contiguous:
-        a = np.ascontiguousarray(a, dtype=np.float64)
+    Kept lean: this runs on every single-pose call.  A read-only array is copied:
+    numba types it apart, and each type compiles the entry again (seconds)."""
+    if type(a) is not np.ndarray or a.dtype != _F8 or not a.flags.c_contiguous \
+            or not a.flags.writeable:
+        a = np.array(a, dtype=np.float64, order="C")
     if a.ndim == 1:
         a = a.reshape(1, -1)
     if a.ndim != 2 or a.shape[1] != width:
@@ -88,7 +90,7 @@ _NO_MODE = np.zeros(0)
 def _mode(plan, mode) -> np.ndarray:
     if mode is None:
         return _NO_MODE
-    m = np.ascontiguousarray(np.asarray(mode, dtype=np.float64).reshape(-1))
+    m = np.array(mode, dtype=np.float64).reshape(-1)     # a copy of its own: writable
     # a few blocks: a plain-Python check is cheaper than numpy reductions
     if m.shape[0] != plan.block_row.shape[0] - 1 or any(v not in (-1.0, 0.0, 1.0)
                                                           for v in m.tolist()):
@@ -105,8 +107,8 @@ def _call(plan, what: int, q, qd, x, act, phi, path: bool, mode=None):
         if a.shape[0] not in (1, n):
             from ..errors import ModelError
             raise ModelError(f"{name} has {a.shape[0]} rows for a batch of {n}")
-    buf, status, bad = closed_pose.batch(plan.args[0], plan.args[1], what, n, q, qd, x, act,
-                                         phi, path, _mode(plan, mode))
+    buf, status, bad = closed_pose.batch(plan.args[0], plan.args[1], what, q, qd, x, act, phi,
+                                         path, _mode(plan, mode))
     if bad:
         from ..errors import ModelError
         raise ModelError(f"{_NAMES[bad]} contains NaN or infinite values")
@@ -115,13 +117,18 @@ def _call(plan, what: int, q, qd, x, act, phi, path: bool, mode=None):
 
 _CODE = {"assemble": closed_pose.ASSEMBLE, "inverse_dynamics": closed_pose.INVERSE_DYNAMICS,
          "forward_dynamics": closed_pose.FORWARD_DYNAMICS,
-         "actuator_loads": closed_pose.ACTUATOR_LOADS}
+         "actuator_loads": closed_pose.ACTUATOR_LOADS, "rates": closed_pose.RATES,
+         "transfer": closed_pose.ASSEMBLED_TRANSFER,
+         "actuated_forward_dynamics": closed_pose.ACTUATED_FORWARD_DYNAMICS}
 
 
 def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode) -> tuple:
     """The lean call for one configuration whose arguments the caller has laid
     out already: ``q``, ``qd``, ``x`` float64 C-contiguous (M,), ``phi_start``
     (N,), ``act`` int64 (Na,) (or empty), ``mode`` float64 (B,) checked once.
+    ``what`` names an entry point below ("transfer": ``G^phi_q`` (N * M,) after
+    the assembly, row by row; "actuated_forward_dynamics": q'' under the loads
+    ``x`` (Na,) of the actuated joints ``act``, ``T_q = (G^a)^T x``).
     Returns ``(output row, phi, status, worst block condition)``, arrays of
     their own; NaN inputs still raise ModelError."""
     out, phi, status, cond, bad = closed_pose.single(plan.args[0], plan.args[1], _CODE[what],
@@ -228,9 +235,9 @@ def actuator_loads(plan, q, qd, qdd, act_idx, phi_start, path: bool = False, mod
     _require()
     M, N = plan.q_idx.shape[0], plan.parent.shape[0]
     act = act_idx
-    if type(act) is not np.ndarray or act.dtype is not _I8 or act.ndim != 1 or \
-            not act.flags.c_contiguous:
-        act = np.ascontiguousarray(np.asarray(act_idx, dtype=np.int64).reshape(-1))
+    if type(act) is not np.ndarray or act.dtype != _I8 or act.ndim != 1 or \
+            not act.flags.c_contiguous or not act.flags.writeable:
+        act = np.array(act_idx, dtype=np.int64).reshape(-1)
     idx = act.tolist()                  # plain ints: cheaper than numpy reductions here
     if len(idx) < M or min(idx) < 0 or max(idx) >= N or len(set(idx)) != len(idx):
         from ..errors import ModelError

@@ -31,7 +31,7 @@ from .closed_pose import (NOT_ASSEMBLED, OK, OTHER_MODE, SINGULAR_BLOCK, SINGULA
 from .frames import rodrigues
 from .jit import jit
 from .layout import unpack
-from .linalg import (cholesky_solve, condition_number, condition_numbers_lanes, lu_factor,
+from .linalg import (cholesky_solve, condition_leading, condition_numbers_lanes, lu_factor,
                      lu_factor_lanes, lu_solve_columns, lu_solve_lanes, round_robin_pairs)
 
 __all__ = ["design_loads", "composite_inertia", "transfer_lanes", "actuation_flush",
@@ -41,7 +41,7 @@ __all__ = ["design_loads", "composite_inertia", "transfer_lanes", "actuation_flu
 # --------------------------------------------------------------------------
 # I* and the gravity load by composite rigid bodies
 # --------------------------------------------------------------------------
-@jit
+@jit(inline=True)
 def composite_inertia(nl, P, FL, SL, GL, qcol, LW, rest):
     """I*_q and, for the lanes at rest (``rest``, q' = 0), the gravity load
     T0 = G^T T_phi from the same composites, by composite rigid bodies on the
@@ -437,7 +437,7 @@ def block_condition(row_is_rot, isR, dep, Lc, JA, r0, nb, u, As, Aw):
             if not isR[dep[r0 + c]]:
                 a *= Lc
             As[i, c] = a
-    return condition_number(As[:nb, :nb], Aw[:nb, :nb])
+    return condition_leading(As, nb, nb, Aw)
 
 
 @jit
@@ -728,7 +728,7 @@ def into_lane(F, S, Jr, phi, dep, q_idx, block_row, row_block, FL, SL, JA, JQ, P
         PHL[j, u] = phi[j]
 
 
-@jit
+@jit(inline=True)
 def transfer_now(P, W, LW, DW, u, st, phi, qd, at_rest, mode, phi_row, dsign_row):
     """The transfer of a pose that cannot wait for the lanes (the next start of
     a path, or the rates of a moving pose, need it) and, moving, its bias by one

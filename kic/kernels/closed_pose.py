@@ -35,21 +35,23 @@ from ..settings import EXACT_START, NEWTON_MAX_STEP
 from .frames import rodrigues
 from .jit import jit
 from .layout import unpack
-from .linalg import cholesky_solve, condition_number, lu_factor, lu_solve
+from .linalg import cholesky_solve, condition_leading, lu_factor, lu_solve
 
 __all__ = ["OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_MODE",
            "Work", "work", "block_size", "tree_frames", "loop_frames", "closure_residual",
            "worst_residual", "closure_jacobian", "assemble_pose", "transfer_pose",
            "pose_rates", "rnea", "project", "inertia_pose", "is_massless", "pose_frames",
-           "pose_jacobian", "newton_step", "in_mode", "settle", "all_finite", "batch", "single",
+           "pose_jacobian", "newton_step", "in_mode", "settle", "settled", "actuator_solve",
+           "all_finite", "batch", "single",
            "ASSEMBLE", "INVERSE_DYNAMICS", "FORWARD_DYNAMICS", "ACTUATOR_LOADS", "TRANSFER",
-           "INERTIA", "RATES"]
+           "INERTIA", "RATES", "ASSEMBLED_TRANSFER", "ACTUATED_FORWARD_DYNAMICS"]
 
 # the codes of kic.Status
 OK, NOT_ASSEMBLED, SINGULAR_BLOCK, SINGULAR_DYNAMICS, OTHER_MODE = 0, 1, 2, 3, 4
 
 # what a batch evaluates (the argument ``what`` of :func:`batch`)
-ASSEMBLE, INVERSE_DYNAMICS, FORWARD_DYNAMICS, ACTUATOR_LOADS, TRANSFER, INERTIA, RATES = range(7)
+(ASSEMBLE, INVERSE_DYNAMICS, FORWARD_DYNAMICS, ACTUATOR_LOADS, TRANSFER, INERTIA, RATES,
+ ASSEMBLED_TRANSFER, ACTUATED_FORWARD_DYNAMICS) = range(9)
 
 Work = namedtuple("Work", [
     "F",            # (N, 4, 4) body frames
@@ -77,20 +79,25 @@ Work = namedtuple("Work", [
 reduced rows, B blocks of at most nb rows)."""
 
 
-@jit
-def block_size(P):
+@jit(inline=True)
+def largest_block(block_row):
     """The rows of the largest block (at least 1)."""
     nb = 1
-    for b in range(P.B):
-        nb = max(nb, P.block_row[b + 1] - P.block_row[b])
+    for b in range(block_row.shape[0] - 1):
+        nb = max(nb, block_row[b + 1] - block_row[b])
     return nb
 
 
-@jit
-def work(P):
-    """The work arrays of one pose for plan P (reused by every pose of a call)."""
-    N, M, R, L, B = P.N, P.M, P.R, P.L, P.B
-    nb = block_size(P)
+@jit(inline=True)
+def block_size(P):
+    """The rows of the largest block of plan P (at least 1)."""
+    return largest_block(P.block_row)
+
+
+@jit(inline=True)
+def new_work(N, M, R, L, B, nb):
+    """The work arrays of one pose (N joints, M coordinates, R reduced rows, L
+    loops, B blocks of at most nb rows), reused by every pose of a call."""
     return Work(F=np.empty((N, 4, 4)), S=np.empty((N, 6)), X=np.empty((L, 2, 4, 4)),
                 r=np.empty(R), Jr=np.zeros((R, N)), LU=np.empty((B, nb, nb)),
                 piv=np.zeros((B, nb), np.int64), G=np.empty((N, M)), phid=np.empty(N),
@@ -98,6 +105,12 @@ def work(P):
                 tau=np.empty(N), vec=np.empty(R), block=np.empty((nb, nb)),
                 block_work=np.empty((nb, nb)), c=np.empty(3), Iw=np.empty((3, 3)),
                 RI=np.empty((3, 3)))
+
+
+@jit(inline=True)
+def work(P):
+    """The work arrays of one pose for plan P (reused by every pose of a call)."""
+    return new_work(P.N, P.M, P.R, P.L, P.B, largest_block(P.block_row))
 
 
 @jit(inline=True)
@@ -340,19 +353,13 @@ def newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi, 
 
 
 @jit
-def assemble_pose(P, W, phi):
+def newton(parent, order, isR, axis, origin, offset, loop_k, loop_r, loop_row, body_a, T_a,
+           body_b, T_b, U, dep, block_row, row_is_rot, Lc, tol, max_iter, F, S, X, r, Jr, piv,
+           Ab, step, phi):
     """Newton on the dependent joints from phi (q already in place); leaves the
-    frames, screws, side frames and closure Jacobian of the final phi in W.
+    frames F, screws S, side frames X and closure Jacobian Jr of the final phi.
     Returns (status, dimensionless worst residual)."""
-    # the plan's and the work's arrays as locals, once (each P.x or W.x in the
-    # loop would take and drop a reference: atomic operations, per iteration)
-    parent, order, isR, axis, origin, offset = P.parent, P.order, P.is_revolute, P.axis, \
-        P.origin, P.offset
-    loop_k, loop_r, loop_row, body_a, T_a, body_b, T_b, U = P.loop_k, P.loop_r, P.loop_row, \
-        P.body_a, P.T_a, P.body_b, P.T_b, P.U
-    dep, block_row, row_is_rot, Lc, tol, R, max_iter = P.dep, P.block_row, P.row_is_rot, \
-        P.L_char, P.tol, P.R, P.max_iter
-    F, S, X, r, Jr, piv, Ab, step = W.F, W.S, W.X, W.r, W.Jr, W.piv, W.block, W.vec
+    R = r.shape[0]
     worst = 0.0
     polished = False
     for it in range(max_iter + 2):
@@ -375,23 +382,32 @@ def assemble_pose(P, W, phi):
     return NOT_ASSEMBLED, worst
 
 
+@jit(inline=True)
+def assemble_pose(P, W, phi):
+    """:func:`newton` on plan P with the work W (the stages get the arrays they
+    use, not the tuples: a call boundary costs a reference count per array)."""
+    return newton(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, P.loop_k,
+                  P.loop_r, P.loop_row, P.body_a, P.T_a, P.body_b, P.T_b, P.U, P.dep,
+                  P.block_row, P.row_is_rot, P.L_char, P.tol, P.max_iter, W.F, W.S, W.X, W.r,
+                  W.Jr, W.piv, W.block, W.vec, phi)
+
+
 @jit
-def transfer_pose(P, W, cond, dsign):
-    """G^phi_q (W.G) from the closure Jacobian in W; the blocks' LU factors stay in
-    W for the acceleration closure.  Fills cond and dsign (B,); returns status."""
-    Jr, LU, piv, G, col = W.Jr, W.LU, W.piv, W.G, W.vec
-    isR, row_is_rot, dep, block_row, q_idx = P.is_revolute, P.row_is_rot, P.dep, P.block_row, \
-        P.q_idx
-    Lc, maxc = P.L_char, P.max_condition
+def transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, col, As, Aw,
+             cond, dsign):
+    """G^phi_q (G) from the closure Jacobian Jr; the blocks' LU factors stay in LU,
+    piv for the acceleration closure.  Fills cond and dsign (B,); returns status.
+    ``col`` (R,), ``As``, ``Aw`` (nb, nb) are work."""
     N, M = G.shape
-    G[:, :] = 0.0
+    for j in range(N):
+        for m in range(M):
+            G[j, m] = 0.0
     for m in range(M):
         G[q_idx[m], m] = 1.0
     status = OK
-    for b in range(P.B):
+    for b in range(block_row.shape[0] - 1):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
-        As = W.block[:nb, :nb]
         A = LU[b]
         for i in range(nb):
             for c in range(nb):
@@ -403,7 +419,7 @@ def transfer_pose(P, W, cond, dsign):
                 if not isR[dep[r0 + c]]:
                     a *= Lc
                 As[i, c] = a
-        cond[b] = condition_number(As, W.block_work[:nb, :nb])
+        cond[b] = condition_leading(As, nb, nb, Aw)
         dsign[b] = lu_factor(A, nb, piv[b])
         if dsign[b] == 0.0 or not (cond[b] < maxc):
             status = SINGULAR_BLOCK
@@ -417,14 +433,20 @@ def transfer_pose(P, W, cond, dsign):
     return status
 
 
+@jit(inline=True)
+def transfer_pose(P, W, cond, dsign):
+    """:func:`transfer` of plan P from the closure Jacobian in W (into W.G, W.LU, W.piv)."""
+    return transfer(P.is_revolute, P.row_is_rot, P.dep, P.block_row, P.q_idx, P.L_char,
+                    P.max_condition, W.Jr, W.LU, W.piv, W.G, W.vec, W.block, W.block_work,
+                    cond, dsign)
+
+
 @jit
-def pose_rates(P, W, qd, qdd):
-    """phi' = G q' (W.phid) and phi'' = G q'' - A^-1 b (W.phidd); screw velocities V (W.V)
-    and the velocity-product accelerations Av (W.Av, at phi'' = 0, no gravity)."""
-    S, X, r, LU, piv, G = W.S, W.X, W.r, W.LU, W.piv, W.G
-    phid, phidd, V, Av, col = W.phid, W.phidd, W.V, W.Av, W.vec
-    parent, order, loop_k, loop_r, loop_row = P.parent, P.order, P.loop_k, P.loop_r, P.loop_row
-    body_a, body_b, U, dep, block_row = P.body_a, P.body_b, P.U, P.dep, P.block_row
+def rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block_row, S, X,
+          r, LU, piv, G, qd, qdd, phid, phidd, V, Av, col):
+    """phi' = G q' (phid) and phi'' = G q'' - A^-1 b (phidd); screw velocities V and
+    the velocity-product accelerations Av (at phi'' = 0, no gravity); r and col
+    are overwritten."""
     N, M = G.shape
     for j in range(N):
         a = 0.0
@@ -498,7 +520,7 @@ def pose_rates(P, W, qd, qdd):
             for i in range(k):
                 acc += U[l, i, c] * raw[i]
             r[row + c] = acc
-    for b in range(P.B):
+    for b in range(block_row.shape[0] - 1):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
         for i in range(nb):
@@ -508,14 +530,20 @@ def pose_rates(P, W, qd, qdd):
             phidd[dep[r0 + i]] -= col[i]
 
 
+@jit(inline=True)
+def pose_rates(P, W, qd, qdd):
+    """:func:`rates` of plan P at the transfer in W (into W.phid, W.phidd, W.V, W.Av)."""
+    rates(P.parent, P.order, P.loop_k, P.loop_r, P.loop_row, P.body_a, P.body_b, P.U, P.dep,
+          P.block_row, W.S, W.X, W.r, W.LU, W.piv, W.G, qd, qdd, W.phid, W.phidd, W.V, W.Av,
+          W.vec)
+
+
 @jit
-def rnea(P, W, with_gravity):
-    """Joint loads T_phi (W.tau) of the tree at (phi, phi', phi'') by recursive
-    Newton-Euler in world screws; uses V (W.V) and Av (W.Av) from :func:`pose_rates`."""
-    F, S, phidd, V, Av, fo, tau = W.F, W.S, W.phidd, W.V, W.Av, W.fo, W.tau
-    c, Iw, RI = W.c, W.Iw, W.RI
-    parent, order, mass, com, inertia, gravity = P.parent, P.order, P.mass, P.com, P.inertia, \
-        P.gravity
+def tree_loads(parent, order, mass, com, inertia, gravity, F, S, phidd, V, Av, fo, tau, c, Iw,
+               RI, with_gravity):
+    """Joint loads T_phi (tau) of the tree at (phi, phi', phi'') by recursive
+    Newton-Euler in world screws; uses V and Av from :func:`rates`; fo (N, 6)
+    the wrenches, c, Iw, RI work."""
     N = S.shape[0]
     A = np.empty(6)
     for jj in range(N):
@@ -582,7 +610,7 @@ def rnea(P, W, with_gravity):
                 fo[p, i] += fo[j, i]
 
 
-@jit
+@jit(inline=True)
 def project(G, tau, out):
     """out = G^T tau."""
     N, M = G.shape
@@ -593,13 +621,20 @@ def project(G, tau, out):
         out[m] = acc
 
 
+@jit(inline=True)
+def rnea(P, W, with_gravity):
+    """:func:`tree_loads` of plan P at the rates in W (into W.tau)."""
+    tree_loads(P.parent, P.order, P.mass, P.com, P.inertia, P.gravity, W.F, W.S, W.phidd, W.V,
+               W.Av, W.fo, W.tau, W.c, W.Iw, W.RI, with_gravity)
+
+
 @jit
-def inertia_pose(P, W, I):
+def effective_inertia(parent, mass, com, inertia, F, S, G, I):
     """I*_q = sum over massive bodies of J_q^T I J_q (J_q = prefix sums of S_j G_j)."""
-    F, S, G = W.F, W.S, W.G
-    parent, mass, com, inertia = P.parent, P.mass, P.com, P.inertia
     N, M = G.shape
-    I[:, :] = 0.0
+    for a in range(M):
+        for b in range(M):
+            I[a, b] = 0.0
     Jw = np.empty((3, M))
     Jv = np.empty((3, M))
     Iw = np.empty((3, 3))
@@ -610,8 +645,10 @@ def inertia_pose(P, W, I):
         m = mass[j]
         if is_massless(mass, inertia, j):
             continue
-        Jw[:, :] = 0.0
-        Jv[:, :] = 0.0
+        for i in range(3):
+            for a in range(M):
+                Jw[i, a] = 0.0
+                Jv[i, a] = 0.0
         k = j
         while k >= 0:
             for a in range(M):
@@ -649,6 +686,12 @@ def inertia_pose(P, W, I):
             I[a, b] = I[b, a]
 
 
+@jit(inline=True)
+def inertia_pose(P, W, I):
+    """:func:`effective_inertia` of plan P at the transfer in W."""
+    effective_inertia(P.parent, P.mass, P.com, P.inertia, W.F, W.S, W.G, I)
+
+
 # --------------------------------------------------------------------------
 # batches of poses
 # --------------------------------------------------------------------------
@@ -663,18 +706,14 @@ def in_mode(dsign, mode):
 
 
 @jit(inline=True)
-def settle(P, W, st, phi, phi_row, cond, dsign, mode):
-    """After the assembly (status ``st``): the transfer, the blocks' conditions
-    and det signs (``cond``, ``dsign`` (B,)) and the assembly mode; phi into
-    ``phi_row`` where assembled (it stays as it is where not).  Returns the
-    pose's status."""
-    if st == NOT_ASSEMBLED:
-        return st
-    st2 = transfer_pose(P, W, cond, dsign)
+def settled(st, st2, phi, phi_row, dsign, mode):
+    """A pose's status from its assembly (``st``) and transfer (``st2``) statuses
+    and the assembly mode; phi into ``phi_row`` where assembled."""
     if st != OK:
         # a zero pivot on the way: not assembled (cond, dsign: at the last iterate)
         return SINGULAR_BLOCK
-    phi_row[:] = phi
+    for j in range(phi.shape[0]):
+        phi_row[j] = phi[j]
     if st2 != OK:
         return SINGULAR_BLOCK
     if not in_mode(dsign, mode):
@@ -682,11 +721,24 @@ def settle(P, W, st, phi, phi_row, cond, dsign, mode):
     return OK
 
 
-@jit
+@jit(inline=True)
+def settle(P, W, st, phi, phi_row, cond, dsign, mode):
+    """After the assembly (status ``st``): the transfer, the blocks' conditions
+    and det signs (``cond``, ``dsign`` (B,)) and the assembly mode; phi into
+    ``phi_row`` where assembled (it stays as it is where not).  Returns the
+    pose's status."""
+    if st == NOT_ASSEMBLED:
+        return st
+    return settled(st, transfer_pose(P, W, cond, dsign), phi, phi_row, dsign, mode)
+
+
+@jit(inline=True)
 def all_finite(a):
-    for v in a.ravel():
-        if not np.isfinite(v):
-            return False
+    """Every entry of the 2-D array ``a`` is finite."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if not np.isfinite(a[i, j]):
+                return False
     return True
 
 
@@ -704,7 +756,7 @@ DynamicsWork = namedtuple("DynamicsWork", [
 ])
 
 
-@jit
+@jit(inline=True)
 def dynamics_work(M, Na):
     return DynamicsWork(Tq=np.empty(M), zero=np.zeros(M), Im=np.empty((M, M)),
                         Ga=np.empty((Na, M)), Gs=np.empty((Na, M)), Gw=np.empty((Na, M)),
@@ -712,16 +764,15 @@ def dynamics_work(M, Na):
                         pv=np.zeros(M, np.int64))
 
 
-@jit(inline=True)
-def actuator_pose(P, W, act, D, out):
+@jit
+def actuator_solve(isR, q_idx, Lc, maxc, G, act, Tq, Ga, Gs, Gw, rhs, sol, Im, At, pv, out):
     """Loads of the actuated joints ``act`` (into ``out`` (Na,)) that give the
-    coordinate loads D.Tq: ``(G^a)^T tau_a = T_q`` (Na = M) or its least-norm
+    coordinate loads Tq: ``(G^a)^T tau_a = T_q`` (Na = M) or its least-norm
     solution ``tau_a = G^a (G^a^T G^a)^-1 T_q`` (Na > M).  Returns (status,
     dimensionless 2-norm condition of G^a): SINGULAR_DYNAMICS where it is not
-    below max_condition or a solve fails."""
-    isR, q_idx, Lc = P.is_revolute, P.q_idx, P.L_char
-    G, Ga, Gs, Tq, rhs, sol, Im, At = W.G, D.Ga, D.Gs, D.Tq, D.rhs, D.sol, D.Im, D.At
-    M = P.M
+    below max_condition or a solve fails.  Ga, Gs, Gw (Na, M), rhs (max(Na, M),),
+    sol (M,), Im, At (M, M), pv (M,) are work."""
+    M = G.shape[1]
     Na = act.shape[0]
     for i in range(Na):
         a = act[i]
@@ -734,17 +785,17 @@ def actuator_pose(P, W, act, D, out):
             if not isR[a]:
                 g /= Lc
             Gs[i, m] = g
-    cond = condition_number(Gs, D.Gw)
-    if not (cond < P.max_condition):
+    cond = condition_leading(Gs, Na, M, Gw)
+    if not (cond < maxc):
         return SINGULAR_DYNAMICS, cond
     if Na == M:
         for i in range(M):
             for m in range(M):
                 At[m, i] = Ga[i, m]
             rhs[i] = Tq[i]
-        if lu_factor(At, M, D.pv) == 0.0:
+        if lu_factor(At, M, pv) == 0.0:
             return SINGULAR_DYNAMICS, cond
-        lu_solve(At, M, D.pv, rhs)
+        lu_solve(At, M, pv, rhs)
         for i in range(M):
             out[i] = rhs[i]
         return OK, cond
@@ -766,56 +817,21 @@ def actuator_pose(P, W, act, D, out):
 
 
 @jit(inline=True)
-def evaluate(P, W, what, qd, x, act, D, out):
-    """What ``what`` asks for at an assembled pose (its transfer in W), into
-    ``out`` (K,).  Returns (status, actuation condition or NaN)."""
-    N, M = P.N, P.M
-    G, Im, Tq = W.G, D.Im, D.Tq
-    if what == TRANSFER:
-        for j in range(N):
-            for m in range(M):
-                out[j * M + m] = G[j, m]
-        return OK, np.nan
-    if what == INERTIA:
-        inertia_pose(P, W, Im)
-        for a in range(M):
-            for b in range(M):
-                out[a * M + b] = Im[a, b]
-        return OK, np.nan
-    pose_rates(P, W, qd, D.zero if what == FORWARD_DYNAMICS else x)
-    if what == RATES:
-        phid, phidd = W.phid, W.phidd
-        for j in range(N):
-            out[j] = phid[j]
-            out[N + j] = phidd[j]
-        return OK, np.nan
-    rnea(P, W, True)
-    project(G, W.tau, Tq)
-    if what == INVERSE_DYNAMICS:
-        for m in range(M):
-            out[m] = Tq[m]
-        return OK, np.nan
-    if what == FORWARD_DYNAMICS:
-        inertia_pose(P, W, Im)
-        rhs, sol = D.rhs[:M], D.sol
-        for m in range(M):
-            rhs[m] = x[m] - Tq[m]
-        if not cholesky_solve(Im, rhs, Im, sol):
-            return SINGULAR_DYNAMICS, np.nan
-        for m in range(M):
-            out[m] = sol[m]
-        return OK, np.nan
-    return actuator_pose(P, W, act, D, out)
+def actuator_pose(P, W, act, D, out):
+    """:func:`actuator_solve` of plan P at the transfer in W for the loads D.Tq."""
+    return actuator_solve(P.is_revolute, P.q_idx, P.L_char, P.max_condition, W.G, act, D.Tq,
+                          D.Ga, D.Gs, D.Gw, D.rhs, D.sol, D.Im, D.At, D.pv, out)
 
 
-@jit
+@jit(inline=True)
 def output_width(what, N, M, Na):
     """The columns of one pose's output for ``what``."""
-    if what == INVERSE_DYNAMICS or what == FORWARD_DYNAMICS:
+    if what == INVERSE_DYNAMICS or what == FORWARD_DYNAMICS or \
+            what == ACTUATED_FORWARD_DYNAMICS:
         return M
     if what == ACTUATOR_LOADS:
         return Na
-    if what == TRANSFER:
+    if what == TRANSFER or what == ASSEMBLED_TRANSFER:
         return N * M
     if what == INERTIA:
         return M * M
@@ -824,7 +840,7 @@ def output_width(what, N, M, Na):
     return 0
 
 
-@jit
+@jit(inline=True)
 def first_bad(q, qd, x, phi0):
     """1-4 for the first of q, qd, x, phi0 that is not finite, else 0."""
     if not all_finite(q):
@@ -839,11 +855,11 @@ def first_bad(q, qd, x, phi0):
 
 
 @jit(inline=True)
-def start(P, phi, q, phi0, last, G_last, predict):
+def start(q_idx, phi, q, phi0, last, G_last, predict):
     """Where a pose's assembly starts (into phi): the start values ``phi0``, or on
     a path (``predict``) the tangent predictor from the last pose, phi + G^phi_q dq
     (Newton then needs a step fewer; it polishes to rounding anyway)."""
-    q_idx, N, M = P.q_idx, P.N, P.M
+    N, M = G_last.shape
     if predict:
         for j in range(N):
             acc = last[j]
@@ -851,66 +867,141 @@ def start(P, phi, q, phi0, last, G_last, predict):
                 acc += G_last[j, m] * (q[m] - last[q_idx[m]])
             phi[j] = acc
     else:
-        phi[:] = phi0
+        for j in range(N):
+            phi[j] = phi0[j]
 
 
 @jit
-def batch(fbuf, ibuf, what, n, q, qd, x, act, phi0, path, mode):
+def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
     """All entry points: ``what`` one of ASSEMBLE, INVERSE_DYNAMICS (x = q''),
     FORWARD_DYNAMICS (x = tau), ACTUATOR_LOADS (x = q''), TRANSFER and INERTIA
-    at given phi0, RATES (phi', phi''; x = q'').  q, qd, x, phi0 have n rows or
-    one (used for every pose).  ``mode`` (B,) of +1/-1 (0: any), or empty: the
+    at given phi0, ASSEMBLED_TRANSFER (G^phi_q after assembly),
+    ACTUATED_FORWARD_DYNAMICS (x = tau_a of the joints ``act``), RATES (phi', phi''; x = q'').  q, qd, x, phi0 have n rows or
+    one (used for every pose; the caller checks that).  ``mode`` (B,) of +1/-1 (0: any), or empty: the
     assembly mode a pose must be in (else OTHER_MODE).  Returns (buf, status,
     bad): buf (n, K + N + 2 + 2B) holds out (n, K) (K as :func:`output_width`),
     phi, the residual, the blocks' conditions and det signs and the actuation
     condition; ``bad`` is 1-4 when q, qd, x or phi0 is not finite (nothing
-    evaluated), else 0."""
+    evaluated), else 0.
+
+    The stages get the plan's and the work's arrays by name here, once: a named
+    tuple handed to a helper is copied with a reference count per member, which
+    made this entry's compiled code three times longer (and its first call
+    seconds slower)."""
     P = unpack(fbuf, ibuf)
-    N, M, B = P.N, P.M, P.B
-    bad = first_bad(q, qd, x, phi0)
-    if bad:
-        n = 0
+    N, M, B, R, Na = P.N, P.M, P.B, P.R, act.shape[0]
+    parent, order, isR, q_idx, dep, block_row = (P.parent, P.order, P.is_revolute, P.q_idx,
+                                                 P.dep, P.block_row)
+    loop_k, loop_r, loop_row, body_a, body_b, U = (P.loop_k, P.loop_r, P.loop_row, P.body_a,
+                                                   P.body_b, P.U)
+    mass, com, inertia, row_is_rot, Lc, maxc = (P.mass, P.com, P.inertia, P.row_is_rot,
+                                                P.L_char, P.max_condition)
     W = work(P)
-    D = dynamics_work(M, act.shape[0])
-    K = output_width(what, N, M, act.shape[0])
+    F, S, X, r, Jr, LU, piv, G = W.F, W.S, W.X, W.r, W.Jr, W.LU, W.piv, W.G
+    V, Av, phid, phidd, tau, col = W.V, W.Av, W.phid, W.phidd, W.tau, W.vec
+    D = dynamics_work(M, Na)
+    Tq, Im, rhs, sol = D.Tq, D.Im, D.rhs[:M], D.sol
+    bad = first_bad(q, qd, x, phi0)
+    # the batch size from the arrays, not an argument: a constant 1 passed from
+    # single() would type as a literal, a second compiled variant of this entry
+    n = 0 if bad else max(q.shape[0], qd.shape[0], x.shape[0], phi0.shape[0])
+    K = output_width(what, N, M, Na)
     # one output buffer (each array handed back to Python costs about a microsecond):
     # columns [out K | phi N | residual | condition B | det sign B | actuation cond]
-    buf = np.empty((n, K + N + 2 + 2 * B))
-    buf[:, :] = np.nan
-    buf[:, K + N + 1 + B:K + N + 1 + 2 * B] = 0.0
+    buf = np.full((n, K + N + 2 + 2 * B), np.nan)
+    for t in range(n):
+        for b in range(B):
+            buf[t, K + N + 1 + B + b] = 0.0
     status = np.zeros(n, np.int64)
     phi = np.empty(N)
     last = np.empty(N)
     G_last = np.empty((N, M))
     have_last = False
-    q_idx, row_is_rot, Lc, R, G = P.q_idx, P.row_is_rot, P.L_char, P.R, W.G
     for t in range(n):
         row = buf[t]
         tq = t if q.shape[0] > 1 else 0
-        start(P, phi, q[tq], phi0[t if phi0.shape[0] > 1 else 0], last, G_last,
+        start(q_idx, phi, q[tq], phi0[t if phi0.shape[0] > 1 else 0], last, G_last,
               path and have_last)
         if what == TRANSFER or what == INERTIA:
             # given phi: evaluate there (its residual is reported, not corrected)
-            pose_frames(P, W, phi)
-            pose_jacobian(P, W)
-            st, res = OK, worst_residual(row_is_rot, Lc, W.r, 0, R)
+            tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S)
+            loop_frames(body_a, P.T_a, body_b, P.T_b, F, X)
+            closure_residual(loop_k, loop_r, loop_row, U, X, r)
+            closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+            st, res = OK, worst_residual(row_is_rot, Lc, r, 0, R)
         else:
             for m in range(M):
                 phi[q_idx[m]] = q[tq, m]
-            st, res = assemble_pose(P, W, phi)
+            st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
+                             loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
+                             row_is_rot, Lc, P.tol, P.max_iter, F, S, X, r, Jr, piv, W.block,
+                             col, phi)
         row[K + N] = res
-        status[t] = settle(P, W, st, phi, row[K:K + N], row[K + N + 1:K + N + 1 + B],
-                           row[K + N + 1 + B:K + N + 1 + 2 * B], mode)
+        if st == NOT_ASSEMBLED:
+            status[t] = st
+            continue
+        cond, dsign = row[K + N + 1:K + N + 1 + B], row[K + N + 1 + B:K + N + 1 + 2 * B]
+        st2 = transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, col,
+                       W.block, W.block_work, cond, dsign)
+        status[t] = settled(st, st2, phi, row[K:K + N], dsign, mode)
         if status[t] != OK:
             continue
         # a path continues from poses that are regular and in the mode only
-        last[:] = phi
-        G_last[:, :] = G
+        for j in range(N):
+            last[j] = phi[j]
+            for m in range(M):
+                G_last[j, m] = G[j, m]
         have_last = True
-        if what != ASSEMBLE:
-            status[t], row[K + N + 1 + 2 * B] = evaluate(
-                P, W, what, qd[t if qd.shape[0] > 1 else 0], x[t if x.shape[0] > 1 else 0],
-                act, D, row[:K])
+        if what == ASSEMBLE:
+            continue
+        out = row[:K]
+        if what == TRANSFER or what == ASSEMBLED_TRANSFER:
+            for j in range(N):
+                for m in range(M):
+                    out[j * M + m] = G[j, m]
+            continue
+        if what == INERTIA:
+            effective_inertia(parent, mass, com, inertia, F, S, G, Im)
+            for a in range(M):
+                for b in range(M):
+                    out[a * M + b] = Im[a, b]
+            continue
+        xt = x[t if x.shape[0] > 1 else 0]
+        rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block_row, S,
+              X, r, LU, piv, G, qd[t if qd.shape[0] > 1 else 0],
+              xt if what == RATES or what == INVERSE_DYNAMICS or what == ACTUATOR_LOADS
+              else D.zero, phid, phidd, V, Av, col)
+        if what == RATES:
+            for j in range(N):
+                out[j] = phid[j]
+                out[N + j] = phidd[j]
+            continue
+        tree_loads(parent, order, mass, com, inertia, P.gravity, F, S, phidd, V, Av, W.fo, tau,
+                   W.c, W.Iw, W.RI, True)
+        project(G, tau, Tq)
+        if what == INVERSE_DYNAMICS:
+            for m in range(M):
+                out[m] = Tq[m]
+        elif what == FORWARD_DYNAMICS or what == ACTUATED_FORWARD_DYNAMICS:
+            effective_inertia(parent, mass, com, inertia, F, S, G, Im)
+            for m in range(M):
+                if what == FORWARD_DYNAMICS:
+                    applied = xt[m]
+                else:
+                    # the actuators' loads at the coordinates: (G^a)^T tau_a
+                    applied = 0.0
+                    for i in range(Na):
+                        applied += G[act[i], m] * xt[i]
+                rhs[m] = applied - Tq[m]
+            if not cholesky_solve(Im, rhs, Im, sol):
+                status[t] = SINGULAR_DYNAMICS
+                continue
+            for m in range(M):
+                out[m] = sol[m]
+        else:
+            status[t], row[K + N + 1 + 2 * B] = actuator_solve(
+                isR, q_idx, Lc, maxc, G, act, Tq, D.Ga, D.Gs, D.Gw, D.rhs, sol, Im, D.At, D.pv,
+                out)
     return buf, status, bad
 
 
@@ -921,7 +1012,7 @@ def single(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, nB):
     handed back to Python or reshaped there costs a few hundred nanoseconds, a
     tenth of a five-bar pose).  Returns (out, phi, status, condition, bad)."""
     N = phi0.shape[0]
-    buf, status, bad = batch(fbuf, ibuf, what, 1, q.reshape((1, q.shape[0])),
+    buf, status, bad = batch(fbuf, ibuf, what, q.reshape((1, q.shape[0])),
                              qd.reshape((1, qd.shape[0])), x.reshape((1, x.shape[0])), act,
                              phi0.reshape((1, N)), path, mode)
     if bad:

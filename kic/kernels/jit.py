@@ -34,9 +34,21 @@ _loaded = False
 def _compile(numba, fn, inline: bool, signature: str | None):
     options = dict(cache=True, nogil=True, error_model="numpy")
     if signature is not None:
-        # one signature: any other argument type raises TypeError at the call, and
-        # nothing new is compiled for it (callers then take their validating path)
-        return numba.njit(signature, **options)(fn)
+        # one signature, compiled (or loaded from cache) at the first call, not at
+        # load(): a first use compiles only the entry points it calls.  Then any
+        # other argument type raises TypeError at the call, and nothing new is
+        # compiled for it (callers then take their validating path)
+        dispatcher = numba.njit(**options)(fn)
+
+        def first_call(self, *args, **kws):
+            # numba calls this where no compiled variant matches the arguments, and
+            # calls what it returns: the dispatcher again, now with its one variant
+            self.compile(signature)
+            self.disable_compile()
+            return self
+
+        dispatcher._compile_for_args = types.MethodType(first_call, dispatcher)
+        return dispatcher
     return numba.njit(inline="always" if inline else "never", **options)(fn)
 
 

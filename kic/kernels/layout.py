@@ -132,4 +132,6 @@ UNPACK_SOURCE = _unpack_source()
 # compiled with this file's name: numba's cache of it is then keyed on this file,
 # whose tables the source comes from (a changed table changes the file)
 exec(compile(UNPACK_SOURCE, __file__, "exec"), globals())
-unpack = jit(unpack)  # noqa: F821  (defined by the exec above)
+# inline: a function of its own returning the ~45 views costs each entry point a
+# second of compilation, the views themselves nothing
+unpack = jit(unpack, inline=True)  # noqa: F821  (defined by the exec above)

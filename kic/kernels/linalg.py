@@ -43,7 +43,7 @@ from ..settings import JACOBI_RTOL, JACOBI_SWEEPS, SPD_PIVOT_RTOL
 from .jit import jit, plain
 
 __all__ = ["spd_pivot_ok", "cholesky_solve", "spd_factor", "spd_substitute", "spd_solve",
-           "lu_factor", "lu_solve", "lu_solve_stacked", "condition_number",
+           "lu_factor", "lu_solve", "lu_solve_stacked", "condition_number", "condition_leading",
            "condition_numbers", "scaled_condition", "invert_into", "small_inverse",
            "frobenius_bound", "frobenius_bounds", "invert_stacked", "inverses_and_bounds"]
 
@@ -277,11 +277,11 @@ def column_norm_ratio(work, m, n):
 
 
 @jit
-def condition_number(A, work):
-    """2-norm condition number of A (m, n), m >= n, from its singular values by
-    one-sided Jacobi rotations; ``work`` (m, n) is overwritten.  inf if singular
-    or not finite."""
-    m, n = A.shape
+def condition_leading(A, m, n, work):
+    """2-norm condition number of the leading (m, n) block of A, m >= n, from its
+    singular values by one-sided Jacobi rotations; ``work`` (at least (m, n)) is
+    overwritten.  inf if singular or not finite.  (A block of a larger buffer by
+    its size, not a slice: one compiled variant for every caller.)"""
     for i in range(m):
         for c in range(n):
             work[i, c] = A[i, c]
@@ -308,6 +308,13 @@ def condition_number(A, work):
         if not rotated:
             break
     return column_norm_ratio(work, m, n)
+
+
+@jit(inline=True)
+def condition_number(A, work):
+    """2-norm condition number of A (m, n), m >= n (:func:`condition_leading` of
+    all of A); ``work`` (m, n) is overwritten.  inf if singular or not finite."""
+    return condition_leading(A, A.shape[0], A.shape[1], work)
 
 
 def condition_numbers(A: np.ndarray) -> np.ndarray:
