@@ -104,6 +104,8 @@ class DynamicModel:
     def _finite(self, x: np.ndarray, what: str) -> np.ndarray:
         """``x`` (batch + tail): finite inputs give finite results, or a ModelError
         (a model of 1e308 kg overflows; never a silent NaN)."""
+        if np.isfinite(x).all():          # (an empty batch too)
+            return x
         n = int(np.prod(self._batch, dtype=np.int64)) if self._batch else 1
         _finite_result(x.reshape(n, -1), self._batch, what)
         return x
