@@ -90,3 +90,15 @@ def test_bad_option_and_serial_chains():
     for option in ("raise", "stop", "ignore"):
         sim = kic.simulate(arm, (0.0, 0.2), [0.3, -0.4], [0.0, 0.0], on_limit=option)
         assert sim.t[-1] == 0.2 and sim.stopped_by is None
+
+
+def test_drive_simulation_reports_the_limit():
+    model, q0 = limited_five_bar()
+    motors = [kic.DCMotor(resistance=1.0, inductance=0.2e-3, torque_constant=0.035,
+                          back_emf_constant=0.035, rotor_inertia=1e-5, rotor_damping=1e-6,
+                          name=side) for side in ("left", "right")]
+    plant = kic.ActuatedSystem(model, motors, gear_ratios=[12.0, 12.0])
+    with pytest.raises(kic.ClosureError, match=r"joint limit in a step after t = .*elbow2") \
+            as info:
+        kic.simulate(plant, (0.0, 2.0), q0, [0.0, 0.0], voltage=lambda t, x: np.zeros(2))
+    assert kic.Status.OUTSIDE_LIMITS in info.value.status
