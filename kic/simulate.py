@@ -26,8 +26,9 @@ from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 
 from ._array import finite_array
 from .errors import ClosureError, KicError, ModelError, SingularityError, Status
-from .limits import ConeLimit
 from .model import ClosedLoopModel
+from .simulate_limits import (BeyondLimit, LimitCrossed, limit_text, limits_of, nearest_limit,
+                              without_limits)
 from .settings import (BRIDGE_CONDITION, CROSSING_RTOL, LANDING_TOLERANCE, SWITCH_CONDITION,
                        INTEGRATION_ATOL, INTEGRATION_RTOL, TINY)
 
@@ -204,14 +205,11 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     wall_time : float, optional
         Work budget in wall-clock seconds, checked as for ``max_steps``.
     on_limit : {"raise", "stop", "ignore"}
-        What a closed model's motion does where its joint values cross a joint
-        limit (``model.limits``; checked at every accepted step, the crossing
-        time located by bisection to the float resolution of time): ``"raise"`` a
-        :class:`kic.ClosureError` naming the joint, its value, its range and the
-        time, with the motion up to the crossing as ``err.simulation``;
-        ``"stop"`` return that motion with a :class:`SimulationWarning` and the
-        limit in :attr:`Simulation.stopped_by`; ``"ignore"`` integrate on as if
-        the mechanism had no limits.  Serial chains have no limits to check.
+        Where a closed model's joint values cross a limit (``model.limits``, checked
+        at each step, the time located by bisection): ``"raise"`` a ClosureError
+        naming joint, value, range and time, the motion up to there as
+        ``err.simulation``; ``"stop"`` return that motion (a SimulationWarning,
+        :attr:`Simulation.stopped_by`); ``"ignore"`` go on as without limits.
     **drive
         ``voltage``, ``i0``, ``period``, ``trajectory``: a :class:`kic.ActuatedSystem` is
         simulated with its motors (:func:`kic.drive_simulation.simulate_drive`).
@@ -235,12 +233,9 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
         from .drive_simulation import simulate_drive
         return simulate_drive(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
                               max_step, **drive)
-    if on_limit not in ("raise", "stop", "ignore"):
-        raise ModelError(f"on_limit must be 'raise', 'stop' or 'ignore', got {on_limit!r}")
     run, t0, y0 = _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
                            max_step, switch_condition, bifurcation, max_steps, wall_time)
-    if on_limit == "ignore" and run.closed and model.limits.checked:
-        model = _without_limits(model)
+    model = _limits_applied(model, run, on_limit)
     rec = _Record(model, run.closed)
     phi = model.assemble(y0[:model.dof]) if run.closed else None
     if run.times is None or (run.times.size and run.times[0] <= t0):
@@ -265,84 +260,45 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
             warnings.simplefilter("ignore", SimulationWarning)
             err.simulation = rec.result(model, loads, tau, motion.nfev)
         raise err from None
-    except _LimitCrossed as crossed:
-        stop = crossed.stop
-        message = (f"simulate stopped at t = {stop['t']:.9g} s of {run.t1:g} s: joint "
-                   f"{stop['joint']!r} reaches its limit there ({_limit_text(stop)})")
-        if on_limit == "stop":
-            warnings.warn(message, SimulationWarning, stacklevel=2)
-            sim = rec.result(model, loads, tau, motion.nfev)
-            sim.stopped_by = stop
-            return sim
-        err = ClosureError(message + "; on_limit='stop' returns the motion up to there",
-                           status=[Status.OUTSIDE_LIMITS])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SimulationWarning)
-            err.simulation = rec.result(model, loads, tau, motion.nfev)
-        raise err from None
+    except LimitCrossed as crossed:
+        return _stopped_at_limit(on_limit, crossed.stop, run, rec, model, loads, tau,
+                                 motion.nfev)
     return rec.result(model, loads, tau, motion.nfev)
 
 
-class _LimitCrossed(Exception):
-    """The motion crossed a joint limit (internal: :func:`simulate` stops there)."""
-
-    def __init__(self, stop: dict) -> None:
-        super().__init__(stop["joint"])
-        self.stop = stop
-
-
-class _Beyond(Exception):
-    """A trial point of a step lies beyond a joint limit (internal)."""
+def _limits_applied(model, run: "_Run", on_limit: str):
+    """The model to integrate: without its joint limits for ``on_limit="ignore"``."""
+    if on_limit not in ("raise", "stop", "ignore"):
+        raise ModelError(f"on_limit must be 'raise', 'stop' or 'ignore', got {on_limit!r}")
+    return without_limits(model) if on_limit == "ignore" and run.closed \
+        and model.limits.checked else model
 
 
-def _limit_text(stop: dict) -> str:
-    limit, unit = stop["limit"], stop["unit"]
-    if isinstance(limit, ConeLimit):
-        return f"cone angle {stop['value']:.9g} rad, limit {limit.angle:.6g} rad"
-    return (f"{stop['value']:.9g} {unit}, range [{limit.lower:.6g}, {limit.upper:.6g}] "
-            f"{unit}")
-
-
-def _without_limits(model):
-    """The same closed model (coordinates, reference, guess) of a copy of its
-    mechanism without joint limits (``on_limit="ignore"``)."""
-    mech = model.mechanism.copy()
-    mech.limits = {}
-    physical = set(mech.primitive_joints)
-    ref = {k: model.reference_phi[i] for k, i in model.system.index.items() if k in physical}
-    return mech.model(list(model.coordinate_names), reference=ref, guess=model.guess,
-                      name=model.name)
-
-
-def _limits_of(model):
-    """The model's joint limits where any applies to its joint values, else None."""
-    limits = getattr(model, "limits", None)
-    return limits if limits is not None and limits.checked else None
-
-
-def _nearest_limit(model, limits, phi) -> dict:
-    """The limit nearest to phi (N,) (the one a crossing reaches): its joint,
-    value (rad or m, a cone's angle), limit and unit."""
-    check = limits.check(phi)
-    k = int(np.nanargmin(check.margin))
-    name, limit = check.names[k], limits[check.names[k]]
-    if isinstance(limit, ConeLimit):
-        return {"joint": name, "value": float(limit.angle - check.margin[k]), "limit": limit,
-                "unit": "rad"}
-    kind = {p.name: p.kind for p in model.mechanism.all_primitives()}[name]
-    return {"joint": name, "value": float(phi[list(model.phi_names).index(name)]),
-            "limit": limit, "unit": "rad" if kind == "R" else "m"}
+def _stopped_at_limit(on_limit, stop, run, rec, model, loads, tau, nfev) -> "Simulation":
+    """The motion up to the crossing of a joint limit (``on_limit="stop"``, with a
+    warning), or the error that carries it (``"raise"``)."""
+    message = (f"simulate stopped at t = {stop['t']:.9g} s of {run.t1:g} s: joint "
+               f"{stop['joint']!r} reaches its limit there ({limit_text(stop)})")
+    if on_limit == "stop":
+        warnings.warn(message, SimulationWarning, stacklevel=3)
+        sim = rec.result(model, loads, tau, nfev)
+        sim.stopped_by = stop
+        return sim
+    err = ClosureError(message + "; on_limit='stop' returns the motion up to there",
+                       status=[Status.OUTSIDE_LIMITS])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SimulationWarning)
+        err.simulation = rec.result(model, loads, tau, nfev)
+    raise err from None
 
 
 def _locate_limit(run: "_Run", motion: "_Motion", t0: float, y0, phi0, h_out: float,
                   rec) -> None:
-    """A step of h_out (s) from (t0, y0, phi0), inside the limits, crossed one:
-    find by bisection the longest step from there whose trial points all stay
-    inside (the crossing, to the float resolution of time), record the motion up
-    to it and raise :class:`_LimitCrossed`."""
-    model, M = motion.model, motion.model.dof
-    limits = _limits_of(model)
-    lo, hi, found = 0.0, h_out, (t0, y0, phi0, None, None)
+    """From (t0, y0, phi0) inside the limits, a limit is crossed within h_out (s):
+    bisect for the longest step whose evaluations stay inside (the crossing, to the
+    float resolution of time), record the motion up to it, raise LimitCrossed."""
+    model, M, limits = motion.model, motion.model.dof, limits_of(motion.model)
+    lo, hi, found = 0.0, h_out, (t0, y0, phi0)
     while hi - lo > 2.0 * np.spacing(abs(t0) + hi):
         h = 0.5 * (lo + hi)
         try:
@@ -350,25 +306,27 @@ def _locate_limit(run: "_Run", motion: "_Motion", t0: float, y0, phi0, h_out: fl
             solver, warm = _solver(run, model, t0, y0, t0 + h, span, span, phi0)
             while solver.status == "running":
                 solver.step()
-            if solver.status == "failed":
-                raise _Beyond()
-            phi = warm["track"](solver.y[:M])[0]
-            if not limits.within(phi):
-                raise _Beyond()
-        except _Beyond:
+                phi = warm["track"](solver.y[:M])[0]
+            if solver.status == "failed" or not limits.within(phi):
+                raise BeyondLimit()
+        except BeyondLimit:
             hi = h
             continue
-        lo, found = h, (solver.t, solver.y.copy(), phi, solver, warm)
-    t, y, phi, solver, warm = found
+        lo, found = h, (solver.t, solver.y.copy(), phi)
+    t, y, phi = found
     rec.truncate(t0)
     if run.times is None:
         rec.add(model, t, y, phi)
-    elif solver is not None and solver.t_old == t0:      # the samples up to the crossing
-        dense = solver.dense_output()
-        for te in run.times[(run.times > t0) & (run.times <= t)]:
-            yi = dense(te)
-            rec.add(model, float(te), yi, warm["track"](yi[:M])[0])
-    raise _LimitCrossed({"t": float(t), **_nearest_limit(model, limits, phi)})
+    elif t > t0:                   # the samples up to the crossing, step by step again
+        solver, warm = _solver(run, model, t0, y0, t, t - t0, t - t0, phi0)
+        while solver.status == "running":
+            t_old = solver.t
+            solver.step()
+            dense = solver.dense_output()
+            for te in run.times[(run.times > t_old) & (run.times <= solver.t)]:
+                yi = dense(te)
+                rec.add(model, float(te), yi, warm["track"](yi[:M])[0])
+    raise LimitCrossed({"t": float(t), **nearest_limit(model, limits, phi)})
 
 
 class _OverBudget(Exception):
@@ -725,6 +683,9 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
     M = model.dof
     try:
         solver, warm = _solver(run, model, t, y, t_end, max_step, first, phi)
+    except BeyondLimit:
+        # the solver's first trial step reached a limit: locate it in what remains
+        _locate_limit(run, motion, t, y, phi, t_end - t, rec)
     except (SingularityError, ClosureError):
         # the solver's first evaluations (its initial step) met the singularity
         if not switching:
@@ -735,10 +696,8 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
         t_old, y_old, phi_old = solver.t, solver.y.copy(), warm["phi"]
         try:
             solver.step()
-        except _Beyond:
-            _locate_limit(run, motion, t_old, y_old, phi_old,
-                          max(solver.step_size or 0.0, solver.t - t_old,
-                              np.abs(getattr(solver, "h_abs", 0.0))), rec)
+        except BeyondLimit:
+            _locate_limit(run, motion, t_old, y_old, phi_old, t_end - t_old, rec)
         except (SingularityError, ClosureError):
             # a trial point of the step met the singularity of these coordinates
             # (or crossed it, into the other assembly mode they see)
@@ -800,7 +759,7 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
         if out is None:
             return None
         nfev += out["nfev"]
-        limits = _limits_of(model)
+        limits = limits_of(model)
         if limits is not None:           # the compiled steps do not check limits
             _compiled_limits(run, motion, limits, (t, y, phi), out, rec)
         for tk, yk, pk, ck in zip(out["t"], out["y"], out["phi"], out["condition"]):
@@ -842,21 +801,17 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
 
 
 def _compiled_limits(run: _Run, motion: _Motion, limits, before, out, rec) -> None:
-    """Where a step of a compiled block ends beyond a joint limit, record the
-    block up to the step before and locate the crossing in that step
-    (:func:`_locate_limit`)."""
+    """Where a step of a compiled block ends beyond a joint limit, record the block
+    up to the step before and locate the crossing in that step."""
     outside = [k for k, pk in enumerate(out["phi"]) if not limits.within(pk)]
     if not outside:
         return
     k = outside[0]
     t0, y0, phi0 = before if k == 0 else (float(out["t"][k - 1]), out["y"][k - 1],
                                            out["phi"][k - 1])
-    for tk, yk, pk in zip(out["t"][:k], out["y"][:k], out["phi"][:k]):
-        if run.times is None:
-            rec.add(motion.model, tk, yk, pk)
-    for tk, yk, pk in zip(*out["samples"]):
-        if tk < out["t"][k]:
-            rec.add(motion.model, tk, yk, pk)
+    steps = zip(out["t"][:k], out["y"][:k], out["phi"][:k]) if run.times is None else ()
+    for tk, yk, pk in [*steps, *(s for s in zip(*out["samples"]) if s[0] < out["t"][k])]:
+        rec.add(motion.model, tk, yk, pk)
     _locate_limit(run, motion, t0, y0, phi0, float(out["t"][k]) - t0, rec)
 
 
@@ -882,7 +837,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
 
     fast = model.evaluation.motion_rhs() if closed else None
-    limits = _limits_of(model) if closed else None
+    limits = limits_of(model) if closed else None
     no_loads = np.zeros(model.N) if closed else None
 
     def rhs(t, x):
@@ -901,7 +856,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
                                  else (None, None, -1, None))
             if status == 0:
                 if limits is not None and not limits.within(phi):
-                    raise _Beyond()     # (the compiled kernel does not check limits)
+                    raise BeyondLimit()     # (the compiled kernel does not check limits)
                 return f
             if status > 0:
                 raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
@@ -915,7 +870,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
             out[M:], status = model.forward_dynamics(q, qd, T, loads=loads, on_failure="nan",
                                                      start=warm["phi"])
             if status == Status.OUTSIDE_LIMITS:
-                raise _Beyond()
+                raise BeyondLimit()
             if status != 0:
                 raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
                                        f"t = {t:g} s in the coordinates "
