@@ -49,7 +49,7 @@ from scipy.optimize import brentq
 
 from ._array import finite_array
 from .actuators import ActuatedSystem
-from .errors import ClosureError, ModelError, SingularityError
+from .errors import ClosureError, ModelError, SingularityError, Status
 from .model import ClosedLoopModel
 from .settings import INTEGRATION_ATOL, INTEGRATION_RTOL, TINY
 from .simulate import (INTEGRATORS, RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation,
@@ -454,8 +454,13 @@ class _Integration:
                 t_old, y_old = solver.t, solver.y.copy()
                 try:
                     message = solver.step()
-                except (ClosureError, SingularityError):   # the model fails there (not an
-                    if self.retries >= RETRIES:                # input's error: those raise)
+                except (ClosureError, SingularityError) as err:   # the model fails there
+                    if Status.OUTSIDE_LIMITS in getattr(err, "status", ()):
+                        # a joint limit is no failure of the step: shorter steps reach it too
+                        raise ClosureError(f"the drive simulation reaches a joint limit in a "
+                                           f"step after t = {t_old:.6g} s: {err}",
+                                           status=[Status.OUTSIDE_LIMITS]) from None
+                    if self.retries >= RETRIES:     # (not an input's error: those raise)
                         raise
                     self.retries += 1
                     tried = getattr(solver, "h_abs", None) or solver.step_size or (stop - t)

@@ -27,6 +27,8 @@ from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 from ._array import finite_array
 from .errors import ClosureError, KicError, ModelError, SingularityError, Status
 from .model import ClosedLoopModel
+from .simulate_limits import (BeyondLimit, LimitCrossed, limit_text, limits_of, nearest_limit,
+                              without_limits)
 from .settings import (BRIDGE_CONDITION, CROSSING_RTOL, LANDING_TOLERANCE, SWITCH_CONDITION,
                        INTEGRATION_ATOL, INTEGRATION_RTOL, TINY)
 
@@ -85,6 +87,10 @@ class Simulation:
     phi: np.ndarray | None = None
     switches: list = field(default_factory=list)
     crossings: list = field(default_factory=list)
+    #: where ``on_limit="stop"`` ended the motion at a joint limit: ``t`` (s), the
+    #: ``joint``, its ``value`` (rad or m; a cone angle for a cone), the ``limit``
+    #: and the ``unit``; None where no limit stopped it
+    stopped_by: dict | None = None
 
 
 #: the policy of a closed model's simulation where its coordinates degrade (counts
@@ -115,7 +121,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
              rtol: float = INTEGRATION_RTOL, atol: float = INTEGRATION_ATOL, t_eval=None,
              max_step: float = np.inf, switch_condition: float = SWITCH_CONDITION,
              bifurcation: str = "cross", max_steps: int = MAX_STEPS,
-             wall_time: float | None = None, **drive) -> Simulation:
+             wall_time: float | None = None, on_limit: str = "raise",
+             **drive) -> Simulation:
     """Integrate ``q'' = I*^-1 (T - q'^T P* q' - T_L)`` from (q0, qd0).
 
     The integrator is stepped here (scipy's ``OdeSolver`` classes): after each
@@ -197,6 +204,12 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
         reached and carries the motion so far as its ``simulation``.
     wall_time : float, optional
         Work budget in wall-clock seconds, checked as for ``max_steps``.
+    on_limit : {"raise", "stop", "ignore"}
+        Where a closed model's joint values cross a limit (``model.limits``, checked
+        at each step, the time located by bisection): ``"raise"`` a ClosureError
+        naming joint, value, range and time, the motion up to there as
+        ``err.simulation``; ``"stop"`` return that motion (a SimulationWarning,
+        :attr:`Simulation.stopped_by`); ``"ignore"`` go on as without limits.
     **drive
         ``voltage``, ``i0``, ``period``, ``trajectory``: a :class:`kic.ActuatedSystem` is
         simulated with its motors (:func:`kic.drive_simulation.simulate_drive`).
@@ -222,6 +235,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
                               max_step, **drive)
     run, t0, y0 = _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
                            max_step, switch_condition, bifurcation, max_steps, wall_time)
+    model = _limits_applied(model, run, on_limit)
     rec = _Record(model, run.closed)
     phi = model.assemble(y0[:model.dof]) if run.closed else None
     if run.times is None or (run.times.size and run.times[0] <= t0):
@@ -246,7 +260,73 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
             warnings.simplefilter("ignore", SimulationWarning)
             err.simulation = rec.result(model, loads, tau, motion.nfev)
         raise err from None
+    except LimitCrossed as crossed:
+        return _stopped_at_limit(on_limit, crossed.stop, run, rec, model, loads, tau,
+                                 motion.nfev)
     return rec.result(model, loads, tau, motion.nfev)
+
+
+def _limits_applied(model, run: "_Run", on_limit: str):
+    """The model to integrate: without its joint limits for ``on_limit="ignore"``."""
+    if on_limit not in ("raise", "stop", "ignore"):
+        raise ModelError(f"on_limit must be 'raise', 'stop' or 'ignore', got {on_limit!r}")
+    return without_limits(model) if on_limit == "ignore" and run.closed \
+        and model.limits.checked else model
+
+
+def _stopped_at_limit(on_limit, stop, run, rec, model, loads, tau, nfev) -> "Simulation":
+    """The motion up to the crossing of a joint limit (``on_limit="stop"``, with a
+    warning), or the error that carries it (``"raise"``)."""
+    message = (f"simulate stopped at t = {stop['t']:.9g} s of {run.t1:g} s: joint "
+               f"{stop['joint']!r} reaches its limit there ({limit_text(stop)})")
+    if on_limit == "stop":
+        warnings.warn(message, SimulationWarning, stacklevel=3)
+        sim = rec.result(model, loads, tau, nfev)
+        sim.stopped_by = stop
+        return sim
+    err = ClosureError(message + "; on_limit='stop' returns the motion up to there",
+                       status=[Status.OUTSIDE_LIMITS])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SimulationWarning)
+        err.simulation = rec.result(model, loads, tau, nfev)
+    raise err from None
+
+
+def _locate_limit(run: "_Run", motion: "_Motion", t0: float, y0, phi0, h_out: float,
+                  rec) -> None:
+    """From (t0, y0, phi0) inside the limits, a limit is crossed within h_out (s):
+    bisect for the longest step whose evaluations stay inside (the crossing, to the
+    float resolution of time), record the motion up to it, raise LimitCrossed."""
+    model, M, limits = motion.model, motion.model.dof, limits_of(motion.model)
+    lo, hi, found = 0.0, h_out, (t0, y0, phi0)
+    while hi - lo > 2.0 * np.spacing(abs(t0) + hi):
+        h = 0.5 * (lo + hi)
+        try:
+            span = (t0 + h) - t0                  # (h as the float times see it)
+            solver, warm = _solver(run, model, t0, y0, t0 + h, span, span, phi0)
+            while solver.status == "running":
+                solver.step()
+                phi = warm["track"](solver.y[:M])[0]
+            if solver.status == "failed" or not limits.within(phi):
+                raise BeyondLimit()
+        except BeyondLimit:
+            hi = h
+            continue
+        lo, found = h, (solver.t, solver.y.copy(), phi)
+    t, y, phi = found
+    rec.truncate(t0)
+    if run.times is None:
+        rec.add(model, t, y, phi)
+    elif t > t0:                   # the samples up to the crossing, step by step again
+        solver, warm = _solver(run, model, t0, y0, t, t - t0, t - t0, phi0)
+        while solver.status == "running":
+            t_old = solver.t
+            solver.step()
+            dense = solver.dense_output()
+            for te in run.times[(run.times > t_old) & (run.times <= solver.t)]:
+                yi = dense(te)
+                rec.add(model, float(te), yi, warm["track"](yi[:M])[0])
+    raise LimitCrossed({"t": float(t), **nearest_limit(model, limits, phi)})
 
 
 class _OverBudget(Exception):
@@ -603,6 +683,9 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
     M = model.dof
     try:
         solver, warm = _solver(run, model, t, y, t_end, max_step, first, phi)
+    except BeyondLimit:
+        # the solver's first trial step reached a limit: locate it in what remains
+        _locate_limit(run, motion, t, y, phi, t_end - t, rec)
     except (SingularityError, ClosureError):
         # the solver's first evaluations (its initial step) met the singularity
         if not switching:
@@ -613,6 +696,8 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
         t_old, y_old, phi_old = solver.t, solver.y.copy(), warm["phi"]
         try:
             solver.step()
+        except BeyondLimit:
+            _locate_limit(run, motion, t_old, y_old, phi_old, t_end - t_old, rec)
         except (SingularityError, ClosureError):
             # a trial point of the step met the singularity of these coordinates
             # (or crossed it, into the other assembly mode they see)
@@ -674,6 +759,9 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
         if out is None:
             return None
         nfev += out["nfev"]
+        limits = limits_of(model)
+        if limits is not None:           # the compiled steps do not check limits
+            _compiled_limits(run, motion, limits, (t, y, phi), out, rec)
         for tk, yk, pk, ck in zip(out["t"], out["y"], out["phi"], out["condition"]):
             history.append((float(tk), float(ck), yk, pk))
             if times is None:
@@ -712,6 +800,21 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
                 return _Stretch(t, y, phi, cond, True, nfev, None, threshold, last)
 
 
+def _compiled_limits(run: _Run, motion: _Motion, limits, before, out, rec) -> None:
+    """Where a step of a compiled block ends beyond a joint limit, record the block
+    up to the step before and locate the crossing in that step."""
+    outside = [k for k, pk in enumerate(out["phi"]) if not limits.within(pk)]
+    if not outside:
+        return
+    k = outside[0]
+    t0, y0, phi0 = before if k == 0 else (float(out["t"][k - 1]), out["y"][k - 1],
+                                           out["phi"][k - 1])
+    steps = zip(out["t"][:k], out["y"][:k], out["phi"][:k]) if run.times is None else ()
+    for tk, yk, pk in [*steps, *(s for s in zip(*out["samples"]) if s[0] < out["t"][k])]:
+        rec.add(motion.model, tk, yk, pk)
+    _locate_limit(run, motion, t0, y0, phi0, float(out["t"][k]) - t0, rec)
+
+
 def _capacity(run: _Run, motion: _Motion) -> int:
     """Steps one compiled call may record: a block of steps, within the step budget
     (one beyond it, to say that it is spent)."""
@@ -734,6 +837,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
 
     fast = model.evaluation.motion_rhs() if closed else None
+    limits = limits_of(model) if closed else None
     no_loads = np.zeros(model.N) if closed else None
 
     def rhs(t, x):
@@ -748,9 +852,11 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
             x = np.ascontiguousarray(x, dtype=float)
             tl = no_loads if not loads else model.evaluation.joint_loads_at(loads, x,
                                                                              warm["phi"])
-            f, _, status, _ = (fast(x, warm["phi"], T, tl) if tl is not None
-                               else (None, None, -1, None))
+            f, phi, status, _ = (fast(x, warm["phi"], T, tl) if tl is not None
+                                 else (None, None, -1, None))
             if status == 0:
+                if limits is not None and not limits.within(phi):
+                    raise BeyondLimit()     # (the compiled kernel does not check limits)
                 return f
             if status > 0:
                 raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
@@ -763,6 +869,8 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
             # caller changes coordinates or crosses); no search from other starts
             out[M:], status = model.forward_dynamics(q, qd, T, loads=loads, on_failure="nan",
                                                      start=warm["phi"])
+            if status == Status.OUTSIDE_LIMITS:
+                raise BeyondLimit()
             if status != 0:
                 raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
                                        f"t = {t:g} s in the coordinates "
