@@ -54,7 +54,7 @@ _LAZY = {
     "LinearDynamics": "linearize", "linear_dynamics": "linearize",
     "Loads": "loads",
     "cross_product": "products", "scalar_product": "products",
-    "Simulation": "simulate", "simulate": "simulate",
+    "Simulation": "simulation", "simulate": "simulation",
     "StateSpaceSequence": "statespace",
     "Trajectory": "trajectory",
     "Mechanism": "topology",
@@ -67,7 +67,7 @@ _LAZY = {
 # kic.io holds the file formats (URDF, MJCF); the description's file methods
 # (SerialChain.from_urdf, ...) import it when called.  kic.sweep is imported on its
 # own, `from kic.sweep import sweep`
-_MODULES = ("indices", "io", "limits", "plot", "workspace")
+_MODULES = ("indices", "io", "limits", "plot", "simulation", "workspace")
 
 
 def __getattr__(name: str):

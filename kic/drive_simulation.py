@@ -52,7 +52,7 @@ from .actuators import ActuatedSystem
 from .errors import ClosureError, ModelError, SingularityError, Status
 from .model import ClosedLoopModel
 from .settings import INTEGRATION_ATOL, INTEGRATION_RTOL, TINY
-from .simulate import (INTEGRATORS, RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation,
+from .simulation import (INTEGRATORS, RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation,
                        integration_options, integration_times)
 from .trajectory import Trajectory
 

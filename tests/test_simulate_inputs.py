@@ -9,7 +9,7 @@ import pytest
 import kic
 import mechanisms
 
-simulate_module = sys.modules["kic.simulate"]
+import kic.simulation as simulate_module  # noqa: E402  (the module; kic.simulate is the function)
 
 
 @pytest.fixture(scope="module")

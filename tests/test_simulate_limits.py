@@ -6,7 +6,7 @@ import pytest
 
 import kic
 import mechanisms
-from kic.simulate import SimulationWarning
+from kic.simulation import SimulationWarning
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 

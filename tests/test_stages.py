@@ -202,7 +202,7 @@ def test_simulation_switches_coordinates_through_a_crank_singularity(each_backen
     assert sim.t[-1] == pytest.approx(end)
     assert len(sim.switches) >= (2 if end > 0.5 else 1)
     t, before, after, cond = sim.switches[0]
-    assert before == ["crank1", "crank2"] and after != before and cond >= importlib.import_module("kic.simulate").SWITCH_CONDITION
+    assert before == ["crank1", "crank2"] and after != before and cond >= importlib.import_module("kic.simulation").SWITCH_CONDITION
     assert sim.energy_drift < 1e-7
     # the user's coordinates are reported all along, and they are the joint values
     assert np.allclose(sim.q, sim.phi[:, :2])

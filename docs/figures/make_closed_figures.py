@@ -33,7 +33,7 @@ def main() -> Path:
     ax1.set_ylabel("angle (rad)")
     ax1.legend(loc="upper left")
     ax2.semilogy(sim.t, cond, color="k", lw=1, label="crank coordinates")
-    ax2.axhline(importlib.import_module("kic.simulate").SWITCH_CONDITION, color="0.6", ls=":",
+    ax2.axhline(importlib.import_module("kic.simulation").SWITCH_CONDITION, color="0.6", ls=":",
                 label="switch_condition")
     for ax in (ax1, ax2):
         for t_switch, *_ in sim.switches:
