@@ -34,6 +34,7 @@ from .closed_eval import NumpyEvaluation, evaluation_for
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
 from .dynamics import DynamicModel
 from .errors import ModelError, located
+from .joint_space import joint_space_dynamics
 from .kinematics import Influence
 from .limits import JointLimits
 from .loops import LoopSystem, scaled_condition
@@ -348,51 +349,10 @@ class ClosedModel:
         return [s.phi_names[i] for i in sets[best]], float(cond[best])
 
     def joint_space_dynamics(self, phi, phid) -> tuple:
-        """The mechanism as its open chains held together by the closure: the
-        formulation with Lagrange multipliers, in every joint value, which needs
-        no independent coordinates (``kic.simulate`` uses it where every set is
-        poorly conditioned)::
-
-            M phi'' + b = J^T lambda,      J phi'' + c = 0
-
-        at joint values and rates phi, phi' (..., N) (rad, m; rad/s, m/s).
-
-        Returns
-        -------
-        M : ndarray (..., N, N)
-            Block diagonal: each open chain's I* in its own joints (kg m^2, kg).
-        b : ndarray (..., N)
-            Each chain's velocity-product and gravity loads ``q'^T P* q' +
-            T_gravity`` (N m, N); applied loads are not included.
-        J : ndarray (..., R, N)
-            The closure Jacobian (independent rows, as :meth:`closure_jacobian`).
-        c : ndarray (..., R)
-            The closure's velocity-product accelerations, ``J phi'' + c = 0``
-            along every motion.
-        """
-        phi = np.asarray(phi, dtype=float)
-        phid = np.asarray(phid, dtype=float)
-        if phi.shape[-1:] != (self.N,) or phid.shape != phi.shape:
-            raise ModelError(f"phi and phid must have the same shape (..., {self.N}), got "
-                             f"{phi.shape} and {phid.shape}")
-        batch = phi.shape[:-1]
-        P, V = phi.reshape(-1, self.N), phid.reshape(-1, self.N)
-        n = P.shape[0]
-        M = np.zeros((n, self.N, self.N))
-        b = np.zeros((n, self.N))
-        for chain, idx in self.open_chains:
-            dyn = chain.dynamics(P[:, idx])
-            M[:, idx[:, None], idx[None, :]] = dyn.I_star
-            b[:, idx] = dyn.velocity_term(V[:, idx]) + dyn.gravity_load
-        rows, kins = self.system.rows(P, 2, residual=False)
-        R = sum(rw.G[0].shape[1] for rw in rows)
-        J = (np.concatenate([self.system.loop_matrix(li, rw, n)
-                             for li, rw in zip(self.system.loops, rows)], axis=1)
-             if rows else np.zeros((n, 0, self.N)))
-        c = (np.concatenate(self.system.bias(rows, kins, V, P, {}), axis=1)
-             if rows else np.zeros((n, 0)))
-        return (M.reshape(batch + (self.N, self.N)), b.reshape(batch + (self.N,)),
-                J.reshape(batch + (R, self.N)), c.reshape(batch + (R,)))
+        """``(M, b, J, c)`` of ``M phi'' + b = J^T lambda``, ``J phi'' + c = 0`` at
+        joint values and rates phi, phi' (..., N): see
+        :func:`kic.joint_space.joint_space_dynamics`."""
+        return joint_space_dynamics(self, phi, phid)
 
     def closure_jacobian(self, phi) -> np.ndarray:
         """The closure Jacobian ``dc/dphi`` (..., R, N) at joint values phi (..., N):

@@ -154,7 +154,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     passes near such a configuration (every set poor, the motion turning too
     sharply for an expansion) is integrated there in every joint value, the
     open chains with the closure as constraints
-    (:meth:`kic.ClosedModel.joint_space_dynamics`), and recorded in
+    (:func:`kic.joint_space.joint_space_dynamics`), and recorded in
     :attr:`Simulation.crossings` as a ``"near pass"``.
 
     Parameters

@@ -161,3 +161,24 @@ def test_a_failed_energy_record_keeps_the_motion(fb, monkeypatch):
     np.testing.assert_array_equal(sim.q, good.q)
     np.testing.assert_array_equal(sim.qd, good.qd)
     assert np.isnan(sim.energy).all() and np.isnan(sim.energy_drift)
+
+
+def test_joint_space_dynamics_of_chains_without_mass():
+    """The joint-space (Lagrange multiplier) form, which a near pass integrates,
+    takes open chains without mass (they carry no inertia: zero rows), and its
+    accelerations are those of the same mechanism cut where every chain carries
+    mass (a second formulation: the transferred model in its coordinates)."""
+    at_base = _three_rrr(cuts=["base1", "base2"])
+    at_platform = _three_rrr()
+    phi = at_base.assemble(at_base.reference)
+    phid = at_base.joint_rates(at_base.reference, np.array([0.3, -0.2, 0.1]))
+    accelerations = []
+    for model in (at_base, at_platform):
+        order = [model.phi_names.index(n) for n in at_base.phi_names]
+        p, v = np.empty(model.N), np.empty(model.N)
+        p[order], v[order] = phi, phid
+        M, b, J, c = model.joint_space_dynamics(p, v)
+        K = np.block([[M, -J.T], [J, np.zeros((J.shape[0], J.shape[0]))]])
+        x = np.linalg.solve(K, np.concatenate([-b, -c]))
+        accelerations.append(x[:model.N][order])
+    np.testing.assert_allclose(accelerations[0], accelerations[1], rtol=1e-8, atol=1e-8)
