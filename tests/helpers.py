@@ -246,3 +246,20 @@ def within_ranges(limits, names, phi, span: float):
             lo, hi = limits[n]
             phi[..., i] = lo + (hi - lo) * (phi[..., i] + span) / (2 * span)
     return phi
+
+
+# ------------------------------------------------------------ robot files
+def robots_dir():
+    """The folder of example-robot-data's robots (a pathlib.Path), or None where the
+    package is not installed (the tests of the collection then skip)."""
+    import importlib.metadata
+    from pathlib import Path
+    try:
+        files = importlib.metadata.files("example-robot-data") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        parts = Path(str(f)).parts
+        if parts[-1].endswith(".urdf") and "robots" in parts:
+            return Path(str(f.locate())).parents[len(parts) - parts.index("robots") - 2]
+    return None

@@ -21,7 +21,6 @@ Optional: skipped without ``pinocchio`` (PyPI ``pin``) or ``example-robot-data``
 """
 from __future__ import annotations
 
-import importlib.metadata
 import warnings
 import xml.etree.ElementTree as ET
 import zlib
@@ -33,25 +32,12 @@ import pytest
 import kic
 from kic.io import RepairWarning, to_mjcf, to_urdf
 
-from helpers import within_ranges
+from helpers import robots_dir, within_ranges
 
 pin = pytest.importorskip("pinocchio")
 
 
-def _robots_dir() -> Path | None:
-    try:
-        files = importlib.metadata.files("example-robot-data") or []
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for f in files:
-        parts = Path(str(f)).parts
-        if parts[-1].endswith(".urdf") and "robots" in parts:
-            p = Path(str(f.locate()))
-            return p.parents[len(parts) - parts.index("robots") - 2]
-    return None
-
-
-ROBOTS = _robots_dir()
+ROBOTS = robots_dir()
 if ROBOTS is None:
     pytest.skip("example-robot-data is not installed", allow_module_level=True)
 FILES = sorted(str(p.relative_to(ROBOTS)) for p in ROBOTS.rglob("*.urdf"))

@@ -11,7 +11,6 @@ Regenerate it after an intended change of the numbers with
 """
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import sys
 import warnings
@@ -22,7 +21,7 @@ import numpy as np
 import pytest
 
 import kic
-from helpers import within_ranges
+from helpers import robots_dir, within_ranges
 from kic.chain import check_rigid, inertia_defects, inertia_scale
 from kic.io import RepairWarning
 from kic.settings import INERTIA_RTOL, RIGID_RTOL
@@ -178,16 +177,6 @@ def test_rigid_check_in_floats_is_numpys_rule():
 
 
 # ---------------------------------------------------------------- the collection
-def _robots_dir() -> Path | None:
-    try:
-        files = importlib.metadata.files("example-robot-data") or []
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for f in files:
-        parts = Path(str(f)).parts
-        if parts[-1].endswith(".urdf") and "robots" in parts:
-            return Path(str(f.locate())).parents[len(parts) - parts.index("robots") - 2]
-    return None
 
 
 def fingerprint(path: Path) -> dict:
@@ -211,7 +200,7 @@ def fingerprint(path: Path) -> dict:
             "inverse_dynamics": [float(u @ tau), float(np.abs(tau).max())]}
 
 
-ROBOTS = _robots_dir()
+ROBOTS = robots_dir()
 STORED = json.loads(REFERENCE.read_text()) if REFERENCE.exists() else {}
 
 

@@ -140,22 +140,31 @@ def frame_tuple(R, p):
 # --------------------------------------------------------------------------
 # a serial chain's frames
 # --------------------------------------------------------------------------
+@jit(inline=True)
+def joint_frame_into(j, T, O, isR, q, A, t, R, p):
+    """The frame T (a base_tuple) carried over joint j at q[j] (frame_step), its
+    screw and frame stored in row j of A, t, R, p (as :func:`frames_into`);
+    returns (T, a, t_j) for a caller that uses them while they are at hand."""
+    Oj = O[j]
+    T, a, tj = frame_step(T, (Oj[0, 0], Oj[0, 1], Oj[0, 2], Oj[0, 3], Oj[1, 0], Oj[1, 1],
+                              Oj[1, 2], Oj[1, 3], Oj[2, 0], Oj[2, 1], Oj[2, 2], Oj[2, 3]),
+                          isR[j], q[j])
+    R[j, 0, 0], R[j, 0, 1], R[j, 0, 2] = T[0], T[1], T[2]
+    R[j, 1, 0], R[j, 1, 1], R[j, 1, 2] = T[3], T[4], T[5]
+    R[j, 2, 0], R[j, 2, 1], R[j, 2, 2] = T[6], T[7], T[8]
+    p[j, 0], p[j, 1], p[j, 2] = T[9], T[10], T[11]
+    A[j, 0], A[j, 1], A[j, 2] = a
+    t[j, 0], t[j, 1], t[j, 2] = tj
+    return T, a, tj
+
+
 @jit
 def frames_into(base, isR, O, q, A, t, R, p):
     """Joint screws (A (M, 3) rotation part, zero for P; t (M, 3) moment part) and
     link frames (R (M, 3, 3), p (M, 3)) of one configuration q (M,)."""
     T = base_tuple(base)
     for j in range(q.shape[0]):
-        Oj = O[j]
-        T, a, tj = frame_step(T, (Oj[0, 0], Oj[0, 1], Oj[0, 2], Oj[0, 3], Oj[1, 0], Oj[1, 1],
-                                  Oj[1, 2], Oj[1, 3], Oj[2, 0], Oj[2, 1], Oj[2, 2], Oj[2, 3]),
-                              isR[j], q[j])
-        R[j, 0, 0], R[j, 0, 1], R[j, 0, 2] = T[0], T[1], T[2]
-        R[j, 1, 0], R[j, 1, 1], R[j, 1, 2] = T[3], T[4], T[5]
-        R[j, 2, 0], R[j, 2, 1], R[j, 2, 2] = T[6], T[7], T[8]
-        p[j, 0], p[j, 1], p[j, 2] = T[9], T[10], T[11]
-        A[j, 0], A[j, 1], A[j, 2] = a
-        t[j, 0], t[j, 1], t[j, 2] = tj
+        T = joint_frame_into(j, T, O, isR, q, A, t, R, p)[0]
 
 
 @jit

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import numpy_cross as cross, prefix_sum, suffix_sum
-from .frames import base_tuple, frame_step, rotations
+from .frames import base_tuple, joint_frame_into, rotations
 from .inertia import inertia_tuple
 from .jit import jit, plain
 
@@ -108,16 +108,7 @@ def rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, A, t,
     V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, g[0], g[1], g[2])
     T = base_tuple(base)
     for j in range(M):
-        Oj = O[j]
-        T, a, tj = frame_step(T, (Oj[0, 0], Oj[0, 1], Oj[0, 2], Oj[0, 3], Oj[1, 0], Oj[1, 1],
-                                  Oj[1, 2], Oj[1, 3], Oj[2, 0], Oj[2, 1], Oj[2, 2], Oj[2, 3]),
-                              isR[j], q[j])
-        R[j, 0, 0], R[j, 0, 1], R[j, 0, 2] = T[0], T[1], T[2]
-        R[j, 1, 0], R[j, 1, 1], R[j, 1, 2] = T[3], T[4], T[5]
-        R[j, 2, 0], R[j, 2, 1], R[j, 2, 2] = T[6], T[7], T[8]
-        p[j, 0], p[j, 1], p[j, 2] = T[9], T[10], T[11]
-        A[j, 0], A[j, 1], A[j, 2] = a
-        t[j, 0], t[j, 1], t[j, 2] = tj
+        T, a, tj = joint_frame_into(j, T, O, isR, q, A, t, R, p)
         V = screw_step(a, tj, qd[j], qdd[j], V)
         W[j, 0], W[j, 1], W[j, 2], W[j, 3], W[j, 4], W[j, 5] = link_wrench(
             mass[j], (com[j, 0], com[j, 1], com[j, 2]), inertia_tuple(Iloc[j]), T, V)
