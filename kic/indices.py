@@ -62,6 +62,7 @@ import numpy as np
 
 from ._array import as_batch
 from .errors import KicError, ModelError, SingularityError, Status
+from .settings import TYPE_TWO_INVERSE_CONDITION
 
 __all__ = ["singular_values", "condition_number", "distance_to_singularity",
            "manipulability", "homogeneous_jacobian", "best_conditioning_length",
@@ -71,7 +72,6 @@ __all__ = ["singular_values", "condition_number", "distance_to_singularity",
 _TRANSLATIONAL = {"t", "p", "P", "T"}
 _ROTATIONAL = {"r", "R"}
 _SEARCH = 1e4          # L is sought within [L0 / _SEARCH, L0 * _SEARCH]
-_TYPE_TWO_FROM_G = 1e-8  # point_conditioning: type II undetermined below this inverse condition
 _GRID = 33             # coarse grid on log L before the root of the slope is refined
 
 
@@ -781,7 +781,7 @@ def point_conditioning(model, q, body: str, point=(0.0, 0.0, 0.0), axes: str = "
         # Near a type I singularity G carries the equations of the other legs only
         # through its smallest singular value: their directions are accurate to about
         # eps / inverse_condition, so type II is not known there from G alone.
-        lost = ~(out.inverse_condition > _TYPE_TWO_FROM_G)
+        lost = ~(out.inverse_condition > TYPE_TWO_INVERSE_CONDITION)
         if np.any(lost & ~np.isnan(out.inverse_condition)):
             out = replace(out, type_two=np.where(lost, np.nan, out.type_two))
         return out

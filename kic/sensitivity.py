@@ -59,7 +59,7 @@ from .chain import Joint, Link, SerialChain
 from .errors import ModelError, located
 from .linearize import linear_dynamics
 from .model import ClosedLoopModel
-from .settings import RANK_RTOL, TINY, ZERO_NORM
+from .settings import CONDITION_PREFILTER, RANK_RTOL, TINY, ZERO_NORM
 
 __all__ = ["Length", "Mass", "Centroid", "Inertia", "Sensitivities", "DesignSensitivity",
            "sensitivities"]
@@ -717,7 +717,7 @@ class DesignSensitivity:
         G = tr.G.reshape(n, aug.N, A)[:, rows][:, :, :M]                 # (n, Na, M)
         H = tr.H.reshape(n, aug.N, A, A)[:, rows][:, :, :M, M:]          # (n, Na, M, L)
         Na = G.shape[1]
-        ok = np.linalg.cond(G) < 1e-2 * self.model.max_condition
+        ok = np.linalg.cond(G) < CONDITION_PREFILTER * self.model.max_condition
         if not np.all(ok):
             # near a singular actuation the model's own check decides: it raises a
             # SingularityError with the pose's index, or says SINGULAR_LOAD

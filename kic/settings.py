@@ -206,3 +206,16 @@ articulated-body recursion instead of forming and factoring I* (O(M^2) + O(M^3))
 measured crossovers (benchmarks/long_chains.py) about 20 joints compiled, 10 for
 numpy batches, 35 for one configuration in Python floats; one threshold between them."""
 __all__ += ["ABA_MIN_JOINTS"]
+
+# ------------------------------------------------------------ small numeric choices
+TYPE_TWO_INVERSE_CONDITION = 1e-8
+"""point_conditioning: below this inverse condition of the joint-space Jacobian G the
+type II (actuation) side is undetermined (a type I singularity hides it)."""
+CONDITION_PREFILTER = 1e-2
+"""Design sensitivities: poses whose actuation Jacobian's 2-norm condition number is
+below this fraction of the model's max_condition skip the model's own (costlier)
+singularity check; the others get it, so the one rule decides."""
+DIFFERENCE_STEP = 1e-7
+"""Central-difference step of the MJCF export's solve for joint offsets: truncation
+~step^2 and round-off ~eps/step are both ~1e-9 of the unit there."""
+__all__ += ["TYPE_TWO_INVERSE_CONDITION", "CONDITION_PREFILTER", "DIFFERENCE_STEP"]

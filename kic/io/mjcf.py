@@ -35,7 +35,8 @@ from ..errors import ModelError
 from ..kernels.frames import joint_motions
 from ..limits import ConeLimit
 from ..mimic import MimicModel
-from ..settings import CLOSURE_TOLERANCE, PARALLEL_SINE, EXACT_START, NEWTON_MAX_ITERATIONS
+from ..settings import (CLOSURE_TOLERANCE, DIFFERENCE_STEP, EXACT_START, NEWTON_MAX_ITERATIONS,
+                        PARALLEL_SINE)
 from ..topology import GROUND, Mechanism
 from ._xml import format_number as _num, format_vector as _vec, rigid_inverse as _inv
 from ._xml import xml_escape as _esc
@@ -477,7 +478,7 @@ def _solve_joint(pose, joints, target, what: str) -> dict:
         e = error(x)
         if np.abs(e).max() < EXACT_START:
             break
-        step = 1e-7                         # central differences: error ~ step^2
+        step = DIFFERENCE_STEP
         J = np.column_stack([(error(x + h) - error(x - h)) / (2 * step)
                              for h in step * np.eye(len(x))])
         x = x - np.linalg.lstsq(J, e, rcond=None)[0]
