@@ -52,8 +52,8 @@ from .actuators import ActuatedSystem
 from .errors import ClosureError, ModelError, SingularityError, Status
 from .model import ClosedLoopModel
 from .settings import INTEGRATION_ATOL, INTEGRATION_RTOL, TINY
-from .simulation import (INTEGRATORS, RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation,
-                       integration_options, integration_times)
+from .integration import (INTEGRATORS, RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation,
+                          integration_options, integration_times)
 from .trajectory import Trajectory
 
 __all__ = ["simulate_drive", "DriveSimulation"]
