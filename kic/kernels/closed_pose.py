@@ -32,7 +32,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..settings import EXACT_START, NEWTON_MAX_STEP
-from .frames import rodrigues
+from .frames import affine_rows_into, rodrigues
 from .jit import jit
 from .layout import unpack
 from .linalg import cholesky_solve, condition_leading, lu_factor, lu_solve
@@ -140,11 +140,7 @@ def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S):
                 for c in range(4):
                     J[i, c] = O[i, c]
         else:
-            P = F[pj]
-            for i in range(3):
-                for c in range(4):
-                    J[i, c] = P[i, 0] * O[0, c] + P[i, 1] * O[1, c] + P[i, 2] * O[2, c]
-                J[i, 3] += P[i, 3]
+            affine_rows_into(F[pj], O, J)
         a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
         s0 = J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2
         s1 = J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2
@@ -178,12 +174,8 @@ def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S):
             S[j, 3] = s0
             S[j, 4] = s1
             S[j, 5] = s2
-        Of = offset[j]
         Fj = F[j]
-        for i in range(3):
-            for c in range(4):
-                Fj[i, c] = J[i, 0] * Of[0, c] + J[i, 1] * Of[1, c] + J[i, 2] * Of[2, c]
-            Fj[i, 3] += J[i, 3]
+        affine_rows_into(J, offset[j], Fj)
         Fj[3, 0] = 0.0
         Fj[3, 1] = 0.0
         Fj[3, 2] = 0.0
@@ -204,11 +196,7 @@ def loop_frames(body_a, T_a, body_b, T_b, F, X):
                     for c in range(4):
                         Xs[i, c] = T[i, c]
             else:
-                Fb = F[b]
-                for i in range(3):
-                    for c in range(4):
-                        Xs[i, c] = Fb[i, 0] * T[0, c] + Fb[i, 1] * T[1, c] + Fb[i, 2] * T[2, c]
-                    Xs[i, 3] += Fb[i, 3]
+                affine_rows_into(F[b], T, Xs)
                 Xs[3, 0] = 0.0
                 Xs[3, 1] = 0.0
                 Xs[3, 2] = 0.0

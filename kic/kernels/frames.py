@@ -141,6 +141,16 @@ def frame_tuple(R, p):
 # a serial chain's frames
 # --------------------------------------------------------------------------
 @jit(inline=True)
+def affine_rows_into(A, B, out):
+    """Rows 0..2 of the product of two homogeneous frames A @ B (4, 4) into out (the
+    last row, 0 0 0 1, is the caller's): the tree's frames one joint at a time."""
+    for i in range(3):
+        for c in range(4):
+            out[i, c] = A[i, 0] * B[0, c] + A[i, 1] * B[1, c] + A[i, 2] * B[2, c]
+        out[i, 3] += A[i, 3]
+
+
+@jit(inline=True)
 def joint_frame_into(j, T, O, isR, q, A, t, R, p):
     """The frame T (a base_tuple) carried over joint j at q[j] (frame_step), its
     screw and frame stored in row j of A, t, R, p (as :func:`frames_into`);
