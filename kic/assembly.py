@@ -25,9 +25,10 @@ UNASSEMBLABLE at once, without Newton or continuation.
 Each configuration of a batch is solved as it would be alone: from its own
 start, never from a batch-mate (no warm start from a neighbour, no
 continuation from one), so a batch equals its configurations asked one by
-one, bit for bit, whatever their order (the compiled one-pose shortcut of
-the dynamics, :meth:`kic.closed_eval.CompiledEvaluation.one`, starts from the
-reference without calling a guess function, and agrees to rounding).  One convention for the values of
+one, bit for bit, whatever their order (the compiled path starts every pose
+from the reference and calls the guess function only for the poses lost from
+there, as its one-pose shortcut, :meth:`kic.closed_eval.CompiledEvaluation.one`,
+does).  One convention for the values of
 revolute joints (:func:`reference_branch`): a revolute joint the closure solves
 for is reported within pi of its value in the start configuration (the
 explicit warm start, else the model's reference), ``[a - pi, a + pi)``; an

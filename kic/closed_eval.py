@@ -692,9 +692,9 @@ class CompiledEvaluation(NumpyEvaluation):
         is unusual (another layout, a batch, a failed pose: the general path then
         answers or raises with its reports).  With ``singular``, a pose assembled
         but singular gives (NaN output, status): no other start helps.  Without
-        ``start`` Newton starts from the reference, not from the guess function
-        (whose call costs more than the pose): the answer agrees with
-        :meth:`batch`'s to rounding.  A pose outside the joint limits declines
+        ``start`` Newton starts from the reference (a guess function's call costs
+        more than the pose), as :meth:`batch` starts every pose: the same answer,
+        bit for bit.  A pose outside the joint limits declines
         (the general path reports it, before any singularity).
 
         This runs on every one-pose call: its checks are plain Python on plain
@@ -930,23 +930,22 @@ class CompiledEvaluation(NumpyEvaluation):
 
         s = None if start is None else self.start(start, n)
         unreachable = np.zeros(n, bool)       # declared by the guess: not searched
-        if s is not None:
-            out, phi, status = call(None, s)
-        elif m.guess is not None:
-            phi0, unreachable = guessed_start(self.system, qf, m.reference_phi, None, m.guess)
-            out, phi, status = call(None, phi0)
-            if unreachable.any():
-                out = out.copy()
-                out[unreachable] = np.nan
-                status[unreachable] = _UNASSEMBLABLE
-        else:
-            out, phi, status = call(None, self._reference)   # writable: one compiled variant
-        lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
+        # from the warm start, else from the reference, as the one-pose shortcut
+        # (:meth:`one`) starts: a batch equals its poses asked one by one, bit for
+        # bit; the guess function serves the poses the reference loses
+        out, phi, status = call(None, s if s is not None else self._reference)
+        lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
         if lost.any():
             out, phi = out.copy(), phi.copy()
         if lost.any() and s is None and m.guess is not None:
             idx = np.nonzero(lost)[0]
-            again(idx, np.tile(self._reference, (idx.size, 1)))
+            phi0, unreachable[idx] = guessed_start(self.system, qf[idx], m.reference_phi, None,
+                                                   m.guess)
+            go = ~unreachable[idx]
+            if go.any():
+                again(idx[go], phi0[go])
+            out[unreachable] = np.nan
+            status[unreachable] = _UNASSEMBLABLE
             lost = ((status == _UNASSEMBLABLE) | (status == _OTHER_MODE)) & ~unreachable
         if lost.any():
             # the numpy path's continuation from the reference, pose by pose as alone
@@ -979,21 +978,23 @@ class CompiledEvaluation(NumpyEvaluation):
         s = None if start is None else self.start(start, n)
         ref = self._reference
         unreachable = np.zeros(n, bool)       # declared by the guess: the numpy path's report
-        if s is not None or m.guess is None:
-            phi0 = s if s is not None else ref
-        else:
-            phi0, unreachable = guessed_start(self.system, qf, ref, None, m.guess)
-        phi, status, res, cond, sign = compiled_closed.assemble(self.plan, qf, phi0,
-                                                                mode=self.block_mode)
+        # the starts of :meth:`batch`: the warm start, else the reference, then the
+        # guess function for the poses the reference loses
+        phi, status, res, cond, sign = compiled_closed.assemble(
+            self.plan, qf, s if s is not None else ref, mode=self.block_mode)
         status = np.array(status, int)
         status[self.off_mode(phi, status)] = _OTHER_MODE
-        lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE) | unreachable
-        retry = np.nonzero(lost & ~unreachable)[0]
-        if retry.size and s is None and m.guess is not None:
-            got = compiled_closed.assemble(self.plan, qf[retry], ref, mode=self.block_mode)
-            for whole, part in zip((phi, status, res, cond, sign), got):
-                whole[retry] = part
-            status[retry[self.off_mode(got[0], got[1])]] = _OTHER_MODE
+        lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE)
+        if lost.any() and s is None and m.guess is not None:
+            idx = np.nonzero(lost)[0]
+            phi0, unreachable[idx] = guessed_start(self.system, qf[idx], ref, None, m.guess)
+            retry = idx[~unreachable[idx]]
+            if retry.size:
+                got = compiled_closed.assemble(self.plan, qf[retry], phi0[~unreachable[idx]],
+                                               mode=self.block_mode)
+                for whole, part in zip((phi, status, res, cond, sign), got):
+                    whole[retry] = part
+                status[retry[self.off_mode(got[0], got[1])]] = _OTHER_MODE
             lost = (status == _UNASSEMBLABLE) | (status == _OTHER_MODE) | unreachable
         phi = reference_branch(self.system, phi, ref if s is None else s)
         ok = status == Status.OK
