@@ -263,3 +263,16 @@ def robots_dir():
         if parts[-1].endswith(".urdf") and "robots" in parts:
             return Path(str(f.locate())).parents[len(parts) - parts.index("robots") - 2]
     return None
+
+
+def pin_configuration(model, names, phi):
+    """Pinocchio configuration of ``model`` (continuous joints as cos, sin) from joint
+    values ``phi`` of the joints ``names``."""
+    q = np.zeros(model.nq)
+    for n, v in zip(names, phi):
+        j = model.joints[model.getJointId(n)]
+        if j.nq == 2:
+            q[j.idx_q:j.idx_q + 2] = np.cos(v), np.sin(v)
+        else:
+            q[j.idx_q] = v
+    return q

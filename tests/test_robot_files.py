@@ -32,7 +32,7 @@ import pytest
 import kic
 from kic.io import RepairWarning, to_mjcf, to_urdf
 
-from helpers import robots_dir, within_ranges
+from helpers import pin_configuration, robots_dir, within_ranges
 
 pin = pytest.importorskip("pinocchio")
 
@@ -53,18 +53,6 @@ def close(a, b, what):
 
 def sym(M):
     return np.triu(M) + np.triu(M, 1).T
-
-
-def pin_q(model, names, phi):
-    """Pinocchio configuration (continuous joints as cos, sin) from joint values."""
-    q = np.zeros(model.nq)
-    for n, v in zip(names, phi):
-        j = model.joints[model.getJointId(n)]
-        if j.nq == 2:
-            q[j.idx_q:j.idx_q + 2] = np.cos(v), np.sin(v)
-        else:
-            q[j.idx_q] = v
-    return q
 
 
 def load_kic(load, path):
@@ -103,7 +91,7 @@ def test_loads_and_agrees_with_pinocchio(robot):
     dyn = model.dynamics(phi)
     tau = model.inverse_dynamics(phi, qd, qdd)
     for k in range(STATES):
-        qp = pin_q(pm, names, phi[k])
+        qp = pin_configuration(pm, names, phi[k])
         v, a = np.zeros(pm.nv), np.zeros(pm.nv)
         v[order], a[order] = qd[k], qdd[k]
         close(dyn.I_star[k], sym(pin.crba(pm, data, qp))[np.ix_(order, order)], "I*")
@@ -128,7 +116,7 @@ def test_single_chains_load_as_chains(robot):
     phi = np.random.default_rng(3).uniform(-1.5, 1.5, (STATES, len(names)))
     I = inner.dynamics(phi).I_star
     for k in range(STATES):
-        close(I[k], sym(pin.crba(pm, data, pin_q(pm, names, phi[k])))[np.ix_(order, order)],
+        close(I[k], sym(pin.crba(pm, data, pin_configuration(pm, names, phi[k])))[np.ix_(order, order)],
               "chain I*")
     # every fixed link stays reachable as a named frame (a UR arm's tool0)
     links = {e.get("name") for e in ET.parse(path).getroot().iterfind("link")}
@@ -188,8 +176,8 @@ def test_urdf_export_round_trip(robot):
     assert list(back.names[1:]) == names or sorted(back.names[1:]) == sorted(names)
     order = np.array([back.joints[back.getJointId(n)].idx_v for n in names])
     phi = np.random.default_rng(7).uniform(-1.5, 1.5, len(names))
-    M0 = sym(pin.crba(pm, pm.createData(), pin_q(pm, names, phi)))
-    M1 = sym(pin.crba(back, back.createData(), pin_q(back, names, phi)))
+    M0 = sym(pin.crba(pm, pm.createData(), pin_configuration(pm, names, phi)))
+    M1 = sym(pin.crba(back, back.createData(), pin_configuration(back, names, phi)))
     close(M1[np.ix_(order, order)], M0, "crba of the export")
     links = {e.get("name") for e in ET.parse(path).getroot().iterfind("link")}
     assert links <= {f.name for f in back.frames}

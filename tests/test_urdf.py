@@ -23,7 +23,7 @@ from kic import MimicModel
 from kic.io import RepairWarning
 from kic.io.urdf import chain_from_urdf, mechanism_from_urdf, parse_urdf, to_urdf
 
-from helpers import within_ranges
+from helpers import pin_configuration, within_ranges
 
 DATA = Path(__file__).resolve().parent / "data"
 TOL = 1e-12
@@ -391,18 +391,6 @@ def test_file_errors():
 FILES = ["puma560.urdf", "panda.urdf", "tree_mimic.urdf", "chain_mimic.urdf"]
 
 
-def _pin_q(model, names, phi):
-    """Pinocchio configuration (continuous joints as cos, sin) from kic joint values."""
-    q = np.zeros(model.nq)
-    for n, v in zip(names, phi):
-        j = model.joints[model.getJointId(n)]
-        if j.nq == 2:
-            q[j.idx_q:j.idx_q + 2] = np.cos(v), np.sin(v)
-        else:
-            q[j.idx_q] = v
-    return q
-
-
 @pytest.mark.parametrize("fname", FILES)
 def test_pinocchio_agrees(fname):
     """crba, computeCoriolisMatrix (C(q, q') q' = q'^T P* q', and the symmetric parts),
@@ -422,7 +410,7 @@ def test_pinocchio_agrees(fname):
     for _ in range(4):
         phi = within_ranges(mech.limits, names, rng.uniform(-1.5, 1.5, M), 1.5)
         qd, qdd = rng.uniform(-1, 1, (2, M))
-        qp = _pin_q(pm, names, phi)
+        qp = pin_configuration(pm, names, phi)
         v, a = np.zeros(pm.nv), np.zeros(pm.nv)
         v[order], a[order] = qd, qdd
         dyn = model.dynamics(phi)
@@ -442,7 +430,7 @@ def test_pinocchio_agrees(fname):
         if mech.mimic:                      # the mimic model is G^T (Pinocchio's) G
             mm = MimicModel(model, mech.mimic)
             q = phi[[names.index(n) for n in mm.coordinate_names]]
-            Mq = _sym(pin.crba(pm, pdata, _pin_q(pm, names, mm.joints(q))))
+            Mq = _sym(pin.crba(pm, pdata, pin_configuration(pm, names, mm.joints(q))))
             worst = max(worst, close(mm.dynamics(q).I_star,
                                      mm.G.T @ Mq[np.ix_(order, order)] @ mm.G, 1e-10))
     print(f"{fname}: largest difference to Pinocchio {worst:.2e}")
