@@ -18,7 +18,8 @@ __all__ = ["random_rotation", "random_rigid", "random_inertia", "random_link",
            "random_chain", "random_loads", "rel_err", "max_rel_err", "assert_close",
            "assert_rel_recorded", "derivative", "directional_derivative", "FD_STEP",
            "mechanism_builder", "two_link_rods", "G_FU", "dh_standard", "dh_modified",
-           "combine_bodies", "within_ranges"]
+           "combine_bodies", "within_ranges", "planar_offset", "hand_four_bar",
+           "five_bar_stretched", "five_bar_gap"]
 
 
 # ------------------------------------------------------------ random pieces
@@ -184,6 +185,55 @@ def mechanism_builder(name):
     fn = getattr(mechanisms, name, None)
     assert fn is not None, f"mechanisms.{name} does not exist (renamed or removed?)"
     return fn
+
+
+def planar_offset(x=0.0, y=0.0):
+    """A homogeneous transform that only translates by (x, y, 0) (m)."""
+    M = np.eye(4)
+    M[:2, 3] = x, y
+    return M
+
+
+FOUR_BAR_REFERENCE = {"crank": 1.0, "A": -0.5, "rocker": 1.3}
+
+
+def hand_four_bar(crank=0.1, coupler=0.35, reference=None):
+    """The four-bar of docs/closed.md section 1 built as a user would (crank and
+    coupler lengths in m; rods of masses 0.5, 1.0, 0.8 kg, ground link 0.3 m,
+    rocker 0.25 m), no guess function.  ``reference``: the joint values the
+    model starts from (default: the docs' assembled pose)."""
+    import kic
+    mech = kic.Mechanism(gravity=(0, -9.81, 0), name="four-bar")
+    for name, m, L in (("crank", 0.5, crank), ("coupler", 1.0, coupler), ("rocker", 0.8, 0.25)):
+        mech.add_body(name, mass=m, com=(L / 2, 0, 0),
+                      inertia=np.diag([0.0, m * L ** 2 / 12, m * L ** 2 / 12]))
+    mech.add_joint("crank", "R", "ground", "crank")
+    mech.add_joint("A", "R", "crank", "coupler", origin=planar_offset(crank))
+    mech.add_joint("rocker", "R", "ground", "rocker", origin=planar_offset(0.3))
+    mech.add_joint("B", "R", "coupler", "rocker", origin=planar_offset(coupler),
+                   child_origin=planar_offset(0.25))
+    return mech.model(["crank"], reference=FOUR_BAR_REFERENCE if reference is None else reference)
+
+
+def five_bar_gap(q, base=0.4, crank=0.25, couplers=0.7):
+    """|A1 A2| - (coupler1 + coupler2) (m) of the five-bar of
+    ``mechanisms.five_bar(base=base)`` at crank angles ``q`` (..., 2) rad: the
+    crank tips' distance beyond what the couplers reach (> 0: cannot assemble)."""
+    q = np.asarray(q, float)
+    dx = base + crank * (np.cos(q[..., 1]) - np.cos(q[..., 0]))
+    dy = crank * (np.sin(q[..., 1]) - np.sin(q[..., 0]))
+    return np.hypot(dx, dy) - couplers
+
+
+def five_bar_stretched(base=0.4, crank1=np.pi / 2 + 0.4, crank=0.25, couplers=0.7):
+    """Crank angles (rad) at which the five-bar of ``mechanisms.five_bar(base=base)``
+    has its couplers collinear and stretched (:func:`five_bar_gap` = 0): its type
+    II (direct-kinematic) singularity.  Found by root-finding on the crank tips'
+    distance, independently of kic; crank 1 at ``crank1``."""
+    from scipy.optimize import brentq
+    crank2 = brentq(lambda t: five_bar_gap([crank1, t], base, crank, couplers), -1.0, 1.0,
+                    xtol=1e-15)
+    return np.array([crank1, crank2])
 
 
 # ---------------------------------------------------------- DH (independent)

@@ -12,7 +12,7 @@ import kic
 import mechanisms
 from kic.transfer import Transfer
 
-from helpers import derivative, rel_err
+from helpers import derivative, rel_err, five_bar_stretched, five_bar_gap
 
 pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
 
@@ -353,12 +353,8 @@ def test_unreachable_configuration_is_a_closure_error():
 
 def test_singular_configuration_is_reported():
     """Five-bar type II singularity: the two couplers collinear (fully stretched)."""
-    from scipy.optimize import brentq
     fb = mechanisms.five_bar(base=0.4)
-    th1 = np.pi / 2 + 0.4
-    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
-    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
-    th2 = brentq(gap, -1.0, 1.0, xtol=1e-15)          # |A1 A2| = coupler1 + coupler2
+    th1, th2 = five_bar_stretched()          # |A1 A2| = coupler1 + coupler2
     q = np.array([th1, th2])
     with pytest.raises(kic.SingularityError) as err:
         fb.inverse_dynamics(q, [0.1, 0.1], [0.0, 0.0])
@@ -367,7 +363,7 @@ def test_singular_configuration_is_reported():
     assert e.where["loops"] == ["tip"] and "elbow1" in e.where["joints"]
     assert "condition number" in str(e) and "'tip'" in str(e)
     # approaching it, the condition number grows like 1/sqrt(distance)
-    inside = -np.sign(gap(th2 + 1e-3))                  # the direction that closes the gap
+    inside = -np.sign(five_bar_gap([th1, th2 + 1e-3]))                  # the direction that closes the gap
     c = fb.condition(np.stack([q + [0.0, inside * s] for s in (1e-2, 1e-4, 1e-6)]))
     assert np.all(np.diff(c) > 0) and 5 < c[1] / c[0] < 20
 
@@ -375,12 +371,8 @@ def test_singular_configuration_is_reported():
 def test_singular_configuration_is_located_in_a_large_batch():
     """A singular pose deep in a multi-dimensional batch (processed internally in
     blocks) is reported with its own index in the caller's batch."""
-    from scipy.optimize import brentq
     fb = mechanisms.five_bar(base=0.4)
-    th1 = np.pi / 2 + 0.4
-    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
-    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
-    singular = np.array([th1, brentq(gap, -1.0, 1.0, xtol=1e-15)])
+    singular = five_bar_stretched()
     Q = np.tile(singular + [0.0, 0.3], (30, 100, 1))
     Q[25, 7] = singular                       # flat index 2507: the third block of 1024
     Z = np.zeros_like(Q)

@@ -19,6 +19,7 @@ import pytest
 
 import kic
 import mechanisms
+from helpers import five_bar_stretched
 from kic.kernels import closed as K
 from kic.kernels import linalg
 from kic.closed_plan import ClosedPlan, body_frames, joint_indices, plan_from_model
@@ -351,13 +352,9 @@ def test_condition_near_a_singular_block():
     det sign) agree with an SVD of a finite-difference closure Jacobian in the
     plan's scaling, grow like 1/sqrt(distance), and past max_condition the pose
     is flagged singular (status 2) with NaN outputs."""
-    from scipy.optimize import brentq
     wide = mechanisms.five_bar(base=0.4)
     plan = plan_from_model(wide)
-    th1 = np.pi / 2 + 0.4
-    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
-    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
-    th2 = brentq(gap, -1.0, 1.0, xtol=1e-15)
+    th1, th2 = five_bar_stretched()
     path = np.stack([np.full(4, th1), th2 + np.array([0.3, 0.1, 1e-2, 1e-4])], axis=-1)
     phi = wide.assemble(path)
     ph, status, res, cond, dsign = K.assemble(plan, path, phi)

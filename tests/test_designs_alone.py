@@ -6,34 +6,14 @@ import pytest
 
 import kic
 from kic.designs import DesignBatch
+from helpers import hand_four_bar
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
 
-def T(x=0.0, y=0.0):
-    M = np.eye(4)
-    M[:2, 3] = x, y
-    return M
-
-
-def four_bar(crank, coupler):
-    """The four-bar of docs/closed.md (its crank and coupler lengths given), no
-    guess function."""
-    mech = kic.Mechanism(gravity=(0, -9.81, 0), name="four-bar")
-    for name, m, L in (("crank", 0.5, crank), ("coupler", 1.0, coupler),
-                       ("rocker", 0.8, 0.25)):
-        mech.add_body(name, mass=m, com=(L / 2, 0, 0),
-                      inertia=np.diag([0.0, m * L ** 2 / 12, m * L ** 2 / 12]))
-    mech.add_joint("crank", "R", "ground", "crank")
-    mech.add_joint("A", "R", "crank", "coupler", origin=T(crank))
-    mech.add_joint("rocker", "R", "ground", "rocker", origin=T(0.3))
-    mech.add_joint("B", "R", "coupler", "rocker", origin=T(coupler), child_origin=T(0.25))
-    return mech.model(["crank"], reference={"crank": 1.0, "A": -0.5, "rocker": 1.3})
-
-
 def test_shuffled_poses_give_the_same_numbers_bit_for_bit():
-    batch = DesignBatch.from_builder(four_bar, {"crank": [0.1, 0.08, 0.12],
-                                                "coupler": [0.35, 0.3, 0.4]})
+    batch = DesignBatch.from_builder(hand_four_bar, {"crank": [0.1, 0.08, 0.12],
+                                                     "coupler": [0.35, 0.3, 0.4]})
     assert batch.guess is None and batch.model(0).guess is None
     q = np.linspace(-np.pi, np.pi, 48)[:, None]          # a full turn of the crank
     qd, qdd = np.ones_like(q), np.full_like(q, 0.5)

@@ -25,7 +25,7 @@ from scipy.optimize import brentq
 
 import kic
 import mechanisms
-from helpers import derivative, rel_err
+from helpers import derivative, rel_err, five_bar_stretched
 from kic.actuators import DriveLimitError, DriveWarning
 from test_linearize import (FB_Q0, FB_Q1, SMALL_MOTOR, SP_Q0, SP_Q1, MotorODE,
                             _nominal_state, stewart_plant)
@@ -208,10 +208,7 @@ def test_motor_layer_raises_at_a_singular_actuation():
 def test_motor_layer_reports_a_closure_singularity_by_sample():
     """The five-bar with its couplers collinear (type II) at sample 1."""
     fb = mechanisms.five_bar(base=0.4)
-    th1 = np.pi / 2 + 0.4
-    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
-    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
-    q = np.array([th1, brentq(gap, -1.0, 1.0, xtol=1e-15)])
+    q = five_bar_stretched()
     motor = kic.DCMotor(**SMALL_MOTOR)
     plant = kic.ActuatedSystem(fb, [motor, motor], gear_ratios=[20, 20])
     tr = kic.Trajectory([0.0, 0.01, 0.02], np.stack([q - 0.05, q, q - 0.05]),

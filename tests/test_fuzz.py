@@ -88,7 +88,6 @@ def test_random_mechanisms_with_random_bad_inputs(data):
     if model is None:
         return
     bad_name = data.draw(st.sampled_from(BAD))
-    bad = fuzzing.bad_values(model.dof)[bad_name]
     calls = (fuzzing.closed_cases(model, "five_bar", model.reference) if closed
              else fuzzing.serial_cases(model, "chain"))
     calls = [c for c in calls if c[1] == bad_name]

@@ -7,6 +7,7 @@ import pytest
 import kic
 import kic.indices as ki
 import mechanisms
+from helpers import five_bar_stretched
 
 FIVE_BAR = dict(base=0.2, crank1=0.25, crank2=0.25, coupler1=0.35, coupler2=0.35)
 
@@ -202,13 +203,9 @@ def test_five_bar_exactly_at_a_type_one_singularity():
 def test_five_bar_type_two_approach():
     """Couplers nearly collinear (the direct-kinematic singularity, docs/closed.md
     section 10): type II -> 0 like the square root of the distance, type I stays."""
-    from scipy.optimize import brentq
     wide = dict(FIVE_BAR, base=0.4)
     fb = mechanisms.five_bar(**wide)
-    th1 = np.pi / 2 + 0.4
-    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
-    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
-    th2 = brentq(gap, -1.0, 1.0, xtol=1e-15)
+    th1, th2 = five_bar_stretched()
     q = np.stack([np.full(3, th1), th2 + np.array([0.3, 1e-2, 1e-4])], -1)
     c = ki.point_conditioning(fb, q, "coupler1", (0.35, 0, 0), length=0.25)
     assert np.all(np.diff(c.type_two) < 0) and c.type_two[2] < 0.02

@@ -23,7 +23,7 @@ from scipy.interpolate import CubicSpline
 
 import kic
 import mechanisms
-from helpers import derivative, random_chain, random_loads, rel_err
+from helpers import derivative, random_chain, random_loads, rel_err, five_bar_stretched
 
 pytestmark = pytest.mark.usefixtures("each_backend")   # numpy and compiled kernels
 
@@ -696,12 +696,8 @@ def test_bad_trajectories():
 
 def test_operating_point_at_a_singularity():
     """Five-bar with the two couplers collinear (type II): no model there."""
-    from scipy.optimize import brentq
     fb = mechanisms.five_bar(base=0.4)
-    th1 = np.pi / 2 + 0.4
-    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
-    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
-    th2 = brentq(gap, -1.0, 1.0, xtol=1e-15)
+    th1, th2 = five_bar_stretched()
     q = np.array([th1, th2])
     motor = kic.DCMotor(**SMALL_MOTOR)
     plant = kic.ActuatedSystem(fb, [motor, motor], gear_ratios=[20, 20])

@@ -6,30 +6,12 @@ import pytest
 
 import kic
 import mechanisms
+from helpers import hand_four_bar
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
 POSE = ["platform.x", "platform.y", "platform.z", "platform.yaw", "platform.pitch",
         "platform.roll"]
-
-
-def T(x=0.0, y=0.0):
-    M = np.eye(4)
-    M[:2, 3] = x, y
-    return M
-
-
-def four_bar(reference):
-    """The four-bar of docs/closed.md section 1, no guess function."""
-    mech = kic.Mechanism(gravity=(0, -9.81, 0), name="four-bar")
-    for name, m, L in (("crank", 0.5, 0.1), ("coupler", 1.0, 0.35), ("rocker", 0.8, 0.25)):
-        mech.add_body(name, mass=m, com=(L / 2, 0, 0),
-                      inertia=np.diag([0.0, m * L ** 2 / 12, m * L ** 2 / 12]))
-    mech.add_joint("crank", "R", "ground", "crank")
-    mech.add_joint("A", "R", "crank", "coupler", origin=T(0.1))
-    mech.add_joint("rocker", "R", "ground", "rocker", origin=T(0.3))
-    mech.add_joint("B", "R", "coupler", "rocker", origin=T(0.35), child_origin=T(0.25))
-    return mech.model(["crank"], reference=reference)
 
 
 def test_stewart_reference_naming_only_the_legs_reaches_the_nominal_pose():
@@ -66,7 +48,7 @@ def test_four_bar_crank_named_alone_is_held():
     """Crank named at 1 rad: A, rocker and B are solved for; the crank stays 1 rad
     and the loop closes (the model assembles its own reference crank angle to
     its reference)."""
-    model = four_bar({"crank": 1.0})
+    model = hand_four_bar(reference={"crank": 1.0})
     assert model.reference_phi[model.phi_names.index("crank")] == 1.0
     phi = model.assemble([1.0])
     assert np.allclose(phi, model.reference_phi, atol=1e-9)
@@ -76,7 +58,7 @@ def test_a_rough_sketch_that_names_too_many_joints_still_closes():
     """docs/closed.md: a rough sketch of the configuration is enough.  Three of the
     four joints named (more than the one-DOF loop leaves free): the unnamed joint
     cannot close the loop alone, so minimum-norm steps move every joint."""
-    model = four_bar({"crank": 1.0, "A": -0.5, "rocker": 1.3})
+    model = hand_four_bar(reference={"crank": 1.0, "A": -0.5, "rocker": 1.3})
     phi = dict(zip(model.phi_names, model.reference_phi))
     assert phi["crank"] != 1.0 and abs(phi["crank"] - 1.0) < 0.5
     assert np.allclose(model.assemble([phi["crank"]]), model.reference_phi, atol=1e-9)
@@ -84,4 +66,4 @@ def test_a_rough_sketch_that_names_too_many_joints_still_closes():
 
 def test_reference_naming_an_unknown_joint_is_a_model_error():
     with pytest.raises(kic.ModelError, match="unknown joint 'C'"):
-        four_bar({"crank": 1.0, "C": 0.2})
+        hand_four_bar(reference={"crank": 1.0, "C": 0.2})

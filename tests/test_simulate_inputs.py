@@ -1,6 +1,5 @@
 """kic.simulate's arguments and its work budget (issue 18, item 10: hangs and silently
 dropped inputs), and a finished motion that is never lost (item 6)."""
-import sys
 import warnings
 
 import numpy as np

@@ -8,32 +8,14 @@ import pytest
 
 import kic
 import mechanisms
+from helpers import five_bar_stretched, hand_four_bar, planar_offset
 
 pytestmark = pytest.mark.usefixtures("each_backend")
-
-
-def T(x=0.0, y=0.0):
-    M = np.eye(4)
-    M[:2, 3] = x, y
-    return M
 
 
 def rod(mech, name, m, L):
     mech.add_body(name, mass=m, com=(L / 2, 0, 0),
                   inertia=np.diag([0.0, m * L ** 2 / 12, m * L ** 2 / 12]))
-
-
-def hand_four_bar():
-    """The four-bar of docs/closed.md section 1, no guess function."""
-    mech = kic.Mechanism(gravity=(0, -9.81, 0), name="four-bar")
-    rod(mech, "crank", 0.5, 0.1)
-    rod(mech, "coupler", 1.0, 0.35)
-    rod(mech, "rocker", 0.8, 0.25)
-    mech.add_joint("crank", "R", "ground", "crank")
-    mech.add_joint("A", "R", "crank", "coupler", origin=T(0.1))
-    mech.add_joint("rocker", "R", "ground", "rocker", origin=T(0.3))
-    mech.add_joint("B", "R", "coupler", "rocker", origin=T(0.35), child_origin=T(0.25))
-    return mech.model(["crank"], reference={"crank": 1.0, "A": -0.5, "rocker": 1.3})
 
 
 def hand_five_bar(scale=1.0):
@@ -49,11 +31,11 @@ def hand_five_bar(scale=1.0):
     I = m * L ** 2 / 12 + m * (L / 2 - c) ** 2 + mt * (L - c) ** 2
     mech.add_body("coupler1", mass=M, com=(c, 0, 0), inertia=np.diag([0.0, I, I]))
     mech.add_joint("crank1", "R", "ground", "crank1")
-    mech.add_joint("crank2", "R", "ground", "crank2", origin=T(0.2 * s))
-    mech.add_joint("elbow1", "R", "crank1", "coupler1", origin=T(0.25 * s))
-    mech.add_joint("elbow2", "R", "crank2", "coupler2", origin=T(0.25 * s))
-    mech.add_joint("tip", "R", "coupler1", "coupler2", origin=T(0.35 * s),
-                   child_origin=T(0.35 * s))
+    mech.add_joint("crank2", "R", "ground", "crank2", origin=planar_offset(0.2 * s))
+    mech.add_joint("elbow1", "R", "crank1", "coupler1", origin=planar_offset(0.25 * s))
+    mech.add_joint("elbow2", "R", "crank2", "coupler2", origin=planar_offset(0.25 * s))
+    mech.add_joint("tip", "R", "coupler1", "coupler2", origin=planar_offset(0.35 * s),
+                   child_origin=planar_offset(0.35 * s))
     ref = mechanisms.five_bar().reference_phi
     return mech.model(["crank1", "crank2"], reference=dict(
         zip(["crank1", "crank2", "elbow1", "elbow2", "tip"], ref)))
@@ -140,12 +122,8 @@ def test_failures_as_data_and_every_failing_index():
 
 def test_singular_poses_are_data_too():
     """A singular configuration inside a batch: NaN and SINGULAR, the rest computed."""
-    from scipy.optimize import brentq
     fb = mechanisms.five_bar(base=0.4)
-    th1 = np.pi / 2 + 0.4
-    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
-    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
-    singular = np.array([th1, brentq(gap, -1.0, 1.0, xtol=1e-15)])
+    singular = five_bar_stretched()
     Q = np.stack([singular + [0.0, 0.3], singular, singular + [0.0, 0.2]])
     T, status = fb.inverse_dynamics(Q, np.zeros((3, 2)), np.zeros((3, 2)), on_failure="nan")
     assert list(status) == [kic.Status.OK, kic.Status.SINGULAR, kic.Status.OK]
@@ -225,12 +203,8 @@ def test_best_coordinates_avoid_the_singular_set():
     names, cond = fb.best_coordinates(fb.reference_phi)
     assert cond <= fb.condition(fb.reference) + 1e-9
     # near the couplers' alignment the cranks are poor and another set is chosen
-    from scipy.optimize import brentq
     fb4 = mechanisms.five_bar(base=0.4)
-    th1 = np.pi / 2 + 0.4
-    A1 = 0.25 * np.array([np.cos(th1), np.sin(th1)])
-    gap = lambda t: np.hypot(0.4 + 0.25 * np.cos(t) - A1[0], 0.25 * np.sin(t) - A1[1]) - 0.7  # noqa
-    q = np.array([th1, brentq(gap, -1.0, 1.0, xtol=1e-15) + 1e-7])
+    q = five_bar_stretched() + [0.0, 1e-7]
     phi = fb4.assemble(q)
     names, cond = fb4.best_coordinates(phi)
     assert names != ["crank1", "crank2"] and cond < 100 < fb4.condition(q)
@@ -246,9 +220,9 @@ def test_compiled_and_numpy_closed_models_agree_with_inertia_but_no_mass():
     rod(mech, "rocker", 0.8, 0.25)
     mech.add_joint("disc", "R", "ground", "disc")
     mech.add_joint("crank", "R", "disc", "crank")
-    mech.add_joint("A", "R", "crank", "coupler", origin=T(0.1))
-    mech.add_joint("rocker", "R", "ground", "rocker", origin=T(0.3))
-    mech.add_joint("B", "R", "coupler", "rocker", origin=T(0.35), child_origin=T(0.25))
+    mech.add_joint("A", "R", "crank", "coupler", origin=planar_offset(0.1))
+    mech.add_joint("rocker", "R", "ground", "rocker", origin=planar_offset(0.3))
+    mech.add_joint("B", "R", "coupler", "rocker", origin=planar_offset(0.35), child_origin=planar_offset(0.25))
     m = mech.model(["disc", "crank"], reference={"crank": 1.0, "A": -0.5, "rocker": 1.3})
     q, qd, qdd = m.reference + 0.1, np.array([0.3, -0.2]), np.array([1.0, 0.5])
     tau = m.inverse_dynamics(q, qd, qdd)

@@ -16,6 +16,7 @@ import kic
 import kic.indices
 import kic.limits
 import mechanisms
+from helpers import hand_four_bar
 from kic.settings import MAX_CONDITION
 from mechanisms.geometry import five_bar_inverse
 
@@ -188,24 +189,6 @@ def test_type_one_singularity_has_a_status():
 
 
 # ------------------------------------------------------- batch-mates, branches
-def _four_bar():
-    """The hand-built four-bar of docs/closed.md (no guess function)."""
-    def T(x=0.0):
-        M = np.eye(4)
-        M[0, 3] = x
-        return M
-
-    mech = kic.Mechanism(gravity=(0, -9.81, 0), name="four-bar")
-    for name, m, L in (("crank", 0.5, 0.1), ("coupler", 1.0, 0.35), ("rocker", 0.8, 0.25)):
-        mech.add_body(name, mass=m, com=(L / 2, 0, 0),
-                      inertia=np.diag([0.0, m * L**2 / 12, m * L**2 / 12]))
-    mech.add_joint("crank", "R", "ground", "crank")
-    mech.add_joint("A", "R", "crank", "coupler", origin=T(0.1))
-    mech.add_joint("rocker", "R", "ground", "rocker", origin=T(0.3))
-    mech.add_joint("B", "R", "coupler", "rocker", origin=T(0.35), child_origin=T(0.25))
-    return mech.model(["crank"], reference={"crank": 1.0, "A": -0.5, "rocker": 1.3})
-
-
 def _cases():
     rng = np.random.default_rng(18)
     fb = mechanisms.five_bar()
@@ -215,7 +198,7 @@ def _cases():
     stew = np.column_stack([rng.uniform(-0.08, 0.08, (16, 2)), rng.uniform(0.5, 0.7, 16),
                             rng.uniform(-0.15, 0.15, (16, 3))])
     crank = rng.permutation(np.linspace(-np.pi, 3 * np.pi, 48))[:, None]
-    return (("four-bar", _four_bar(), crank),
+    return (("four-bar", hand_four_bar(), crank),
             ("five-bar", fb, five), ("Stewart", sp, stew))
 
 
@@ -257,7 +240,7 @@ def test_a_batch_equals_its_poses_alone_bit_for_bit():
 
 
 def test_revolute_joints_on_the_reference_branch():
-    model = _four_bar()
+    model = hand_four_bar()
     turn = np.linspace(-np.pi, 3 * np.pi, 97)[:, None]
     phi = model.assemble(turn)
     ref = model.reference_phi
