@@ -57,6 +57,7 @@ import numpy as np
 from ._array import match_batch
 from .chain import Joint, Link, SerialChain
 from .errors import ModelError, located
+from .kernels.linalg import condition_numbers
 from .linearize import linear_dynamics
 from .model import ClosedLoopModel
 from .settings import CONDITION_PREFILTER, RANK_RTOL, TINY, ZERO_NORM
@@ -717,7 +718,9 @@ class DesignSensitivity:
         G = tr.G.reshape(n, aug.N, A)[:, rows][:, :, :M]                 # (n, Na, M)
         H = tr.H.reshape(n, aug.N, A, A)[:, rows][:, :, :M, M:]          # (n, Na, M, L)
         Na = G.shape[1]
-        ok = np.linalg.cond(G) < CONDITION_PREFILTER * self.model.max_condition
+        # a cheap unscaled screen (the one condition number of kernels.linalg); the
+        # poses it doubts get the model's own scaled check below
+        ok = condition_numbers(G) < CONDITION_PREFILTER * self.model.max_condition
         if not np.all(ok):
             # near a singular actuation the model's own check decides: it raises a
             # SingularityError with the pose's index, or says SINGULAR_LOAD
