@@ -90,7 +90,7 @@ def main(argv=None) -> int:
           "loads at q, q' (N m):")
     rows = [[names[n], vt[n], g[n], vt[n] + g[n]] for n in range(M)]
     print(table(["joint", "q'^T P* q' [N m]", "gravity T_L [N m]", "T at q''=0 [N m]"], rows))
-    h = 1e-6
+    h = 1e-6          # central-difference step (s): truncation and round-off ~1e-10 here
     dI_dt = (arm.dynamics(q + h * qd).I_star - arm.dynamics(q - h * qd).I_star) / (2 * h)
     print(f"power of the velocity term q' . (q'^T P* q') = {float(qd @ vt):+.6f} W; "
           f"q'^T (dI*/dt) q' / 2 = {float(qd @ dI_dt @ qd) / 2:+.6f} W (finite difference)")
