@@ -22,6 +22,8 @@ joint by joint over the batch.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..settings import ABA_MIN_JOINTS
@@ -231,7 +233,7 @@ def _finite(M, x):
     if x.shape[0] != M:
         return False
     for j in range(M):
-        if not np.isfinite(x[j]):
+        if not math.isfinite(x[j]):        # (math, not a numpy ufunc: less to compile)
             return False
     return True
 
