@@ -94,6 +94,23 @@ def _work(w, M, rows3, mats3, rows6, squares):
             w[b:c].reshape((rows6 * M, 6)), w[c:d].reshape((squares * M, M)), w[d:])
 
 
+@jit(inline=True)
+def _frames_work(w, M):
+    """Views A, t (M, 3), R (M, 3, 3), p (M, 3) of ``w[:18 M]``, the frames as
+    :func:`kic.kernels.frames.frames_into` fills them."""
+    v3, R, _, _, _ = _work(w, M, 3, 1, 0, 0)
+    return v3[:M], v3[M:2 * M], R, v3[2 * M:]
+
+
+@jit(inline=True)
+def _inertia_work(w, M):
+    """Views of ``w[:36 M]``: the frames A, t, R, p (as :func:`_frames_work`), then
+    centroids c (M, 3), world inertias Iw (M, 3, 3) and columns (M, 6), as
+    :func:`kic.kernels.inertia.link_world_into` and ``inertia_one`` fill them."""
+    v3, m3, cols, _, _ = _work(w, M, 4, 2, 1, 0)
+    return v3[:M], v3[M:2 * M], m3[:M], v3[2 * M:3 * M], v3[3 * M:], m3[M:], cols
+
+
 # the work of one configuration, in floats, by kernel: frames A, t, p (M, 3), R (M, 3, 3)
 # (frames.frames_into), plus for the joint loads W (M, 6) (rnea.rnea_one), for I*
 # centroids c (M, 3), world inertias Iw (M, 3, 3) and columns (M, 6) (inertia), for
@@ -140,8 +157,7 @@ def _aba_one(P, w, q, qd, tau, out):
     ``w``: the frames' work (18 M floats)."""
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = q.shape[0]
-    v3, R, _, _, _ = _work(w, M, 3, 1, 0, 0)
-    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
+    A, t, R, p = _frames_work(w, M)
     frames_into(base, isR, O, q, A, t, R, p)
     return aba_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, tau, aba_buffers(M), out)
 
@@ -164,8 +180,7 @@ def _rnea(P, q, qd, qdd, use_gravity, out):
 def _gravity(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    v3, R, _, _, _ = _work(np.empty(18 * M), M, 3, 1, 0, 0)
-    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
         gravity_one(mass, com, grav, A, t, R, p, out[n])
@@ -175,9 +190,7 @@ def _gravity(P, q, out):
 def _inertia(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    v3, m3, cols, _, _ = _work(np.empty(36 * M), M, 4, 2, 1, 0)
-    A, t, p, c = v3[:M], v3[M:2 * M], v3[2 * M:3 * M], v3[3 * M:]
-    R, Iw = m3[:M], m3[M:]
+    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
         link_world_into(R, p, com, Iloc, c, Iw)
@@ -188,9 +201,7 @@ def _inertia(P, q, out):
 def _inertia_power(P, q, with_inertia, I_out, P_out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    v3, m3, cols, _, _ = _work(np.empty(36 * M), M, 4, 2, 1, 0)
-    A, t, p, c = v3[:M], v3[M:2 * M], v3[2 * M:3 * M], v3[3 * M:]
-    R, Iw = m3[:M], m3[M:]
+    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
     S0 = np.empty(M)
     S1 = np.empty((M, 3))
     S2 = np.empty((M, 3, 3))
@@ -264,8 +275,7 @@ def _gravity1(P, q, out):
     M = mass.shape[0]
     if q.shape[0] != M or out.shape[0] != M:
         return False
-    v3, R, _, _, _ = _work(np.empty(18 * M), M, 3, 1, 0, 0)
-    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     gravity_one(mass, com, grav, A, t, R, p, out)
     return _finite(M, out)
@@ -277,9 +287,7 @@ def _inertia1(P, q, out):
     M = mass.shape[0]
     if q.shape[0] != M or out.shape[0] != M or out.shape[1] != M:
         return False
-    v3, m3, cols, _, _ = _work(np.empty(36 * M), M, 4, 2, 1, 0)
-    A, t, p, c = v3[:M], v3[M:2 * M], v3[2 * M:3 * M], v3[3 * M:]
-    R, Iw = m3[:M], m3[M:]
+    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     link_world_into(R, p, com, Iloc, c, Iw)
     inertia_pose(mass, c, Iw, A, t, cols, out)
