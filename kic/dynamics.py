@@ -339,7 +339,7 @@ def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
 
 def chain_gravity_load(chain, q) -> np.ndarray:
     k, d = kernels(), chain.kernel_data
-    out = np.empty(chain.dof)
+    out = np.empty(d.dof)
     if k.gravity_load_one(d, q, out):
         return out
     (q_,), batch = _rows(chain, (q, "q"))
