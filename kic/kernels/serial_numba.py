@@ -14,8 +14,17 @@ call compiles what it reaches and nothing else.  :mod:`kic.backend` selects this
 unless :func:`kic.set_backend` says otherwise; callers get it, or its numpy twin
 of the same names and signatures, from :func:`kic.backend.kernels`.
 
-Layout: inputs ``q, qd, ...`` are (N, M) float64 (made C-contiguous here);
-outputs are batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
+Layout: the chain is one packed float64 vector (:func:`pack`, ``ChainData.packed``);
+inputs ``q, qd, ...`` are (N, M) float64 (made C-contiguous here); outputs are
+batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
+
+What a first call compiles (numba, PUMA 560, empty cache, CPU): one pose's inverse
+dynamics its entry point and :func:`kic.kernels.rnea.rnea_one`; forward dynamics
+its entry point (the solve inline) and ``rnea_one``, ``link_world_into`` and
+``inertia_one``.  Each compiled function is typed, lowered and optimized once, and
+its code is linked into every entry point that calls it and optimized and
+translated there again, so a compiled function between an entry point and the
+building blocks is paid twice: the drivers here are inline in their entry points.
 The building blocks of the closed models' batched kernels (link frames, screw
 motion, joint loads from a given motion) are batch last, (3, M, N), walked
 joint by joint over the batch.
