@@ -120,31 +120,43 @@ def _inertia_work(w, M):
     return v3[:M], v3[M:2 * M], m3[:M], v3[2 * M:3 * M], v3[3 * M:], m3[M:], cols
 
 
-# the work of one configuration, in floats, by kernel: frames A, t, p (M, 3), R (M, 3, 3)
-# (frames.frames_into), plus for the joint loads W (M, 6) (rnea.rnea_one), for I*
-# centroids c (M, 3), world inertias Iw (M, 3, 3) and columns (M, 6) (inertia), for
-# forward dynamics I*, its factor (M, M), the bias and zero rates (M)
 @jit(inline=True)
-def _inverse_size(M):
-    return 24 * M
+def _inverse_work(M):
+    """The work of the joint loads (:func:`kic.kernels.rnea.rnea_one`), views of one
+    allocation (:func:`_work`): the frames A, t, p (M, 3) as one (3 M, 3) array, R
+    (M, 3, 3), the link wrenches W (M, 6)."""
+    return _work(np.empty(24 * M), M, 3, 1, 1, 0)
 
 
 @jit(inline=True)
-def _forward_size(M):
-    return M * (2 * M + 44)
+def _forward_work(M):
+    """The work of :func:`_forward_one`, views of one allocation (:func:`_work`): the
+    frames A, t, p and centroids c (M, 3) as one (4 M, 3) array, R and the world
+    inertias Iw (M, 3, 3), link wrenches W and I*'s columns (M, 6), I* and its factor
+    (M, M), then the bias and zero rates (M)."""
+    return _work(np.empty(M * (2 * M + 44)), M, 4, 2, 2, 2)
+
+
+@jit(inline=True)
+def _aba_work(M):
+    """The work of :func:`_aba_one`: the frames' views, then the recursion's buffers."""
+    A, t, R, p = _frames_work(np.empty(18 * M), M)
+    return A, t, R, p, aba_buffers(M)
 
 
 # The two forward dynamics of one configuration are inline: an entry point that calls
 # a compiled function has that function's code linked into its own and optimized and
 # translated again, so a function between an entry and the building blocks costs a
-# first call twice (a one-configuration call and a batch each compile only theirs)
+# first call twice (a one-configuration call and a batch each compile only theirs).
+# They take the chain as :func:`_unpack` gives it and their work as made above, so
+# that a batch makes its views once.
 @jit(inline=True)
-def _forward_one(P, w, q, qd, tau, out):
+def _forward_one(chain, work, q, qd, tau, out):
     """q'' = I*^-1 (tau - bias) of one configuration into ``out``; False if I* fails
-    the rule.  ``w``: :func:`_forward_size` floats of work."""
-    base, isR, O, mass, com, Iloc, grav = _unpack(P)
+    the rule."""
+    base, isR, O, mass, com, Iloc, grav = chain
+    v3, m3, v6, sq, rest = work
     M = q.shape[0]
-    v3, m3, v6, sq, rest = _work(w, M, 4, 2, 2, 2)
     A, t, p, c = v3[:M], v3[M:2 * M], v3[2 * M:3 * M], v3[3 * M:]
     R, Iw = m3[:M], m3[M:]
     bias, zero = rest[:M], rest[M:2 * M]
@@ -160,15 +172,13 @@ def _forward_one(P, w, q, qd, tau, out):
 
 
 @jit(inline=True)
-def _aba_one(P, w, q, qd, tau, out):
+def _aba_one(chain, work, q, qd, tau, out):
     """q'' of one configuration by the articulated-body recursion
-    (:func:`kic.kernels.articulated.aba_one`); False if a pivot fails the rule.
-    ``w``: the frames' work (18 M floats)."""
-    base, isR, O, mass, com, Iloc, grav = _unpack(P)
-    M = q.shape[0]
-    A, t, R, p = _frames_work(w, M)
+    (:func:`kic.kernels.articulated.aba_one`); False if a pivot fails the rule."""
+    base, isR, O, mass, com, Iloc, grav = chain
+    A, t, R, p, buffers = work
     frames_into(base, isR, O, q, A, t, R, p)
-    return aba_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, tau, aba_buffers(M), out)
+    return aba_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, tau, buffers, out)
 
 
 # --------------------------------------------------------------------------
@@ -178,7 +188,7 @@ def _aba_one(P, w, q, qd, tau, out):
 def _rnea(P, q, qd, qdd, use_gravity, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    v3, R, W, _, _ = _work(np.empty(_inverse_size(M)), M, 3, 1, 1, 0)
+    v3, R, W, _, _ = _inverse_work(M)
     A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
     for n in range(N):
         rnea_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], qdd[n], use_gravity, A, t, R,
@@ -228,16 +238,16 @@ def _inertia_power(P, q, with_inertia, I_out, P_out):
 
 @jit
 def _forward(P, q, qd, tau, out, ok):
-    w = np.empty(_forward_size(q.shape[1]))
+    chain, work = _unpack(P), _forward_work(q.shape[1])
     for n in range(q.shape[0]):
-        ok[n] = _forward_one(P, w, q[n], qd[n], tau[n], out[n])
+        ok[n] = _forward_one(chain, work, q[n], qd[n], tau[n], out[n])
 
 
 @jit
 def _aba(P, q, qd, tau, out, ok):
-    w = np.empty(18 * q.shape[1])
+    chain, work = _unpack(P), _aba_work(q.shape[1])
     for n in range(q.shape[0]):
-        ok[n] = _aba_one(P, w, q[n], qd[n], tau[n], out[n])
+        ok[n] = _aba_one(chain, work, q[n], qd[n], tau[n], out[n])
 
 
 # --------------------------------------------------------------------------
@@ -272,7 +282,7 @@ def _rnea1(P, q, qd, qdd, out):
     M = mass.shape[0]
     if not _shapes(M, q, qd, qdd, out):
         return False
-    v3, R, W, _, _ = _work(np.empty(_inverse_size(M)), M, 3, 1, 1, 0)
+    v3, R, W, _, _ = _inverse_work(M)
     rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, True, v3[:M], v3[M:2 * M], R,
              v3[2 * M:], W, out)
     return _finite(M, out)
@@ -307,14 +317,14 @@ def _inertia1(P, q, out):
 def _forward1(P, q, qd, tau, out):
     M = _dof(P)
     return (_shapes(M, q, qd, tau, out)
-            and _forward_one(P, np.empty(_forward_size(M)), q, qd, tau, out) and _finite(M, out))
+            and _forward_one(_unpack(P), _forward_work(M), q, qd, tau, out) and _finite(M, out))
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
 def _aba1(P, q, qd, tau, out):
     M = _dof(P)
     return (_shapes(M, q, qd, tau, out)
-            and _aba_one(P, np.empty(18 * M), q, qd, tau, out) and _finite(M, out))
+            and _aba_one(_unpack(P), _aba_work(M), q, qd, tau, out) and _finite(M, out))
 
 
 # --------------------------------------------------------------------------
