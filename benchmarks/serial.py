@@ -13,7 +13,11 @@ velocities and accelerations):
   Python loop, as a Python user would call it);
 * Pinocchio's cost of the full inertia-power tensor (crba + M calls of
   computeCoriolisMatrix with unit velocities), next to kic's I* + P*;
-* growth with the number of joints M (chained PUMA-like arms, M = 6..48).
+* growth with the number of joints M (chained PUMA-like arms, M = 6..48);
+* with ``--cold``, first use: the CPU time of whole fresh processes, each with an
+  empty numba cache in a temporary folder, that compute one pose's inverse dynamics,
+  forward dynamics, or both (target of issue 21: both <= 2 s), and the kernels they
+  compiled (numba's cache index files, one per compiled function).
 
 Every measurement is repeated, kic and Pinocchio interleaved in the same
 process, and the median of the repeats is reported (``--stat min`` for the
@@ -385,6 +389,51 @@ def run_growth(sizes_m, repeats, stat, n_max, backend):
         print("  ".join(row))
 
 
+COLD_CASES = {
+    "inverse dynamics": "tau = arm.inverse_dynamics(q, qd, qdd)",
+    "forward dynamics": "qdd = arm.forward_dynamics(q, qd, qdd)",
+    "inverse + forward dynamics": "tau = arm.inverse_dynamics(q, qd, qdd)\n"
+                                  "back = arm.forward_dynamics(q, qd, tau)",
+}
+COLD_SETUP = """
+import numpy as np, mechanisms
+arm = mechanisms.puma560()
+q, qd, qdd = np.full(6, 0.3), np.full(6, 0.5), np.full(6, 0.1)
+"""
+
+
+def cold_start(repeats: int) -> None:
+    """CPU seconds of fresh processes with an empty numba cache (one pose, PUMA 560)."""
+    import resource
+    import subprocess
+    import tempfile
+
+    def run(code: str, cache: str) -> float:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache,
+                   PYTHONPATH=os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
+        env.pop("KIC_BACKEND", None)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=HERE.parent,
+                       stderr=subprocess.DEVNULL)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    print(f"\n## first use (PUMA 560, one pose): CPU seconds of a fresh process, empty numba "
+          f"cache (best of {repeats}), then warm\n")
+    print(f"  {'case':<28} {'cold':>6} {'warm':>6}  compiled kernels")
+    for name, code in COLD_CASES.items():
+        cold, warm, compiled = np.inf, np.inf, []
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory(prefix="kic-numba-cache-") as cache:
+                cold = min(cold, run(COLD_SETUP + code, cache))
+                warm = min(warm, run(COLD_SETUP + code, cache))
+                compiled = sorted(f.name.split(".py")[0].split("-")[0]
+                                  for f in Path(cache).rglob("*.nbi"))
+        target = "  (target <= 2 s)" if "+" in name else ""
+        print(f"  {name:<28} {cold:6.2f} {warm:6.2f}  {len(compiled)}: {', '.join(compiled)}"
+              f"{target}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="N = 1 and 1,000, 3 repeats")
@@ -394,7 +443,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-growth", action="store_true", help="skip the growth table")
     ap.add_argument("--backend", choices=("both", "numpy", "numba"), default="both",
                     help="kic kernels to time (both: numpy and, if installed, numba)")
+    ap.add_argument("--cold", action="store_true",
+                    help="first use only: fresh processes with an empty numba cache")
     args = ap.parse_args(argv)
+    if args.cold:
+        cold_start(args.repeats or (1 if args.quick else 3))
+        return 0
     global pin
     if args.no_pin:
         pin = None

@@ -166,8 +166,9 @@ class ChainData:
 
     Arrays (contiguous float64): ``base`` (3, 4) placement of the base; ``isR`` (M,)
     1.0 for a revolute joint, 0.0 for a prismatic one (floats: the same array type
-    as its view in ``packed``, so that every kernel is compiled once); ``O`` (M, 3, 4) and ``O4`` (M, 4, 4) the
-    joints' constant origins, re-oriented so that every joint axis is z;
+    as its view in ``packed``, so that every kernel is compiled once); ``O`` (M, 3, 4)
+    and ``O4`` (M, 4, 4) the joints' constant origins, re-oriented so that every
+    joint axis is z;
     ``mass`` (M,) kg; ``com`` (M, 3) m and ``inertia`` (M, 3, 3) kg m^2 (about the
     centroid), in those re-oriented link axes; ``gravity`` (3,) m/s^2;
     ``offsets`` (M, 4, 4) the frames the links are described in, relative to the
@@ -178,8 +179,9 @@ class ChainData:
     3-tuple, inertia 6-tuple xx, xy, xz, yy, yz, zz); ``total_mass`` (kg);
     ``has_inertia``: some link has mass or rotational inertia (kic's one zero-mass
     convention: a massless rotor's inertia counts, so only a chain without either
-    has no dynamic model); ``packed`` the arrays in one vector for the compiled
-    one-configuration kernels; ``dof`` the number of joints M.
+    has no dynamic model); ``packed`` the arrays in one vector, the chain as every
+    compiled kernel takes it (one argument: each array argument costs a call);
+    ``dof`` the number of joints M.
     """
 
     __slots__ = ("base", "isR", "O", "O4", "mass", "com", "inertia", "gravity", "offsets",

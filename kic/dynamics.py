@@ -26,7 +26,6 @@ formulas are the reference in the tests.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -170,31 +169,44 @@ class ChainDynamics(DynamicModel):
     """:class:`DynamicModel` of a :class:`kic.SerialChain` (see its docs)."""
 
     def __init__(self, chain, q) -> None:
-        M = chain.dof
-        if type(q) is np.ndarray and q.shape == (M,) and q.dtype == np.float64 \
-                and math.isfinite(q.dot(q)):          # one configuration: no reshaping
-            q = q.copy()                      # the caller may change q afterwards
-            self.q, self._batch, self._rows = q, (), q[None]
+        d = chain.kernel_data
+        M = d.dof
+        if type(q) is np.ndarray and q.shape == (M,) and q.dtype == np.float64:
+            # one configuration: no reshaping, and its values checked only where they are
+            # used -- by the one-configuration kernels (a non-finite q gives a
+            # non-finite result, and they return False) or by _rows
+            self.q, self._batch, self._checked_rows = q.copy(), (), None   # (q may change)
         else:
             qT, batch = as_batch(q, M)
             super().__init__(from_batch(qT, batch, 1), batch)
-            self._rows = np.ascontiguousarray(qT.T)
+            self._checked_rows = np.ascontiguousarray(qT.T)
         self._cache = {}
-        _require_mass(chain)
+        if not d.has_inertia:
+            _require_mass(chain)
         self.chain = chain
+
+    @property
+    def _rows(self) -> np.ndarray:
+        """q as (N, M) C-contiguous rows; a ModelError naming q if it is not finite."""
+        if self._checked_rows is None:
+            qT, _ = as_batch(self.q, self.q.shape[0])
+            self._checked_rows = np.ascontiguousarray(qT.T)
+        return self._checked_rows
 
     @property
     def I_star(self) -> np.ndarray:
         I = self._cache.get("I")
         if I is None:
-            k, d, M = kernels(), self.chain.kernel_data, self.chain.dof
+            k, d = kernels(), self.chain.kernel_data
+            M = d.dof
             if not self._batch:
                 I = np.empty((M, M))
-                if not k.inertia_one(d, self.q, I):
-                    I = k.inertia(d, self._rows)[0]
+                if not k.inertia_one(d, self.q, I):      # True: I is finite
+                    I = self._finite(k.inertia(d, self._rows)[0], "effective inertia I*")
             else:
-                I = k.inertia(d, self._rows).reshape(self._batch + (M, M))
-            self._cache["I"] = self._finite(I, "effective inertia I*")
+                I = self._finite(k.inertia(d, self._rows).reshape(self._batch + (M, M)),
+                                 "effective inertia I*")
+            self._cache["I"] = I
         return I
 
     @property
@@ -215,14 +227,16 @@ class ChainDynamics(DynamicModel):
     def gravity_load(self) -> np.ndarray:
         g = self._cache.get("g")
         if g is None:
-            k, d, M = kernels(), self.chain.kernel_data, self.chain.dof
+            k, d = kernels(), self.chain.kernel_data
+            M = d.dof
             if not self._batch:
                 g = np.empty(M)
-                if not k.gravity_load_one(d, self.q, g):
-                    g = k.gravity_load(d, self._rows)[0]
+                if not k.gravity_load_one(d, self.q, g):      # True: g is finite
+                    g = self._finite(k.gravity_load(d, self._rows)[0], "gravity loads")
             else:
-                g = k.gravity_load(d, self._rows).reshape(self._batch + (M,))
-            self._cache["g"] = self._finite(g, "gravity loads")
+                g = self._finite(k.gravity_load(d, self._rows).reshape(self._batch + (M,)),
+                                 "gravity loads")
+            self._cache["g"] = g
         return g
 
     def _I(self):                           # batch last, as DynamicModel's subclasses
@@ -325,7 +339,7 @@ def chain_forward_dynamics(chain, q, qd, tau, loads=None) -> np.ndarray:
 
 def chain_gravity_load(chain, q) -> np.ndarray:
     k, d = kernels(), chain.kernel_data
-    out = np.empty(chain.dof)
+    out = np.empty(d.dof)
     if k.gravity_load_one(d, q, out):
         return out
     (q_,), batch = _rows(chain, (q, "q"))

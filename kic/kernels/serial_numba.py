@@ -14,13 +14,24 @@ call compiles what it reaches and nothing else.  :mod:`kic.backend` selects this
 unless :func:`kic.set_backend` says otherwise; callers get it, or its numpy twin
 of the same names and signatures, from :func:`kic.backend.kernels`.
 
-Layout: inputs ``q, qd, ...`` are (N, M) float64 (made C-contiguous here);
-outputs are batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
+Layout: the chain is one packed float64 vector (:func:`pack`, ``ChainData.packed``);
+inputs ``q, qd, ...`` are (N, M) float64 (made C-contiguous here); outputs are
+batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
+
+What a first call compiles (numba, PUMA 560, empty cache, CPU): one pose's inverse
+dynamics its entry point and :func:`kic.kernels.rnea.rnea_one`; forward dynamics
+its entry point (the solve inline) and ``rnea_one``, ``link_world_into`` and
+``inertia_one``.  Each compiled function is typed, lowered and optimized once, and
+its code is linked into every entry point that calls it and optimized and
+translated there again, so a compiled function between an entry point and the
+building blocks is paid twice: the drivers here are inline in their entry points.
 The building blocks of the closed models' batched kernels (link frames, screw
 motion, joint loads from a given motion) are batch last, (3, M, N), walked
 joint by joint over the batch.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -45,85 +56,148 @@ def load() -> bool:
 
 
 # --------------------------------------------------------------------------
-# one configuration
+# the chain's constants and the work of one configuration
 # --------------------------------------------------------------------------
-# Work arrays are views of one allocation (one allocation costs about as much as
-# a joint's arithmetic, and each small allocating function is one more compile)
+# Every compiled kernel takes the chain as one packed float64 vector (each array
+# argument costs a call from Python some 0.05-0.15 us) and its work as views of one
+# allocation (one allocation costs about as much as a joint's arithmetic).  Views
+# are made by as few reshapes as possible: each reshape site costs compile time.
+def pack(base, isR, O, mass, com, Iloc, grav) -> np.ndarray:
+    """A chain's constants in one float64 vector: base (3, 4) then origins (M, 3, 4);
+    centroids (M, 3) then gravity (3); inertias (M, 3, 3); masses (M); 1.0 for a
+    revolute joint (M), in this order; :func:`_unpack` reads it."""
+    return np.concatenate([np.ravel(x).astype(float) for x in
+                           (base, O, com, grav, Iloc, mass, isR)])
+
+
+@jit(inline=True)
+def _dof(P):
+    """The number of joints M of a :func:`pack` vector (26 M + 15 floats)."""
+    return (P.shape[0] - 15) // 26
+
+
+@jit(inline=True)
+def _unpack(P):
+    """The views (base, isR, O, mass, com, Iloc, grav) of a :func:`pack` vector."""
+    M = _dof(P)
+    k = 12 * (M + 1)
+    placements = P[:k].reshape((M + 1, 3, 4))          # base, then the origins
+    points = P[k:k + 3 * (M + 1)].reshape((M + 1, 3))   # centroids, then gravity
+    k += 3 * (M + 1)
+    Iloc = P[k:k + 9 * M].reshape((M, 3, 3))
+    k += 9 * M
+    return (placements[0], P[k + M:k + 2 * M], placements[1:], P[k:k + M], points[:M],
+            Iloc, points[M])
+
+
+@jit(inline=True)
+def _work(w, M, rows3, mats3, rows6, squares):
+    """Views of ``w``: ``rows3`` (M, 3) blocks as one (rows3 M, 3) array, ``mats3``
+    (M, 3, 3) blocks, ``rows6`` (M, 6) blocks, ``squares`` (M, M) blocks, each set
+    stacked along its first axis, then the rest of ``w`` (vectors)."""
+    a = 3 * rows3 * M
+    b = a + 9 * mats3 * M
+    c = b + 6 * rows6 * M
+    d = c + squares * M * M
+    return (w[:a].reshape((rows3 * M, 3)), w[a:b].reshape((mats3 * M, 3, 3)),
+            w[b:c].reshape((rows6 * M, 6)), w[c:d].reshape((squares * M, M)), w[d:])
+
+
 @jit(inline=True)
 def _frames_work(w, M):
-    """Frame views A, t (M, 3), R (M, 3, 3), p (M, 3) of w[:18 M] (as
-    :func:`kic.kernels.frames.frames_into` fills them)."""
-    return (w[:3 * M].reshape((M, 3)), w[3 * M:6 * M].reshape((M, 3)),
-            w[6 * M:15 * M].reshape((M, 3, 3)), w[15 * M:18 * M].reshape((M, 3)))
+    """Views A, t (M, 3), R (M, 3, 3), p (M, 3) of ``w[:18 M]``, the frames as
+    :func:`kic.kernels.frames.frames_into` fills them."""
+    v3, R, _, _, _ = _work(w, M, 3, 1, 0, 0)
+    return v3[:M], v3[M:2 * M], R, v3[2 * M:]
+
+
+@jit(inline=True)
+def _inertia_work(w, M):
+    """Views of ``w[:36 M]``: the frames A, t, R, p (as :func:`_frames_work`), then
+    centroids c (M, 3), world inertias Iw (M, 3, 3) and columns (M, 6), as
+    :func:`kic.kernels.inertia.link_world_into` and ``inertia_one`` fill them."""
+    v3, m3, cols, _, _ = _work(w, M, 4, 2, 1, 0)
+    return v3[:M], v3[M:2 * M], m3[:M], v3[2 * M:3 * M], v3[3 * M:], m3[M:], cols
+
+
+@jit(inline=True)
+def _inverse_work(M):
+    """The work of the joint loads (:func:`kic.kernels.rnea.rnea_one`), views of one
+    allocation (:func:`_work`): the frames A, t, p (M, 3) as one (3 M, 3) array, R
+    (M, 3, 3), the link wrenches W (M, 6)."""
+    return _work(np.empty(24 * M), M, 3, 1, 1, 0)
 
 
 @jit(inline=True)
 def _forward_work(M):
-    """The work of :func:`_forward_one`: frames, then c (M, 3), Iw (M, 3, 3),
-    W, cols (M, 6), I, L (M, M), bias, zero (M), in one allocation."""
-    w = np.empty(M * (2 * M + 44))
-    A, t, R, p = _frames_work(w, M)
-    k = 18 * M
-    c = w[k:k + 3 * M].reshape((M, 3))
-    Iw = w[k + 3 * M:k + 12 * M].reshape((M, 3, 3))
-    W = w[k + 12 * M:k + 18 * M].reshape((M, 6))
-    cols = w[k + 18 * M:k + 24 * M].reshape((M, 6))
-    k += 24 * M
-    I = w[k:k + M * M].reshape((M, M))
-    L = w[k + M * M:k + 2 * M * M].reshape((M, M))
-    k += 2 * M * M
-    bias = w[k:k + M]
-    zero = w[k + M:k + 2 * M]
-    zero[:] = 0.0
-    return A, t, R, p, c, Iw, W, cols, I, L, bias, zero
-
-
-@jit
-def _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
-    """q'' = I*^-1 (tau - bias) of one configuration; False if I* fails the rule.
-    ``work``: the buffers of :func:`_forward_work`."""
-    A, t, R, p, c, Iw, W, cols, I, L, bias, zero = work
-    M = q.shape[0]
-    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, R, p, W, bias)
-    link_world_into(R, p, com, Iloc, c, Iw)
-    inertia_pose(mass, c, Iw, A, t, cols, I)
-    for j in range(M):
-        bias[j] = tau[j] - bias[j]
-    return cholesky_solve(I, bias, L, out)
-
-
-@jit
-def _aba_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, work):
-    """q'' of one configuration by the articulated-body recursion
-    (:func:`kic.kernels.articulated.aba_one`); False if a pivot fails the rule.
-    ``work``: the frame buffers, then those of :func:`aba_buffers`."""
-    A, t, R, p, buffers = work
-    frames_into(base, isR, O, q, A, t, R, p)
-    return aba_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, tau, buffers, out)
+    """The work of :func:`_forward_one`, views of one allocation (:func:`_work`): the
+    frames A, t, p and centroids c (M, 3) as one (4 M, 3) array, R and the world
+    inertias Iw (M, 3, 3), link wrenches W and I*'s columns (M, 6), I* and its factor
+    (M, M), then the bias and zero rates (M)."""
+    return _work(np.empty(M * (2 * M + 44)), M, 4, 2, 2, 2)
 
 
 @jit(inline=True)
 def _aba_work(M):
+    """The work of :func:`_aba_one`: the frames' views, then the recursion's buffers."""
     A, t, R, p = _frames_work(np.empty(18 * M), M)
     return A, t, R, p, aba_buffers(M)
+
+
+# The two forward dynamics of one configuration are inline: an entry point that calls
+# a compiled function has that function's code linked into its own and optimized and
+# translated again, so a function between an entry and the building blocks costs a
+# first call twice (a one-configuration call and a batch each compile only theirs).
+# They take the chain as :func:`_unpack` gives it and their work as made above, so
+# that a batch makes its views once.
+@jit(inline=True)
+def _forward_one(chain, work, q, qd, tau, out):
+    """q'' = I*^-1 (tau - bias) of one configuration into ``out``; False if I* fails
+    the rule."""
+    base, isR, O, mass, com, Iloc, grav = chain
+    v3, m3, v6, sq, rest = work
+    M = q.shape[0]
+    A, t, p, c = v3[:M], v3[M:2 * M], v3[2 * M:3 * M], v3[3 * M:]
+    R, Iw = m3[:M], m3[M:]
+    bias, zero = rest[:M], rest[M:2 * M]
+    for j in range(M):
+        zero[j] = 0.0
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, R, p, v6[:M], bias)
+    link_world_into(R, p, com, Iloc, c, Iw)
+    I = sq[:M]
+    inertia_pose(mass, c, Iw, A, t, v6[M:], I)
+    for j in range(M):
+        bias[j] = tau[j] - bias[j]
+    return cholesky_solve(I, bias, sq[M:], out)
+
+
+@jit(inline=True)
+def _aba_one(chain, work, q, qd, tau, out):
+    """q'' of one configuration by the articulated-body recursion
+    (:func:`kic.kernels.articulated.aba_one`); False if a pivot fails the rule."""
+    base, isR, O, mass, com, Iloc, grav = chain
+    A, t, R, p, buffers = work
+    frames_into(base, isR, O, q, A, t, R, p)
+    return aba_one(isR, mass, com, Iloc, grav, A, t, R, p, qd, tau, buffers, out)
 
 
 # --------------------------------------------------------------------------
 # batched entry points
 # --------------------------------------------------------------------------
 @jit
-def _rnea(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, out):
+def _rnea(P, q, qd, qdd, use_gravity, out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    w = np.empty(24 * M)
-    A, t, R, p = _frames_work(w, M)
-    W = w[18 * M:].reshape((M, 6))
+    v3, R, W, _, _ = _inverse_work(M)
+    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
     for n in range(N):
-        rnea_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], qdd[n], use_gravity, A, t, R, p,
-                 W, out[n])
+        rnea_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], qdd[n], use_gravity, A, t, R,
+                 p, W, out[n])
 
 
 @jit
-def _gravity(base, isR, O, mass, com, grav, q, out):
+def _gravity(P, q, out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
     A, t, R, p = _frames_work(np.empty(18 * M), M)
     for n in range(N):
@@ -132,12 +206,10 @@ def _gravity(base, isR, O, mass, com, grav, q, out):
 
 
 @jit
-def _inertia(base, isR, O, mass, com, Iloc, q, out):
+def _inertia(P, q, out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p = _frames_work(np.empty(18 * M), M)
-    c = np.empty((M, 3))
-    Iw = np.empty((M, 3, 3))
-    cols = np.empty((M, 6))
+    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
         link_world_into(R, p, com, Iloc, c, Iw)
@@ -145,12 +217,10 @@ def _inertia(base, isR, O, mass, com, Iloc, q, out):
 
 
 @jit
-def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out):
+def _inertia_power(P, q, with_inertia, I_out, P_out):
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p = _frames_work(np.empty(18 * M), M)
-    c = np.empty((M, 3))
-    Iw = np.empty((M, 3, 3))
-    cols = np.empty((M, 6))
+    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
     S0 = np.empty(M)
     S1 = np.empty((M, 3))
     S2 = np.empty((M, 3, 3))
@@ -167,18 +237,17 @@ def _inertia_power(base, isR, O, mass, com, Iloc, q, with_inertia, I_out, P_out)
 
 
 @jit
-def _forward(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
-    work = _forward_work(q.shape[1])
+def _forward(P, q, qd, tau, out, ok):
+    chain, work = _unpack(P), _forward_work(q.shape[1])
     for n in range(q.shape[0]):
-        ok[n] = _forward_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n],
-                             work)
+        ok[n] = _forward_one(chain, work, q[n], qd[n], tau[n], out[n])
 
 
 @jit
-def _aba(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out, ok):
-    work = _aba_work(q.shape[1])
+def _aba(P, q, qd, tau, out, ok):
+    chain, work = _unpack(P), _aba_work(q.shape[1])
     for n in range(q.shape[0]):
-        ok[n] = _aba_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], tau[n], out[n], work)
+        ok[n] = _aba_one(chain, work, q[n], qd[n], tau[n], out[n])
 
 
 # --------------------------------------------------------------------------
@@ -194,7 +263,7 @@ def _finite(M, x):
     if x.shape[0] != M:
         return False
     for j in range(M):
-        if not np.isfinite(x[j]):
+        if not math.isfinite(x[j]):        # (math, not a numpy ufunc: less to compile)
             return False
     return True
 
@@ -202,30 +271,6 @@ def _finite(M, x):
 @jit(inline=True)
 def _shapes(M, a, b, c, out):
     return a.shape[0] == M and b.shape[0] == M and c.shape[0] == M and out.shape[0] == M
-
-
-def pack(base, isR, O, mass, com, Iloc, grav) -> np.ndarray:
-    """A chain's constants in one float64 vector (one argument to pass instead of
-    seven: each array argument costs the call some 0.15 us): base (3, 4), origins
-    (M, 3, 4), masses (M), centroids (M, 3), inertias (M, 3, 3), gravity (3), and
-    1.0 for a revolute joint (M), in this order; :func:`_unpack` reads it."""
-    return np.concatenate([np.ravel(x).astype(float) for x in
-                           (base, O, mass, com, Iloc, grav, isR)])
-
-
-@jit(inline=True)
-def _unpack(P):
-    """The views (base, isR, O, mass, com, Iloc, grav) of a :func:`pack` vector."""
-    M = (P.shape[0] - 15) // 26
-    k = 12 + 12 * M
-    base = P[:12].reshape((3, 4))
-    O = P[12:k].reshape((M, 3, 4))
-    mass = P[k:k + M]
-    com = P[k + M:k + 4 * M].reshape((M, 3))
-    Iloc = P[k + 4 * M:k + 13 * M].reshape((M, 3, 3))
-    grav = P[k + 13 * M:k + 13 * M + 3]
-    isR = P[k + 13 * M + 3:k + 14 * M + 3]
-    return base, isR, O, mass, com, Iloc, grav
 
 
 # one signature per entry point: any other input type (a list, a read-only or
@@ -237,10 +282,9 @@ def _rnea1(P, q, qd, qdd, out):
     M = mass.shape[0]
     if not _shapes(M, q, qd, qdd, out):
         return False
-    w = np.empty(24 * M)
-    A, t, R, p = _frames_work(w, M)
-    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, True, A, t, R, p,
-             w[18 * M:].reshape((M, 6)), out)
+    v3, R, W, _, _ = _inverse_work(M)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, True, v3[:M], v3[M:2 * M], R,
+             v3[2 * M:], W, out)
     return _finite(M, out)
 
 
@@ -262,33 +306,25 @@ def _inertia1(P, q, out):
     M = mass.shape[0]
     if q.shape[0] != M or out.shape[0] != M or out.shape[1] != M:
         return False
-    A, t, R, p = _frames_work(np.empty(18 * M), M)
-    c = np.empty((M, 3))
-    Iw = np.empty((M, 3, 3))
+    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     link_world_into(R, p, com, Iloc, c, Iw)
-    inertia_pose(mass, c, Iw, A, t, np.empty((M, 6)), out)
+    inertia_pose(mass, c, Iw, A, t, cols, out)
     return _finite(M * M, out.ravel())
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
 def _forward1(P, q, qd, tau, out):
-    base, isR, O, mass, com, Iloc, grav = _unpack(P)
-    M = mass.shape[0]
-    if not _shapes(M, q, qd, tau, out):
-        return False
-    return _forward_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
-                        _forward_work(M)) and _finite(M, out)
+    M = _dof(P)
+    return (_shapes(M, q, qd, tau, out)
+            and _forward_one(_unpack(P), _forward_work(M), q, qd, tau, out) and _finite(M, out))
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
 def _aba1(P, q, qd, tau, out):
-    base, isR, O, mass, com, Iloc, grav = _unpack(P)
-    M = mass.shape[0]
-    if not _shapes(M, q, qd, tau, out):
-        return False
-    return _aba_one(base, isR, O, mass, com, Iloc, grav, q, qd, tau, out,
-                    _aba_work(M)) and _finite(M, out)
+    M = _dof(P)
+    return (_shapes(M, q, qd, tau, out)
+            and _aba_one(_unpack(P), _aba_work(M), q, qd, tau, out) and _finite(M, out))
 
 
 # --------------------------------------------------------------------------
@@ -404,8 +440,7 @@ def inverse_dynamics(d, q, qd, qdd, gravity: bool = True) -> np.ndarray:
     """Joint loads (N, M) of configurations q, qd, qdd (N, M)."""
     q = _rows(q)
     out = np.empty(q.shape)
-    _rnea(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(qdd),
-          gravity, out)
+    _rnea(d.packed, q, _rows(qd), _rows(qdd), gravity, out)
     return out
 
 
@@ -413,7 +448,7 @@ def gravity_load(d, q) -> np.ndarray:
     """+dV/dq (N, M) of configurations q (N, M)."""
     q = _rows(q)
     out = np.empty(q.shape)
-    _gravity(d.base, d.isR, d.O, d.mass, d.com, d.gravity, q, out)
+    _gravity(d.packed, q, out)
     return out
 
 
@@ -422,7 +457,7 @@ def inertia(d, q) -> np.ndarray:
     q = _rows(q)
     N, M = q.shape
     out = np.empty((N, M, M))
-    _inertia(d.base, d.isR, d.O, d.mass, d.com, d.inertia, q, out)
+    _inertia(d.packed, q, out)
     return out
 
 
@@ -432,7 +467,7 @@ def inertia_power(d, q, with_inertia: bool = True):
     N, M = q.shape
     I = np.empty((N, M, M) if with_inertia else (1, M, M))
     P = np.empty((N, M, M, M))
-    _inertia_power(d.base, d.isR, d.O, d.mass, d.com, d.inertia, q, with_inertia, I, P)
+    _inertia_power(d.packed, q, with_inertia, I, P)
     return (I if with_inertia else None), P
 
 
@@ -444,8 +479,7 @@ def forward_dynamics(d, q, qd, tau):
     out = np.empty(q.shape)
     ok = np.empty(q.shape[0], dtype=np.bool_)
     run = _aba if d.dof >= ABA_MIN_JOINTS else _forward
-    run(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, _rows(qd), _rows(tau), out,
-        ok)
+    run(d.packed, q, _rows(qd), _rows(tau), out, ok)
     return out, ok
 
 
