@@ -584,4 +584,4 @@ def test_read_only_arrays_use_the_one_compiled_variant():
     want = model.inverse_dynamics(q[0].copy(), qd[0], qdd[0])
     assert rel(model.inverse_dynamics(frozen, qd[0], qdd[0], start=start), want) < RTOL
     from kic.kernels import closed_pose
-    assert len(closed_pose.batch.signatures) == 1
+    assert len(closed_pose.batch.signatures) == 1          # one entry, one signature
