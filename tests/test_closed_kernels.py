@@ -585,3 +585,31 @@ def test_read_only_arrays_use_the_one_compiled_variant():
     assert rel(model.inverse_dynamics(frozen, qd[0], qdd[0], start=start), want) < RTOL
     from kic.kernels import closed_pose
     assert len(closed_pose.batch.signatures) == 1          # one entry, one signature
+
+
+@compiled
+def test_one_pose_and_batches_share_the_one_compiled_entry():
+    """The lean one-pose call and batch calls run one compiled function with one
+    signature (a second entry or variant would compile the whole pose again at
+    first use, seconds): each pose of a batch equals its one-pose answer bit
+    for bit, for every output the entry gives."""
+    from kic.kernels import closed_pose
+    model, plan, q, phi = case("five_bar")
+    qd, qdd, _ = motion(q, 7)
+    M, N = plan.q_idx.shape[0], plan.parent.shape[0]
+    act = np.array(model.evaluation.actuator_index(model.coordinate_names), np.int64)
+    mode = np.zeros(plan.block_row.shape[0] - 1)
+    for name, x, a in (("assemble", q, K._EMPTY_I), ("inverse_dynamics", qdd, K._EMPTY_I),
+                       ("forward_dynamics", qdd, K._EMPTY_I), ("actuator_loads", qdd, act),
+                       ("rates", qdd, K._EMPTY_I), ("transfer", q, K._EMPTY_I)):
+        out, phis, status, res, cond, sign, act_cond = K._call(
+            plan, K._CODE[name], q, qd, x, a, phi, False, mode)
+        for t in range(q.shape[0]):
+            got = K.one(plan, name, q[t].copy(), qd[t].copy(), x[t].copy(), a, phi[t].copy(),
+                        False, mode)
+            assert got[2] == status[t] == 0, name
+            np.testing.assert_array_equal(got[0], out[t], err_msg=name)
+            np.testing.assert_array_equal(got[1], phis[t], err_msg=name)
+            assert got[3] == (max(cond[t]) if cond.shape[1] else 1.0), name
+    assert len(closed_pose.batch.signatures) == 1
+    assert not hasattr(closed_pose, "single")
