@@ -12,6 +12,11 @@ Targets (issue 21): five-bar assemble + inverse + forward dynamics + actuator
 loads <= 10 s cold; PUMA 560 inverse + forward dynamics <= 2 s cold; a warm
 process <= 1.5 s.  ``import kic`` alone is timed too (it imports no scipy,
 networkx, matplotlib or numba; ``import mechanisms`` imports networkx).
+
+``--compare CHECKOUT`` times another checkout of kic (e.g. an export of the
+main branch) beside this one, case by case, for before/after figures;
+``--case five-bar`` or ``--case puma`` runs one case (each cold run costs
+tens of seconds of CPU).
 """
 from __future__ import annotations
 
