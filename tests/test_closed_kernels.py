@@ -613,3 +613,31 @@ def test_one_pose_and_batches_share_the_one_compiled_entry():
             assert got[3] == (max(cond[t]) if cond.shape[1] else 1.0), name
     assert len(closed_pose.batch.signatures) == 1
     assert not hasattr(closed_pose, "single")
+
+
+@compiled
+def test_stages_are_compiled_for_compiled_callers_only():
+    """The stages of a pose run inside the entry points only: compiled without
+    the wrappers of Python calls (seconds of first use), so a call from Python
+    raises TypeError instead of running code that has no entry for it; their
+    plain twins still run from Python.  Also when closed_pose is imported after
+    the registry has loaded numba (a serial chain used first)."""
+    import subprocess
+    import sys
+    from kic.kernels import closed_pose
+    from kic.kernels import jit as registry
+    model, plan, q, phi = case("five_bar")
+    with pytest.raises(TypeError, match="compiled callers only"):
+        closed_pose.tree_frames(plan.parent, plan.order, plan.is_revolute, plan.axis,
+                                plan.origin, plan.offset, phi[0], np.empty((5, 4, 4)),
+                                np.empty((5, 6)))
+    assert type(closed_pose.batch).__name__ != type(closed_pose.newton).__name__
+    twin = registry.plain(closed_pose.__name__, "tree_frames")
+    assert twin is not closed_pose.tree_frames
+    late = ("import sys\nfrom kic.kernels import jit\nassert 'kic.kernels.closed_pose' not in "
+            "sys.modules\njit.load()\nfrom kic.kernels import closed_pose, closed_lanes\n"
+            "assert closed_lanes.closure_residual is closed_pose.closure_residual\n"
+            "try:\n    closed_pose.closure_residual()\nexcept TypeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True,
+                         check=True).stdout
+    assert "compiled callers only" in out

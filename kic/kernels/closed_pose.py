@@ -1015,3 +1015,10 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
     for b in range(1, B):
         cond = max(cond, buf[K + N + 1 + b])
     return buf[:K].copy(), buf[K:K + N].copy(), int(buf[wide - 1]), cond, 0
+
+
+# the stages above run inside compiled entry points only (batch here, the design
+# batches of closed_lanes, the integrator): compiled without Python's wrappers
+from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
+
+compiled_callers_only(__name__, but=("batch",))
