@@ -641,3 +641,14 @@ def test_stages_are_compiled_for_compiled_callers_only():
     out = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True,
                          check=True).stdout
     assert "compiled callers only" in out
+
+
+@compiled
+def test_an_empty_batch_gives_empty_outputs():
+    """No poses: every output has zero rows and its own width."""
+    _, plan, q, _ = case("five_bar")
+    M, N, B = q.shape[1], plan.parent.shape[0], plan.block_row.shape[0] - 1
+    none = np.zeros((0, M))
+    out = K.actuator_loads(plan, none, none, none, [0, 1], np.zeros((0, N)))
+    assert [a.shape for a in out] == [(0, 2), (0, N), (0,), (0,), (0, B), (0, B), (0,)]
+    assert out[2].dtype == np.int64
