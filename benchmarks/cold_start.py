@@ -12,6 +12,11 @@ Targets (issue 21): five-bar assemble + inverse + forward dynamics + actuator
 loads <= 10 s cold; PUMA 560 inverse + forward dynamics <= 2 s cold; a warm
 process <= 1.5 s.  ``import kic`` alone is timed too (it imports no scipy,
 networkx, matplotlib or numba; ``import mechanisms`` imports networkx).
+
+``--compare CHECKOUT`` times another checkout of kic (e.g. an export of the
+main branch) beside this one, case by case, for before/after figures;
+``--case five-bar`` or ``--case puma`` runs one case (each cold run costs
+tens of seconds of CPU).
 """
 from __future__ import annotations
 
@@ -56,16 +61,17 @@ back = pin.aba(model, data, q, v, tau)
 """
 
 
-def cpu_of(code: str, cache: str | None, backend: str | None = None) -> float:
-    """CPU seconds (user + system) of a child process running ``code``."""
+def cpu_of(code: str, cache: str | None, backend: str | None = None, root: Path = ROOT) -> float:
+    """CPU seconds (user + system) of a child process running ``code`` with the
+    checkout ``root`` first on its path."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
     if cache is not None:
         env["NUMBA_CACHE_DIR"] = cache
     if backend is not None:
         env["KIC_BACKEND"] = backend
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=ROOT,
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=root,
                    stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -74,15 +80,26 @@ def cpu_of(code: str, cache: str | None, backend: str | None = None) -> float:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=1, help="warm runs (best of)")
+    p.add_argument("--case", choices=("all", "five-bar", "puma"), default="all")
+    p.add_argument("--compare", type=Path, default=None, metavar="CHECKOUT",
+                   help="another checkout of kic (e.g. the main branch) timed beside this "
+                        "one, case by case (before and after a change)")
     a = p.parse_args(argv)
+    roots = [("", ROOT)] + ([(" (" + a.compare.name + ")", a.compare.resolve())]
+                            if a.compare else [])
+    cases = {k: v for k, v in CASES.items()
+             if a.case == "all" or k.lower().startswith(a.case)}
     print("CPU seconds of the whole process (imports included)")
     print(f"  {'case':52s} {'cold':>7s} {'warm':>7s} {'numpy':>7s}")
-    for name, code in CASES.items():
-        with tempfile.TemporaryDirectory(prefix="kic-numba-cache-") as cache:
-            cold = cpu_of(code, cache)
-            warm = min(cpu_of(code, cache) for _ in range(a.repeats))
-        numpy = cpu_of(code, None, backend="numpy")
-        print(f"  {name:52s} {cold:7.2f} {warm:7.2f} {numpy:7.2f}")
+    for name, code in cases.items():
+        for label, root in roots:
+            with tempfile.TemporaryDirectory(prefix="kic-numba-cache-") as cache:
+                cold = cpu_of(code, cache, root=root)
+                warm = min(cpu_of(code, cache, root=root) for _ in range(a.repeats))
+            numpy = cpu_of(code, None, backend="numpy", root=root)
+            print(f"  {name[:52 - len(label)] + label:52s} {cold:7.2f} {warm:7.2f} {numpy:7.2f}")
+    if a.case != "all":
+        return
     imports = min(cpu_of("import kic", None) for _ in range(max(a.repeats, 3)))
     bare = min(cpu_of("import numpy", None) for _ in range(max(a.repeats, 3)))
     print(f"  {'import kic (numpy alone: ' + f'{bare:.2f})':52s} {'':7s} {imports:7.2f}")

@@ -581,4 +581,71 @@ def test_read_only_arrays_use_the_one_compiled_variant():
     want = model.inverse_dynamics(q[0].copy(), qd[0], qdd[0])
     assert rel(model.inverse_dynamics(frozen, qd[0], qdd[0], start=start), want) < RTOL
     from kic.kernels import closed_pose
+    assert len(closed_pose.batch.signatures) == 1          # one entry, one signature
+
+
+@compiled
+def test_one_pose_and_batches_share_the_one_compiled_entry():
+    """The lean one-pose call and batch calls run one compiled function with one
+    signature (a second entry or variant would compile the whole pose again at
+    first use, seconds): each pose of a batch equals its one-pose answer bit
+    for bit, for every output the entry gives."""
+    from kic.kernels import closed_pose
+    model, plan, q, phi = case("five_bar")
+    qd, qdd, _ = motion(q, 7)
+    M, N = plan.q_idx.shape[0], plan.parent.shape[0]
+    act = np.array(model.evaluation.actuator_index(model.coordinate_names), np.int64)
+    mode = np.zeros(plan.block_row.shape[0] - 1)
+    for name, x, a in (("assemble", q, K._EMPTY_I), ("inverse_dynamics", qdd, K._EMPTY_I),
+                       ("forward_dynamics", qdd, K._EMPTY_I), ("actuator_loads", qdd, act),
+                       ("rates", qdd, K._EMPTY_I), ("transfer", q, K._EMPTY_I)):
+        out, phis, status, res, cond, sign, act_cond = K._call(
+            plan, K._CODE[name], q, qd, x, a, phi, False, mode)
+        for t in range(q.shape[0]):
+            got = K.one(plan, name, q[t].copy(), qd[t].copy(), x[t].copy(), a, phi[t].copy(),
+                        False, mode)
+            assert got[2] == status[t] == 0, name
+            np.testing.assert_array_equal(got[0], out[t], err_msg=name)
+            np.testing.assert_array_equal(got[1], phis[t], err_msg=name)
+            assert got[3] == (max(cond[t]) if cond.shape[1] else 1.0), name
     assert len(closed_pose.batch.signatures) == 1
+    assert not hasattr(closed_pose, "single")
+
+
+@compiled
+def test_stages_are_compiled_for_compiled_callers_only():
+    """The stages of a pose run inside the entry points only: compiled without
+    the wrappers of Python calls (seconds of first use), so a call from Python
+    raises TypeError instead of running code that has no entry for it; their
+    plain twins still run from Python.  Also when closed_pose is imported after
+    the registry has loaded numba (a serial chain used first)."""
+    import subprocess
+    import sys
+    from kic.kernels import closed_pose
+    from kic.kernels import jit as registry
+    model, plan, q, phi = case("five_bar")
+    with pytest.raises(TypeError, match="compiled callers only"):
+        closed_pose.tree_frames(plan.parent, plan.order, plan.is_revolute, plan.axis,
+                                plan.origin, plan.offset, phi[0], np.empty((5, 4, 4)),
+                                np.empty((5, 6)))
+    assert type(closed_pose.batch).__name__ != type(closed_pose.newton).__name__
+    twin = registry.plain(closed_pose.__name__, "tree_frames")
+    assert twin is not closed_pose.tree_frames
+    late = ("import sys\nfrom kic.kernels import jit\nassert 'kic.kernels.closed_pose' not in "
+            "sys.modules\njit.load()\nfrom kic.kernels import closed_pose, closed_lanes\n"
+            "assert closed_lanes.closure_residual is closed_pose.closure_residual\n"
+            "try:\n    closed_pose.closure_residual()\nexcept TypeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True,
+                         check=True).stdout
+    assert "compiled callers only" in out
+
+
+@compiled
+def test_an_empty_batch_gives_empty_outputs():
+    """No poses: every output has zero rows and its own width."""
+    _, plan, q, _ = case("five_bar")
+    M, N, B = q.shape[1], plan.parent.shape[0], plan.block_row.shape[0] - 1
+    none = np.zeros((0, M))
+    out = K.actuator_loads(plan, none, none, none, [0, 1], np.zeros((0, N)))
+    assert [a.shape for a in out] == [(0, 2), (0, N), (0,), (0,), (0, B), (0, B), (0,)]
+    assert out[2].dtype == np.int64

@@ -19,10 +19,10 @@ numpy form side by side, with a parity test per function in ``tests/test_kernels
 * :mod:`kic.kernels.layout` -- the one table of each flat buffer of a closed model
   (packing, numpy views and the compiled unpacking by name are derived from it);
 * :mod:`kic.kernels.closed_pose` -- a closed model's pose, stage by stage (assembly,
-  transfer, rates, Newton-Euler over the tree, I*, actuator loads) and its batch
-  driver; :mod:`kic.kernels.closed_lanes` -- design batches, poses side by side in
-  vector lanes; :mod:`kic.kernels.integrator` -- the DOP853 stepper of free motion;
-  :mod:`kic.kernels.closed` -- their Python entry points.
+  transfer, rates, Newton-Euler over the tree, I*, actuator loads) and its one
+  compiled entry (one pose, or a batch); :mod:`kic.kernels.closed_lanes` -- design
+  batches, poses side by side in vector lanes; :mod:`kic.kernels.integrator` -- the
+  DOP853 stepper of free motion; :mod:`kic.kernels.closed` -- their Python entry points.
 
 Nothing here is public API: the library's modules call these, users call the library.
 """

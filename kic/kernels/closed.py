@@ -107,12 +107,17 @@ def _call(plan, what: int, q, qd, x, act, phi, path: bool, mode=None):
         if a.shape[0] not in (1, n):
             from ..errors import ModelError
             raise ModelError(f"{name} has {a.shape[0]} rows for a batch of {n}")
-    buf, status, bad = closed_pose.batch(plan.args[0], plan.args[1], what, q, qd, x, act, phi,
-                                         path, _mode(plan, mode))
+    buf, _, _, _, bad = closed_pose.batch(plan.args[0], plan.args[1], what, q.reshape(-1),
+                                          qd.reshape(-1), x.reshape(-1), act, phi.reshape(-1),
+                                          path, _mode(plan, mode), False)
     if bad:
         from ..errors import ModelError
         raise ModelError(f"{_NAMES[bad]} contains NaN or infinite values")
-    return _split(plan, buf, status)
+    if n == 0:              # no poses: the buffer's width from the output's
+        N, M, B = plan.parent.shape[0], plan.q_idx.shape[0], plan.block_row.shape[0] - 1
+        K = _registry.plain(closed_pose.__name__, "output_width")(what, N, M, act.shape[0])
+        return _split(plan, buf.reshape(0, K + N + 3 + 2 * B))
+    return _split(plan, buf.reshape(n, -1))
 
 
 _CODE = {"assemble": closed_pose.ASSEMBLE, "inverse_dynamics": closed_pose.INVERSE_DYNAMICS,
@@ -131,22 +136,22 @@ def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode) -> tuple:
     ``x`` (Na,) of the actuated joints ``act``, ``T_q = (G^a)^T x``).
     Returns ``(output row, phi, status, worst block condition)``, arrays of
     their own; NaN inputs still raise ModelError."""
-    out, phi, status, cond, bad = closed_pose.single(plan.args[0], plan.args[1], _CODE[what],
-                                                     q, qd, x, act, phi_start, path, mode,
-                                                     plan.block_row.shape[0] - 1)
+    out, phi, status, cond, bad = closed_pose.batch(plan.args[0], plan.args[1], _CODE[what],
+                                                    q, qd, x, act, phi_start, path, mode, True)
     if bad:
         from ..errors import ModelError
         raise ModelError(f"{_NAMES[bad]} contains NaN or infinite values")
     return out, phi, status, cond
 
 
-def _split(plan, buf, status):
+def _split(plan, buf):
     """(out, phi, status, residual, condition, det_sign, actuation_condition): views
-    of the kernel's one output buffer."""
+    of the kernel's one output buffer (n, K + N + 3 + 2B), the status as int64."""
     N, B = plan.parent.shape[0], plan.block_row.shape[0] - 1
-    K = buf.shape[1] - N - 2 - 2 * B
-    return (buf[:, :K], buf[:, K:K + N], status, buf[:, K + N], buf[:, K + N + 1:K + N + 1 + B],
-            buf[:, K + N + 1 + B:K + N + 1 + 2 * B], buf[:, K + N + 1 + 2 * B])
+    K = buf.shape[1] - N - 3 - 2 * B
+    return (buf[:, :K], buf[:, K:K + N], buf[:, -1].astype(np.int64), buf[:, K + N],
+            buf[:, K + N + 1:K + N + 1 + B], buf[:, K + N + 1 + B:K + N + 1 + 2 * B],
+            buf[:, K + N + 1 + 2 * B])
 
 
 def assemble(plan, q, phi_start, path: bool = False, mode=None):

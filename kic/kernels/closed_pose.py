@@ -42,7 +42,7 @@ __all__ = ["OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_
            "worst_residual", "closure_jacobian", "assemble_pose", "transfer_pose",
            "pose_rates", "rnea", "project", "inertia_pose", "is_massless", "pose_frames",
            "pose_jacobian", "newton_step", "in_mode", "settle", "settled", "actuator_solve",
-           "all_finite", "batch", "single",
+           "all_finite", "batch",
            "ASSEMBLE", "INVERSE_DYNAMICS", "FORWARD_DYNAMICS", "ACTUATOR_LOADS", "TRANSFER",
            "INERTIA", "RATES", "ASSEMBLED_TRANSFER", "ACTUATED_FORWARD_DYNAMICS"]
 
@@ -722,11 +722,10 @@ def settle(P, W, st, phi, phi_row, cond, dsign, mode):
 
 @jit(inline=True)
 def all_finite(a):
-    """Every entry of the 2-D array ``a`` is finite."""
+    """Every entry of the flat array ``a`` is finite."""
     for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            if not np.isfinite(a[i, j]):
-                return False
+        if not np.isfinite(a[i]):
+            return False
     return True
 
 
@@ -859,18 +858,33 @@ def start(q_idx, phi, q, phi0, last, G_last, predict):
             phi[j] = phi0[j]
 
 
+@jit(inline=True)
+def rows_of(a, width):
+    """The rows of a flat array ``a`` of rows of ``width`` (1 for width 0)."""
+    return a.shape[0] // width if width > 0 else 1
+
+
 @jit
-def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
-    """All entry points: ``what`` one of ASSEMBLE, INVERSE_DYNAMICS (x = q''),
-    FORWARD_DYNAMICS (x = tau), ACTUATOR_LOADS (x = q''), TRANSFER and INERTIA
-    at given phi0, ASSEMBLED_TRANSFER (G^phi_q after assembly),
-    ACTUATED_FORWARD_DYNAMICS (x = tau_a of the joints ``act``), RATES (phi', phi''; x = q'').  q, qd, x, phi0 have n rows or
-    one (used for every pose; the caller checks that).  ``mode`` (B,) of +1/-1 (0: any), or empty: the
-    assembly mode a pose must be in (else OTHER_MODE).  Returns (buf, status,
-    bad): buf (n, K + N + 2 + 2B) holds out (n, K) (K as :func:`output_width`),
-    phi, the residual, the blocks' conditions and det signs and the actuation
-    condition; ``bad`` is 1-4 when q, qd, x or phi0 is not finite (nothing
-    evaluated), else 0.
+def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
+    """The one compiled entry of a closed model's poses, for one pose and for
+    batches alike (one compiled function: each level of compiled calls
+    re-optimizes and re-emits everything it calls, seconds at first use).
+
+    ``what`` one of ASSEMBLE, INVERSE_DYNAMICS (x = q''), FORWARD_DYNAMICS (x =
+    tau), ACTUATOR_LOADS (x = q''), TRANSFER and INERTIA at given phi0,
+    ASSEMBLED_TRANSFER (G^phi_q after assembly), ACTUATED_FORWARD_DYNAMICS (x =
+    tau_a of the joints ``act``), RATES (phi', phi''; x = q'').  q, qd, x, phi0
+    are flat: n rows (of M, M, M or Na, N) or one row (used for every pose; the
+    caller checks that).  ``mode`` (B,) of +1/-1 (0: any), or empty: the
+    assembly mode a pose must be in (else OTHER_MODE).
+
+    Returns ``(out, phi, status, condition, bad)``; ``bad`` is 1-4 when q, qd, x
+    or phi0 is not finite (nothing evaluated), else 0.  ``one``: one pose, out
+    (K,) its output row (K as :func:`output_width`), phi (N,), its status and
+    worst block condition.  Else out is the flat buffer (n rows of K + N + 3 +
+    2B: out K | phi N | residual | condition B | det sign B | actuation
+    condition | status) and phi, status, condition are empty or zero (each
+    array handed back to Python costs a few hundred nanoseconds).
 
     The stages get the plan's and the work's arrays by name here, once: a named
     tuple handed to a helper is copied with a reference count per member, which
@@ -890,26 +904,28 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
     D = dynamics_work(M, Na)
     Tq, Im, rhs, sol = D.Tq, D.Im, D.rhs[:M], D.sol
     bad = first_bad(q, qd, x, phi0)
-    # the batch size from the arrays, not an argument: a constant 1 passed from
-    # single() would type as a literal, a second compiled variant of this entry
-    n = 0 if bad else max(q.shape[0], qd.shape[0], x.shape[0], phi0.shape[0])
+    if bad:
+        return np.empty(0), np.empty(0), 0, 0.0, bad
+    nq, nqd, nphi = rows_of(q, M), rows_of(qd, M), rows_of(phi0, N)
+    nx = rows_of(x, Na if what == ACTUATED_FORWARD_DYNAMICS else M)
+    n = 1 if one else max(nq, nqd, nx, nphi)
     K = output_width(what, N, M, Na)
-    # one output buffer (each array handed back to Python costs about a microsecond):
-    # columns [out K | phi N | residual | condition B | det sign B | actuation cond]
-    buf = np.full((n, K + N + 2 + 2 * B), np.nan)
+    wide = K + N + 3 + 2 * B
+    # one output buffer (each array handed back to Python costs about a microsecond)
+    buf = np.full(n * wide, np.nan)
     for t in range(n):
         for b in range(B):
-            buf[t, K + N + 1 + B + b] = 0.0
-    status = np.zeros(n, np.int64)
+            buf[t * wide + K + N + 1 + B + b] = 0.0
     phi = np.empty(N)
     last = np.empty(N)
     G_last = np.empty((N, M))
     have_last = False
     for t in range(n):
-        row = buf[t]
-        tq = t if q.shape[0] > 1 else 0
-        start(q_idx, phi, q[tq], phi0[t if phi0.shape[0] > 1 else 0], last, G_last,
-              path and have_last)
+        row = buf[t * wide:(t + 1) * wide]
+        qt = q[M * t:M * (t + 1)] if nq > 1 else q[:M]
+        start(q_idx, phi, qt, phi0[N * t:N * (t + 1)] if nphi > 1 else phi0[:N], last,
+              G_last, path and have_last)
+        row[wide - 1] = OK
         if what == TRANSFER or what == INERTIA:
             # given phi: evaluate there (its residual is reported, not corrected)
             tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S)
@@ -919,20 +935,21 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
             st, res = OK, worst_residual(row_is_rot, Lc, r, 0, R)
         else:
             for m in range(M):
-                phi[q_idx[m]] = q[tq, m]
+                phi[q_idx[m]] = qt[m]
             st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
                              loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
                              row_is_rot, Lc, P.tol, P.max_iter, F, S, X, r, Jr, piv, W.block,
                              col, phi)
         row[K + N] = res
         if st == NOT_ASSEMBLED:
-            status[t] = st
+            row[wide - 1] = st
             continue
         cond, dsign = row[K + N + 1:K + N + 1 + B], row[K + N + 1 + B:K + N + 1 + 2 * B]
         st2 = transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, col,
                        W.block, W.block_work, cond, dsign)
-        status[t] = settled(st, st2, phi, row[K:K + N], dsign, mode)
-        if status[t] != OK:
+        status = settled(st, st2, phi, row[K:K + N], dsign, mode)
+        row[wide - 1] = status
+        if status != OK:
             continue
         # a path continues from poses that are regular and in the mode only
         for j in range(N):
@@ -954,9 +971,10 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
                 for b in range(M):
                     out[a * M + b] = Im[a, b]
             continue
-        xt = x[t if x.shape[0] > 1 else 0]
+        wx = Na if what == ACTUATED_FORWARD_DYNAMICS else M
+        xt = x[wx * t:wx * (t + 1)] if nx > 1 else x[:wx]
         rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block_row, S,
-              X, r, LU, piv, G, qd[t if qd.shape[0] > 1 else 0],
+              X, r, LU, piv, G, qd[M * t:M * (t + 1)] if nqd > 1 else qd[:M],
               xt if what == RATES or what == INVERSE_DYNAMICS or what == ACTUATOR_LOADS
               else D.zero, phid, phidd, V, Av, col)
         if what == RATES:
@@ -982,31 +1000,25 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
                         applied += G[act[i], m] * xt[i]
                 rhs[m] = applied - Tq[m]
             if not cholesky_solve(Im, rhs, Im, sol):
-                status[t] = SINGULAR_DYNAMICS
+                row[wide - 1] = SINGULAR_DYNAMICS
                 continue
             for m in range(M):
                 out[m] = sol[m]
         else:
-            status[t], row[K + N + 1 + 2 * B] = actuator_solve(
+            status, row[K + N + 1 + 2 * B] = actuator_solve(
                 isR, q_idx, Lc, maxc, G, act, Tq, D.Ga, D.Gs, D.Gw, D.rhs, sol, Im, D.At, D.pv,
                 out)
-    return buf, status, bad
+            row[wide - 1] = status
+    if not one:
+        return buf, np.empty(0), 0, 0.0, 0
+    cond = 1.0 if B == 0 else buf[K + N + 1]
+    for b in range(1, B):
+        cond = max(cond, buf[K + N + 1 + b])
+    return buf[:K].copy(), buf[K:K + N].copy(), int(buf[wide - 1]), cond, 0
 
 
-@jit
-def single(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, nB):
-    """One configuration given as vectors: :func:`batch` on one row, with the
-    output row, phi and the worst block condition taken out here (each array
-    handed back to Python or reshaped there costs a few hundred nanoseconds, a
-    tenth of a five-bar pose).  Returns (out, phi, status, condition, bad)."""
-    N = phi0.shape[0]
-    buf, status, bad = batch(fbuf, ibuf, what, q.reshape((1, q.shape[0])),
-                             qd.reshape((1, qd.shape[0])), x.reshape((1, x.shape[0])), act,
-                             phi0.reshape((1, N)), path, mode)
-    if bad:
-        return np.empty(0), np.empty(0), 0, 0.0, bad
-    K = buf.shape[1] - N - 2 - 2 * nB
-    cond = 1.0 if nB == 0 else buf[0, K + N + 1]
-    for b in range(1, nB):
-        cond = max(cond, buf[0, K + N + 1 + b])
-    return buf[0, :K].copy(), buf[0, K:K + N].copy(), status[0], cond, 0
+# the stages above run inside compiled entry points only (batch here, the design
+# batches of closed_lanes, the integrator): compiled without Python's wrappers
+from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
+
+compiled_callers_only(__name__, but=("batch",))

@@ -10,6 +10,8 @@ A module imported after :func:`load` has its functions compiled as they are
 marked.  ``import kic`` therefore never imports numba, and a first call
 compiles only the kernels it reaches (or loads them from numba's cache next
 to the package), entry points with a signature included (:class:`_Entry`).
+Functions that only compiled code calls can go without the wrappers of calls
+from Python (:func:`compiled_callers_only`).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import sys
 import types
 import warnings
 
-__all__ = ["available", "jit", "load", "plain"]
+__all__ = ["available", "compiled_callers_only", "jit", "load", "plain"]
 
 available = importlib.util.find_spec("numba") is not None
 """numba is installed (imported, and kernels compiled, on first use)."""
@@ -28,6 +30,7 @@ _plain: dict[tuple[str, str], object] = {}              # the uncompiled functio
 _key: dict[int, tuple[str, str]] = {}    # id of a marked function or its dispatcher -> key
 _kept: list = []                         # ... which stay alive, so that no id is reused
 _twins: dict[tuple[str, str], object] = {}              # plain(): bound to plain twins
+_callers_only: set[tuple[str, str]] = set()             # compiled without a Python wrapper
 _loaded = False
 
 
@@ -49,7 +52,36 @@ def _compile(numba, fn, inline: bool, signature: str | None):
 
         dispatcher._compile_for_args = types.MethodType(first_call, dispatcher)
         return dispatcher
+    if (fn.__module__, fn.__name__) in _callers_only and not inline:
+        # no wrappers for calls from Python (they unbox every argument: a fifth to a
+        # half of a stage's code, compiled at first use and never run)
+        dispatcher = _callers_only_dispatcher()(
+            fn, targetoptions=dict(nopython=True, nogil=True, error_model="numpy",
+                                   inline="never", no_cpython_wrapper=True,
+                                   no_cfunc_wrapper=True))
+        dispatcher.enable_caching()
+        return dispatcher
     return numba.njit(inline="always" if inline else "never", **options)(fn)
+
+
+_CallersOnly = None
+
+
+def _callers_only_dispatcher():
+    """The dispatcher class of :func:`compiled_callers_only` functions: a call
+    from Python raises TypeError (their compiled code has no entry for it)."""
+    global _CallersOnly
+    if _CallersOnly is None:
+        from numba.core.registry import CPUDispatcher
+
+        class CallersOnly(CPUDispatcher):
+            def __call__(self, *args, **kws):
+                raise TypeError(f"{self.py_func.__module__}.{self.py_func.__name__} is "
+                                "compiled for compiled callers only (call its plain "
+                                "twin, kic.kernels.jit.plain, from Python)")
+
+        _CallersOnly = CallersOnly
+    return _CallersOnly
 
 
 def jit(fn=None, *, inline: bool = False, signature: str | None = None):
@@ -75,6 +107,30 @@ def jit(fn=None, *, inline: bool = False, signature: str | None = None):
             return compiled
         return f
     return mark(fn) if fn is not None else mark
+
+
+def compiled_callers_only(module: str, *, but: tuple[str, ...] = ()) -> None:
+    """Compile the marked functions of kernel ``module`` -- but the ones named in
+    ``but``, the inline ones and the entry points with a signature -- for
+    compiled callers only: without the wrappers through which Python calls a
+    compiled function (about a fifth of a stage's first compilation: a cold
+    five-bar 1.5 s of CPU; a stage is compiled, once more, into each entry point
+    that calls it, and only that copy runs).  Called at the end of the module
+    (its functions are marked then); a Python call of such a function raises
+    TypeError (its plain twin, :func:`plain`, runs from Python)."""
+    chosen = {(m, n) for m, n, inline, signature in _marked
+              if m == module and n not in but and not inline and signature is None}
+    _callers_only.update(chosen)
+    if _loaded and chosen:
+        # the module was imported after load(): its functions are dispatchers already
+        import numba
+        replacements = {}
+        for key in chosen:
+            compiled = _compile(numba, _plain[key], False, None)
+            _key[id(compiled)] = key
+            _kept.append(compiled)
+            replacements[id(sys.modules[module].__dict__[key[1]])] = compiled
+        _bind(replacements)
 
 
 def plain(module: str, name: str):
