@@ -4,6 +4,7 @@
 algorithm                                   compiled / plain floats    numpy (stacked)
 ==========================================  =========================  =====================
 rotation about a unit axis (Rodrigues)      :func:`rodrigues`          :func:`rotation_matrices`
+product of two rotations (9-tuples)         :func:`rotation_product`   (matmul)
 a joint's motion (R: rotation, P: slide)    (rodrigues, or the step)   :func:`joint_motions`
 one joint of a serial chain (axis z)        :func:`frame_step`         (in :func:`pose_numpy`)
 a point of a link in world coordinates      :func:`centroid`           (R c + p, inline)
@@ -27,8 +28,10 @@ import numpy as np
 from .._array import numpy_cross
 from .jit import jit, plain
 
-__all__ = ["rodrigues", "rotation_matrices", "joint_motions", "frame_step", "centroid",
-           "base_tuple", "frame_tuple", "frames_into", "frame_buffers", "pose_lanes",
+__all__ = ["rodrigues", "rotation_tuple", "rotation_product",
+           "rotation_matrices", "joint_motions", "frame_step", "centroid", "base_tuple",
+           "frame_tuple", "affine_rows_into", "affine_into", "placed_rows_into",
+           "last_row_into", "joint_screw", "frames_into", "frame_buffers", "pose_lanes",
            "frames_floats", "pose_numpy", "rotations"]
 
 
@@ -45,6 +48,25 @@ def rodrigues(a0, a1, a2, x):
     return (c + t * a0 * a0, t * a0 * a1 - s * a2, t * a0 * a2 + s * a1,
             t * a1 * a0 + s * a2, c + t * a1 * a1, t * a1 * a2 - s * a0,
             t * a2 * a0 - s * a1, t * a2 * a1 + s * a0, c + t * a2 * a2)
+
+
+@jit(inline=True)
+def rotation_tuple(A):
+    """The rotation part of a frame ``A`` ((3, >= 3) or (4, 4)), row by row (9-tuple)."""
+    return (A[0, 0], A[0, 1], A[0, 2], A[1, 0], A[1, 1], A[1, 2], A[2, 0], A[2, 1], A[2, 2])
+
+
+@jit(inline=True)
+def rotation_product(A, B):
+    """The product A B of two rotations given row by row (9-tuples), each entry
+    summed over k = 0, 1, 2 in order."""
+    a00, a01, a02, a10, a11, a12, a20, a21, a22 = A
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = B
+    return (a00 * b00 + a01 * b10 + a02 * b20, a00 * b01 + a01 * b11 + a02 * b21,
+            a00 * b02 + a01 * b12 + a02 * b22, a10 * b00 + a11 * b10 + a12 * b20,
+            a10 * b01 + a11 * b11 + a12 * b21, a10 * b02 + a11 * b12 + a12 * b22,
+            a20 * b00 + a21 * b10 + a22 * b20, a20 * b01 + a21 * b11 + a22 * b21,
+            a20 * b02 + a21 * b12 + a22 * b22)
 
 
 def rotation_matrices(axis, angle) -> np.ndarray:
@@ -125,7 +147,7 @@ def centroid(com, T):
 
 @jit(inline=True)
 def base_tuple(base):
-    """A (3, 4) placement as a 12-tuple frame."""
+    """A placement (rows 0..2 of a (3, 4) or (4, 4) frame) as a 12-tuple frame."""
     return (base[0, 0], base[0, 1], base[0, 2], base[1, 0], base[1, 1], base[1, 2],
             base[2, 0], base[2, 1], base[2, 2], base[0, 3], base[1, 3], base[2, 3])
 
@@ -148,6 +170,47 @@ def affine_rows_into(A, B, out):
         for c in range(4):
             out[i, c] = A[i, 0] * B[0, c] + A[i, 1] * B[1, c] + A[i, 2] * B[2, c]
         out[i, 3] += A[i, 3]
+
+
+@jit(inline=True)
+def placed_rows_into(F, b, T, out):
+    """Rows 0..2 of ``F[b] @ T`` into out: the frame ``T`` (4, 4) given on body b
+    of a tree whose body frames are ``F`` (N, 4, 4), in world coordinates; T
+    itself where b < 0 (the ground)."""
+    if b < 0:
+        for i in range(3):
+            for c in range(4):
+                out[i, c] = T[i, c]
+    else:
+        affine_rows_into(F[b], T, out)
+
+
+@jit(inline=True)
+def affine_into(A, B, out):
+    """The product of two homogeneous frames A @ B (4, 4) into out (4, 4)."""
+    affine_rows_into(A, B, out)
+    last_row_into(out)
+
+
+@jit(inline=True)
+def last_row_into(out):
+    """The last row 0 0 0 1 of a homogeneous frame (4, 4)."""
+    out[3, 0] = 0.0
+    out[3, 1] = 0.0
+    out[3, 2] = 0.0
+    out[3, 3] = 1.0
+
+
+@jit(inline=True)
+def joint_screw(revolute, s, o):
+    """The world screw (6-tuple: angular part, velocity of the body point at the
+    world origin) of a joint with world unit axis ``s`` through the point ``o``
+    (3-tuples): revolute [s; o x s] (omega x (0 - o)), prismatic [0; s]."""
+    s0, s1, s2 = s
+    if revolute:
+        o0, o1, o2 = o
+        return (s0, s1, s2, o1 * s2 - o2 * s1, o2 * s0 - o0 * s2, o0 * s1 - o1 * s0)
+    return (0.0, 0.0, 0.0, s0, s1, s2)
 
 
 @jit(inline=True)
