@@ -26,9 +26,8 @@ import numpy as np
 from ..settings import EXACT_START, FROBENIUS_MARGIN, LANE_WIDTH
 from .closed_pose import (NOT_ASSEMBLED, OK, OTHER_MODE, SINGULAR_BLOCK, SINGULAR_DYNAMICS,
                           assemble_pose, block_size, closure_jacobian, closure_residual,
-                          in_mode, pose_rates, project, rnea, settle, work,
-                          worst_residual)
-from .frames import joint_screw, rodrigues, rotation_product, rotation_tuple
+                          in_mode, loop_frames, pose_rates, project, rnea, settle,
+                          tree_frames, work, worst_residual)
 from .inertia import tree_inertia
 from .jit import jit
 from .layout import unpack
@@ -36,7 +35,7 @@ from .linalg import (cholesky_solve, condition_leading, condition_numbers_lanes,
                      lu_factor_lanes, lu_solve_columns, lu_solve_lanes, round_robin_pairs)
 
 __all__ = ["design_loads", "composite_inertia", "transfer_lanes", "actuation_flush",
-           "design_frames", "identity_flags", "LaneWork", "ActuationWork", "one_design"]
+           "LaneWork", "ActuationWork", "one_design"]
 
 
 # --------------------------------------------------------------------------
@@ -54,120 +53,6 @@ def composite_inertia(nl, P, FL, SL, GL, qcol, LW, rest):
     ``qcol[j]`` is m where joint j is coordinate m, else -1."""
     tree_inertia(nl, P.parent, P.order, P.mass, P.com, P.inertia, P.gravity, FL, SL, GL, qcol,
                  LW.empty, LW.Ic, LW.HG, LW.Tphi, LW.fw, LW.hw, LW.IL, LW.T0L, rest)
-
-
-@jit(inline=True)
-def is_identity(A, n):
-    """The leading n x n block of ``A`` is exactly the identity."""
-    for i in range(n):
-        for c in range(n):
-            if A[i, c] != (1.0 if i == c else 0.0):
-                return False
-    return True
-
-
-@jit
-def identity_flags(origin, offset, T_a, T_b, flags):
-    """Per joint j: bit 0 the rotation of ``origin[j]`` is the identity, bit 1
-    ``offset[j]`` is the identity; per loop side (N + 2 l + side): bit 0 the
-    rotation of its closure frame is the identity (for :func:`design_frames`)."""
-    N = origin.shape[0]
-    L = T_a.shape[0]
-    for j in range(N):
-        flags[j] = (1 if is_identity(origin[j], 3) else 0) | (2 if is_identity(offset[j], 4)
-                                                               else 0)
-    for l in range(L):
-        flags[N + 2 * l] = 1 if is_identity(T_a[l], 3) else 0
-        flags[N + 2 * l + 1] = 1 if is_identity(T_b[l], 3) else 0
-
-
-@jit
-def design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b, phi,
-                   flags, F, S, X):
-    """:func:`~kic.kernels.closed_pose.tree_frames` and
-    :func:`~kic.kernels.closed_pose.loop_frames` in one pass for the design batches,
-    the same numbers: a product with an identity rotation (``flags``, from
-    :func:`identity_flags`: the joints' origins and offsets, the closure frames)
-    is a copy, so it is not formed."""
-    N = order.shape[0]
-    for jj in range(N):
-        j = order[jj]
-        pj = parent[j]
-        fl = flags[j]
-        # J = F_parent @ origin (rows 0..2)
-        if pj < 0:
-            j00, j01, j02, j03 = origin[j, 0, 0], origin[j, 0, 1], origin[j, 0, 2], origin[j, 0, 3]
-            j10, j11, j12, j13 = origin[j, 1, 0], origin[j, 1, 1], origin[j, 1, 2], origin[j, 1, 3]
-            j20, j21, j22, j23 = origin[j, 2, 0], origin[j, 2, 1], origin[j, 2, 2], origin[j, 2, 3]
-        else:
-            t0, t1, t2 = origin[j, 0, 3], origin[j, 1, 3], origin[j, 2, 3]
-            j03 = F[pj, 0, 0] * t0 + F[pj, 0, 1] * t1 + F[pj, 0, 2] * t2 + F[pj, 0, 3]
-            j13 = F[pj, 1, 0] * t0 + F[pj, 1, 1] * t1 + F[pj, 1, 2] * t2 + F[pj, 1, 3]
-            j23 = F[pj, 2, 0] * t0 + F[pj, 2, 1] * t1 + F[pj, 2, 2] * t2 + F[pj, 2, 3]
-            if fl & 1:
-                j00, j01, j02 = F[pj, 0, 0], F[pj, 0, 1], F[pj, 0, 2]
-                j10, j11, j12 = F[pj, 1, 0], F[pj, 1, 1], F[pj, 1, 2]
-                j20, j21, j22 = F[pj, 2, 0], F[pj, 2, 1], F[pj, 2, 2]
-            else:
-                j00, j01, j02, j10, j11, j12, j20, j21, j22 = rotation_product(
-                    rotation_tuple(F[pj]), rotation_tuple(origin[j]))
-        a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
-        s0 = j00 * a0 + j01 * a1 + j02 * a2
-        s1 = j10 * a0 + j11 * a1 + j12 * a2
-        s2 = j20 * a0 + j21 * a1 + j22 * a2
-        x = phi[j]
-        S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5] = joint_screw(
-            isR[j], (s0, s1, s2), (j03, j13, j23))
-        if isR[j]:
-            j00, j01, j02, j10, j11, j12, j20, j21, j22 = rotation_product(
-                (j00, j01, j02, j10, j11, j12, j20, j21, j22), rodrigues(a0, a1, a2, x))
-        else:
-            j03 += x * s0
-            j13 += x * s1
-            j23 += x * s2
-        if fl & 2:
-            F[j, 0, 0], F[j, 0, 1], F[j, 0, 2], F[j, 0, 3] = j00, j01, j02, j03
-            F[j, 1, 0], F[j, 1, 1], F[j, 1, 2], F[j, 1, 3] = j10, j11, j12, j13
-            F[j, 2, 0], F[j, 2, 1], F[j, 2, 2], F[j, 2, 3] = j20, j21, j22, j23
-        else:
-            for c in range(4):
-                o0, o1, o2 = offset[j, 0, c], offset[j, 1, c], offset[j, 2, c]
-                F[j, 0, c] = j00 * o0 + j01 * o1 + j02 * o2
-                F[j, 1, c] = j10 * o0 + j11 * o1 + j12 * o2
-                F[j, 2, c] = j20 * o0 + j21 * o1 + j22 * o2
-            F[j, 0, 3] += j03
-            F[j, 1, 3] += j13
-            F[j, 2, 3] += j23
-        F[j, 3, 0] = 0.0
-        F[j, 3, 1] = 0.0
-        F[j, 3, 2] = 0.0
-        F[j, 3, 3] = 1.0
-    # the two sides of every loop (side B on the ground: T_b)
-    L = body_a.shape[0]
-    for l in range(L):
-        for side in range(2):
-            b = body_a[l] if side == 0 else body_b[l]
-            T = T_a if side == 0 else T_b
-            if b < 0:
-                for i in range(4):
-                    for c in range(4):
-                        X[l, side, i, c] = T[l, i, c]
-                continue
-            t0, t1, t2 = T[l, 0, 3], T[l, 1, 3], T[l, 2, 3]
-            for i in range(3):
-                if flags[N + 2 * l + side] & 1:
-                    X[l, side, i, 0] = F[b, i, 0]
-                    X[l, side, i, 1] = F[b, i, 1]
-                    X[l, side, i, 2] = F[b, i, 2]
-                else:
-                    for c in range(3):
-                        X[l, side, i, c] = F[b, i, 0] * T[l, 0, c] + F[b, i, 1] * T[l, 1, c] \
-                            + F[b, i, 2] * T[l, 2, c]
-                X[l, side, i, 3] = F[b, i, 0] * t0 + F[b, i, 1] * t1 + F[b, i, 2] * t2 + F[b, i, 3]
-            X[l, side, 3, 0] = 0.0
-            X[l, side, 3, 1] = 0.0
-            X[l, side, 3, 2] = 0.0
-            X[l, side, 3, 3] = 1.0
 
 
 # --------------------------------------------------------------------------
@@ -431,7 +316,6 @@ DesignWork = namedtuple("DesignWork", [
     "prism_act",    # (Na,) bool: prismatic actuators
     "qcol",         # (N,) int: the coordinate a joint is, else -1
     "row_block",    # (R,) int: the block of each closure row
-    "flags",        # (N + 2L,) int: identity rotations (identity_flags)
     "xT", "TK",     # (M, K) accelerations, loads
     "x_at",         # (2,) int: the (design, pose) of x in xT
 ])
@@ -450,7 +334,7 @@ def design_work(P, Na, K):
     return DesignWork(
         phi=np.empty(N), last=np.empty(N), T0=np.empty(M), zero=np.zeros(M),
         cond=np.empty(P.B), col_scale=np.empty(M), prism_act=np.empty(Na, np.bool_),
-        qcol=qcol, row_block=row_block, flags=np.zeros(N + 2 * P.L, np.int64),
+        qcol=qcol, row_block=row_block,
         xT=np.empty((M, K)), TK=np.empty((M, K)), x_at=np.full(2, -1, np.int64))
 
 
@@ -474,16 +358,6 @@ def clear_pose(O, d, t):
         phi[d, t, j] = np.nan
     O.resid[d, t] = np.nan
     O.acond[d, t] = np.nan
-
-
-@jit
-def design_pose_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
-                       loop_k, loop_r, loop_row, U, phi, flags, F, S, X, r):
-    """Frames, screws, side frames and reduced closure residuals at phi
-    (:func:`design_frames`, then the residual)."""
-    design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b, phi,
-                  flags, F, S, X)
-    closure_residual(loop_k, loop_r, loop_row, U, X, r)
 
 
 @jit
@@ -666,9 +540,8 @@ def one_design(P, d, W, LW, AW, DW, nq, q, qd, x, act, phi0, path, mode, skip, O
     F, S, X, r, Jr = W.F, W.S, W.X, W.r, W.Jr
     FL, SL, JA, JQ, PHL = LW.FL, LW.SL, LW.JA, LW.JQ, LW.PHL
     rest, lane_t, pending, stL = LW.rest, LW.lane_t, LW.pending, LW.stL
-    phi, last, flags, row_block = DW.phi, DW.last, DW.flags, DW.row_block
+    phi, last, row_block = DW.phi, DW.last, DW.row_block
     status, resid, phi_out, dsign = O.status, O.resid, O.phi, O.dsign
-    identity_flags(origin, offset, T_a, T_b, flags)
     col_scale, prism_act = DW.col_scale, DW.prism_act
     for m in range(M):
         col_scale[m] = 1.0 if isR[q_idx[m]] else Lc
@@ -693,8 +566,9 @@ def one_design(P, d, W, LW, AW, DW, nq, q, qd, x, act, phi0, path, mode, skip, O
             phi[j] = last[j] if path and have_last else phi0[dp, tp, j]
         for m in range(M):
             phi[q_idx[m]] = q[dq, tq, m]
-        design_pose_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
-                           loop_k, loop_r, loop_row, U, phi, flags, F, S, X, r)
+        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S)
+        loop_frames(body_a, T_a, body_b, T_b, F, X)
+        closure_residual(loop_k, loop_r, loop_row, U, X, r)
         res = worst_residual(row_is_rot, Lc, r, 0, R)
         if res < EXACT_START:
             st = OK

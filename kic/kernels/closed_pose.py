@@ -34,8 +34,8 @@ from collections import namedtuple
 import numpy as np
 
 from ..settings import EXACT_START, NEWTON_MAX_STEP
-from .frames import (affine_into, joint_screw, last_row_into, placed_rows_into, rodrigues,
-                     rotation_product, rotation_tuple)
+from .frames import (base_tuple, frame_into, frame_product, is_identity, joint_screw, placed,
+                     rodrigues, rotation_product)
 from .inertia import is_massless, tree_inertia_one
 from .jit import jit
 from .layout import unpack
@@ -120,41 +120,51 @@ def work(P):
 # --------------------------------------------------------------------------
 @jit
 def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S):
-    """Body frames F (N, 4, 4) and world screws S (N, 6) = [omega; v at the origin]."""
-    J = np.empty((3, 4))
+    """Body frames F (N, 4, 4) and world screws S (N, 6) = [omega; v at the origin]:
+    joint j's frame is F_parent origin_j, turned (R) or slid (P) by phi_j about its
+    axis, then offset_j (a product with an identity rotation is not formed: the
+    same numbers)."""
     for jj in range(order.shape[0]):
         j = order[jj]
-        pj = parent[j]
-        placed_rows_into(F, pj, origin[j], J)        # J = F_parent @ origin (rows 0..2)
+        r00, r01, r02, r10, r11, r12, r20, r21, r22, o0, o1, o2 = placed(F, parent[j], origin[j])
         a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
-        s0 = J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2
-        s1 = J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2
-        s2 = J[2, 0] * a0 + J[2, 1] * a1 + J[2, 2] * a2
-        o0, o1, o2 = J[0, 3], J[1, 3], J[2, 3]
-        x = phi[j]
+        s0 = r00 * a0 + r01 * a1 + r02 * a2
+        s1 = r10 * a0 + r11 * a1 + r12 * a2
+        s2 = r20 * a0 + r21 * a1 + r22 * a2
         S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5] = joint_screw(
             isR[j], (s0, s1, s2), (o0, o1, o2))
+        x = phi[j]
         if isR[j]:
-            (J[0, 0], J[0, 1], J[0, 2], J[1, 0], J[1, 1], J[1, 2], J[2, 0], J[2, 1],
-             J[2, 2]) = rotation_product(rotation_tuple(J), rodrigues(a0, a1, a2, x))
+            r00, r01, r02, r10, r11, r12, r20, r21, r22 = rotation_product(
+                (r00, r01, r02, r10, r11, r12, r20, r21, r22), rodrigues(a0, a1, a2, x))
         else:
-            J[0, 3] += x * s0
-            J[1, 3] += x * s1
-            J[2, 3] += x * s2
-        affine_into(J, offset[j], F[j])
+            o0 += x * s0
+            o1 += x * s1
+            o2 += x * s2
+        J = (r00, r01, r02, r10, r11, r12, r20, r21, r22, o0, o1, o2)
+        Oj = offset[j]
+        if not is_identity(Oj, 4):
+            J = frame_product(J, base_tuple(Oj), False)
+        frame_into(J, F[j])
 
 
 @jit
 def loop_frames(body_a, T_a, body_b, T_b, F, X):
     """Frames X (L, 2, 4, 4) of the two sides of every loop (side B on the ground: T_b)."""
-    L = body_a.shape[0]
-    for l in range(L):
-        for side in range(2):
-            b = body_a[l] if side == 0 else body_b[l]
-            T = T_a[l] if side == 0 else T_b[l]
-            Xs = X[l, side]
-            placed_rows_into(F, b, T, Xs)
-            last_row_into(Xs)
+    for l in range(body_a.shape[0]):
+        frame_into(placed(F, body_a[l], T_a[l]), X[l, 0])
+        frame_into(placed(F, body_b[l], T_b[l]), X[l, 1])
+
+
+@jit(inline=True)
+def reduced_row(U, l, c, k, w, p):
+    """Reduced row c of loop l (``U`` (L, 6, 6) its basis): ``U[:, c] . [w; p]`` for a
+    loop that closes in orientation and position (k = 6), ``U[:3, c] . p`` for
+    one that closes in position (k = 3); w, p 3-tuples."""
+    if k == 6:
+        return U[l, 0, c] * w[0] + U[l, 1, c] * w[1] + U[l, 2, c] * w[2] \
+            + U[l, 3, c] * p[0] + U[l, 4, c] * p[1] + U[l, 5, c] * p[2]
+    return U[l, 0, c] * p[0] + U[l, 1, c] * p[1] + U[l, 2, c] * p[2]
 
 
 @jit(inline=True)
@@ -184,22 +194,10 @@ def closure_residual(loop_k, loop_r, loop_row, U, X, r):
             w0 = 0.5 * (e21 - e12)
             w1 = 0.5 * (e02 - e20)
             w2 = 0.5 * (e10 - e01)
-            for c in range(loop_r[l]):
-                acc = 0.0
-                acc += U[l, 0, c] * w0
-                acc += U[l, 1, c] * w1
-                acc += U[l, 2, c] * w2
-                acc += U[l, 3, c] * p0
-                acc += U[l, 4, c] * p1
-                acc += U[l, 5, c] * p2
-                r[row + c] = acc
         else:
-            for c in range(loop_r[l]):
-                acc = 0.0
-                acc += U[l, 0, c] * p0
-                acc += U[l, 1, c] * p1
-                acc += U[l, 2, c] * p2
-                r[row + c] = acc
+            w0 = w1 = w2 = 0.0
+        for c in range(loop_r[l]):
+            r[row + c] = reduced_row(U, l, c, k, (w0, w1, w2), (p0, p1, p2))
 
 
 @jit
@@ -224,19 +222,7 @@ def closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, 
                 v1 = S[j, 4] + w2 * x0 - w0 * x2
                 v2 = S[j, 5] + w0 * x1 - w1 * x0
                 for c in range(loop_r[l]):
-                    acc = 0.0
-                    if k == 6:
-                        acc += U[l, 0, c] * w0
-                        acc += U[l, 1, c] * w1
-                        acc += U[l, 2, c] * w2
-                        acc += U[l, 3, c] * v0
-                        acc += U[l, 4, c] * v1
-                        acc += U[l, 5, c] * v2
-                    else:
-                        acc += U[l, 0, c] * v0
-                        acc += U[l, 1, c] * v1
-                        acc += U[l, 2, c] * v2
-                    Jr[row + c, j] += sign * acc
+                    Jr[row + c, j] += sign * reduced_row(U, l, c, k, (w0, w1, w2), (v0, v1, v2))
                 j = parent[j]
 
 
@@ -410,11 +396,9 @@ def rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block
          Av[j, 0], Av[j, 1], Av[j, 2], Av[j, 3], Av[j, 4], Av[j, 5]) = screw_step(
             (S[j, 0], S[j, 1], S[j, 2]), (S[j, 3], S[j, 4], S[j, 5]), phid[j], 0.0, Vp)
     # closure velocity-product accelerations, reduced: r <- b
-    raw = np.empty(6)
     for l in range(loop_k.shape[0]):
         k = loop_k[l]
-        for i in range(6):
-            raw[i] = 0.0
+        aw0 = aw1 = aw2 = ap0 = ap1 = ap2 = 0.0      # [angular; the point's] of A minus B
         for side in range(2):
             j = body_a[l] if side == 0 else body_b[l]
             if j < 0:
@@ -426,26 +410,15 @@ def rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block
             u0 = v0 + w1 * x2 - w2 * x1           # the point's velocity
             u1 = v1 + w2 * x0 - w0 * x2
             u2 = v2 + w0 * x1 - w1 * x0
-            p0 = b0 + a1 * x2 - a2 * x1 + w1 * u2 - w2 * u1
-            p1 = b1 + a2 * x0 - a0 * x2 + w2 * u0 - w0 * u2
-            p2 = b2 + a0 * x1 - a1 * x0 + w0 * u1 - w1 * u0
-            if k == 6:
-                raw[0] += sign * a0
-                raw[1] += sign * a1
-                raw[2] += sign * a2
-                raw[3] += sign * p0
-                raw[4] += sign * p1
-                raw[5] += sign * p2
-            else:
-                raw[0] += sign * p0
-                raw[1] += sign * p1
-                raw[2] += sign * p2
+            aw0 += sign * a0
+            aw1 += sign * a1
+            aw2 += sign * a2
+            ap0 += sign * (b0 + a1 * x2 - a2 * x1 + w1 * u2 - w2 * u1)
+            ap1 += sign * (b1 + a2 * x0 - a0 * x2 + w2 * u0 - w0 * u2)
+            ap2 += sign * (b2 + a0 * x1 - a1 * x0 + w0 * u1 - w1 * u0)
         row = loop_row[l]
         for c in range(loop_r[l]):
-            acc = 0.0
-            for i in range(k):
-                acc += U[l, i, c] * raw[i]
-            r[row + c] = acc
+            r[row + c] = reduced_row(U, l, c, k, (aw0, aw1, aw2), (ap0, ap1, ap2))
     for b in range(block_row.shape[0] - 1):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0

@@ -5,6 +5,8 @@ algorithm                                   compiled / plain floats    numpy (st
 ==========================================  =========================  =====================
 rotation about a unit axis (Rodrigues)      :func:`rodrigues`          :func:`rotation_matrices`
 product of two rotations (9-tuples)         :func:`rotation_product`   (matmul)
+product of two frames (12-tuples)           :func:`frame_product`      (matmul)
+a frame given on a body of a tree           :func:`placed`
 a joint's motion (R: rotation, P: slide)    (rodrigues, or the step)   :func:`joint_motions`
 one joint of a serial chain (axis z)        :func:`frame_step`         (in :func:`pose_numpy`)
 a point of a link in world coordinates      :func:`centroid`           (R c + p, inline)
@@ -30,8 +32,8 @@ from .jit import jit, plain
 
 __all__ = ["rodrigues", "rotation_tuple", "rotation_product",
            "rotation_matrices", "joint_motions", "frame_step", "centroid", "base_tuple",
-           "frame_tuple", "affine_rows_into", "affine_into", "placed_rows_into",
-           "last_row_into", "joint_screw", "frames_into", "frame_buffers", "pose_lanes",
+           "frame_tuple", "is_identity", "frame_product", "placed", "frame_into",
+           "joint_screw", "frames_into", "frame_buffers", "pose_lanes",
            "frames_floats", "pose_numpy", "rotations"]
 
 
@@ -163,42 +165,51 @@ def frame_tuple(R, p):
 # a serial chain's frames
 # --------------------------------------------------------------------------
 @jit(inline=True)
-def affine_rows_into(A, B, out):
-    """Rows 0..2 of the product of two homogeneous frames A @ B (4, 4) into out (the
-    last row, 0 0 0 1, is the caller's): the tree's frames one joint at a time."""
-    for i in range(3):
-        for c in range(4):
-            out[i, c] = A[i, 0] * B[0, c] + A[i, 1] * B[1, c] + A[i, 2] * B[2, c]
-        out[i, 3] += A[i, 3]
+def is_identity(A, n):
+    """The leading n x n block of ``A`` is exactly the identity."""
+    for i in range(n):
+        for c in range(n):
+            if A[i, c] != (1.0 if i == c else 0.0):
+                return False
+    return True
 
 
 @jit(inline=True)
-def placed_rows_into(F, b, T, out):
-    """Rows 0..2 of ``F[b] @ T`` into out: the frame ``T`` (4, 4) given on body b
-    of a tree whose body frames are ``F`` (N, 4, 4), in world coordinates; T
-    itself where b < 0 (the ground)."""
-    if b < 0:
-        for i in range(3):
-            for c in range(4):
-                out[i, c] = T[i, c]
+def frame_product(A, B, rotation_is_identity):
+    """The product A B of two frames (12-tuples, as :func:`base_tuple`), each
+    entry summed over k = 0, 1, 2 in order, the origin's after A's own; where B's
+    rotation is the identity (``rotation_is_identity``) A's rotation stands as it
+    is (the product's numbers: a copy is not formed)."""
+    a00, a01, a02, a10, a11, a12, a20, a21, a22, ax, ay, az = A
+    b00, b01, b02, b10, b11, b12, b20, b21, b22, bx, by, bz = B
+    if rotation_is_identity:
+        R = (a00, a01, a02, a10, a11, a12, a20, a21, a22)
     else:
-        affine_rows_into(F[b], T, out)
+        R = rotation_product((a00, a01, a02, a10, a11, a12, a20, a21, a22),
+                             (b00, b01, b02, b10, b11, b12, b20, b21, b22))
+    return (R[0], R[1], R[2], R[3], R[4], R[5], R[6], R[7], R[8],
+            a00 * bx + a01 * by + a02 * bz + ax, a10 * bx + a11 * by + a12 * bz + ay,
+            a20 * bx + a21 * by + a22 * bz + az)
 
 
 @jit(inline=True)
-def affine_into(A, B, out):
-    """The product of two homogeneous frames A @ B (4, 4) into out (4, 4)."""
-    affine_rows_into(A, B, out)
-    last_row_into(out)
+def placed(F, b, T):
+    """The frame ``T`` (4, 4) given on body b of a tree whose body frames are ``F``
+    (N, 4, 4), in world coordinates (a 12-tuple): F[b] T, or T where b < 0 (the
+    ground)."""
+    Tt = base_tuple(T)
+    if b < 0:
+        return Tt
+    return frame_product(base_tuple(F[b]), Tt, is_identity(T, 3))
 
 
 @jit(inline=True)
-def last_row_into(out):
-    """The last row 0 0 0 1 of a homogeneous frame (4, 4)."""
-    out[3, 0] = 0.0
-    out[3, 1] = 0.0
-    out[3, 2] = 0.0
-    out[3, 3] = 1.0
+def frame_into(T, out):
+    """The frame ``T`` (12-tuple) into the homogeneous ``out`` (4, 4)."""
+    out[0, 0], out[0, 1], out[0, 2], out[0, 3] = T[0], T[1], T[2], T[9]
+    out[1, 0], out[1, 1], out[1, 2], out[1, 3] = T[3], T[4], T[5], T[10]
+    out[2, 0], out[2, 1], out[2, 2], out[2, 3] = T[6], T[7], T[8], T[11]
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
 @jit(inline=True)

@@ -305,10 +305,29 @@ def tree_composites(nl, parent, order, mass, com, inertia, FL, empty, Ic):
             c, Iw = link_world(k, Il, (FL[j, 0, u], FL[j, 1, u], FL[j, 2, u], FL[j, 4, u],
                                        FL[j, 5, u], FL[j, 6, u], FL[j, 8, u], FL[j, 9, u],
                                        FL[j, 10, u], FL[j, 3, u], FL[j, 7, u], FL[j, 11, u]))
-            (Ic[j, 0, u], Ic[j, 1, u], Ic[j, 2, u], Ic[j, 3, u], Ic[j, 4, u], Ic[j, 5, u],
-             Ic[j, 6, u], Ic[j, 7, u], Ic[j, 8, u], Ic[j, 9, u]) = composite_add(m, c, Iw,
-                                                                                ZERO_COMPOSITE)
-    for jj in range(N - 1, -1, -1):
+            composite_into(Ic, j, u, composite_add(m, c, Iw, ZERO_COMPOSITE))
+    add_subtrees(nl, parent, order, empty, Ic)
+
+
+@jit(inline=True)
+def composite_at(Ic, j, u):
+    """The composite of joint j in lane u of ``Ic`` (N, 10, V), a 10-tuple."""
+    return (Ic[j, 0, u], Ic[j, 1, u], Ic[j, 2, u], Ic[j, 3, u], Ic[j, 4, u], Ic[j, 5, u],
+            Ic[j, 6, u], Ic[j, 7, u], Ic[j, 8, u], Ic[j, 9, u])
+
+
+@jit(inline=True)
+def composite_into(Ic, j, u, S):
+    """The composite ``S`` (10-tuple) into joint j, lane u of ``Ic`` (N, 10, V)."""
+    Ic[j, 0, u], Ic[j, 1, u], Ic[j, 2, u], Ic[j, 3, u], Ic[j, 4, u] = S[0], S[1], S[2], S[3], S[4]
+    Ic[j, 5, u], Ic[j, 6, u], Ic[j, 7, u], Ic[j, 8, u], Ic[j, 9, u] = S[5], S[6], S[7], S[8], S[9]
+
+
+@jit(inline=True)
+def add_subtrees(nl, parent, order, empty, Ic):
+    """Each composite of ``Ic`` (N, 10, V) added into its parent's, children before
+    parents: the bodies' own become their subtrees' (``empty`` likewise)."""
+    for jj in range(order.shape[0] - 1, -1, -1):
         j = order[jj]
         p = parent[j]
         if p >= 0 and not empty[j]:
@@ -351,8 +370,7 @@ def inertia_times_transfer(nl, parent, gravity, SL, GL, qcol, empty, Ic, HG, Tph
                 Tphi[j, u] = 0.0
             continue
         for u in range(nl):
-            Sj = (Ic[j, 0, u], Ic[j, 1, u], Ic[j, 2, u], Ic[j, 3, u], Ic[j, 4, u], Ic[j, 5, u],
-                  Ic[j, 6, u], Ic[j, 7, u], Ic[j, 8, u], Ic[j, 9, u])
+            Sj = composite_at(Ic, j, u)
             a = (SL[j, 0, u], SL[j, 1, u], SL[j, 2, u])
             t = (SL[j, 3, u], SL[j, 4, u], SL[j, 5, u])
             fw[0, u], fw[1, u], fw[2, u], fw[3, u], fw[4, u], fw[5, u] = \
@@ -438,7 +456,7 @@ def tree_inertia_one(parent, order, mass, com, inertia, F, S, G, I):
     transfer ``G`` (N, M).  A row of G that is a unit row e_m (a coordinate's)
     takes the unit-row shortcut (it adds the same numbers)."""
     N, M = G.shape
-    Ic = np.empty((N, 10))
+    Ic = np.empty((N, 10, 1))          # one lane: the sums of add_subtrees
     HG = np.zeros((N, M))
     empty = np.empty(N, np.bool_)
     qcol = np.empty(N, np.int64)
@@ -447,25 +465,17 @@ def tree_inertia_one(parent, order, mass, com, inertia, F, S, G, I):
         empty[j] = is_massless(mass, inertia, j)
         if empty[j]:
             for a in range(10):
-                Ic[j, a] = 0.0
+                Ic[j, a, 0] = 0.0
             continue
         c, Iw = link_world((com[j, 0], com[j, 1], com[j, 2]), inertia_tuple(inertia[j]),
                            base_tuple(F[j]))
-        (Ic[j, 0], Ic[j, 1], Ic[j, 2], Ic[j, 3], Ic[j, 4], Ic[j, 5], Ic[j, 6], Ic[j, 7],
-         Ic[j, 8], Ic[j, 9]) = composite_add(mass[j], c, Iw, ZERO_COMPOSITE)
-    for jj in range(N - 1, -1, -1):
-        j = order[jj]
-        p = parent[j]
-        if p >= 0 and not empty[j]:
-            empty[p] = False
-            for a in range(10):
-                Ic[p, a] += Ic[j, a]
+        composite_into(Ic, j, 0, composite_add(mass[j], c, Iw, ZERO_COMPOSITE))
+    add_subtrees(1, parent, order, empty, Ic)
     for j in range(N):
         if empty[j]:
             continue
         f0, f1, f2, n0, n1, n2 = composite_momentum(
-            (Ic[j, 0], Ic[j, 1], Ic[j, 2], Ic[j, 3], Ic[j, 4], Ic[j, 5], Ic[j, 6], Ic[j, 7],
-             Ic[j, 8], Ic[j, 9]), (S[j, 0], S[j, 1], S[j, 2]), (S[j, 3], S[j, 4], S[j, 5]))
+            composite_at(Ic, j, 0), (S[j, 0], S[j, 1], S[j, 2]), (S[j, 3], S[j, 4], S[j, 5]))
         i = j
         while i >= 0:
             h = (S[i, 0] * n0 + S[i, 1] * n1 + S[i, 2] * n2 + S[i, 3] * f0 + S[i, 4] * f1
