@@ -28,6 +28,7 @@ from .closed_pose import (NOT_ASSEMBLED, OK, OTHER_MODE, SINGULAR_BLOCK, SINGULA
                           assemble_pose, block_size, closure_jacobian, closure_residual,
                           in_mode, loop_frames, pose_rates, project, rnea, settle,
                           tree_frames, work, worst_residual)
+from .frames import identity_flags
 from .inertia import tree_inertia
 from .jit import jit
 from .layout import unpack
@@ -540,7 +541,9 @@ def one_design(P, d, W, LW, AW, DW, nq, q, qd, x, act, phi0, path, mode, skip, O
     F, S, X, r, Jr = W.F, W.S, W.X, W.r, W.Jr
     FL, SL, JA, JQ, PHL = LW.FL, LW.SL, LW.JA, LW.JQ, LW.PHL
     rest, lane_t, pending, stL = LW.rest, LW.lane_t, LW.pending, LW.stL
-    phi, last, row_block = DW.phi, DW.last, DW.row_block
+    phi, last, row_block, flags = DW.phi, DW.last, DW.row_block, W.flags
+    # this design's frames (W came with the first design's flags)
+    identity_flags(origin, offset, T_a, T_b, flags)
     status, resid, phi_out, dsign = O.status, O.resid, O.phi, O.dsign
     col_scale, prism_act = DW.col_scale, DW.prism_act
     for m in range(M):
@@ -566,8 +569,8 @@ def one_design(P, d, W, LW, AW, DW, nq, q, qd, x, act, phi0, path, mode, skip, O
             phi[j] = last[j] if path and have_last else phi0[dp, tp, j]
         for m in range(M):
             phi[q_idx[m]] = q[dq, tq, m]
-        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S)
-        loop_frames(body_a, T_a, body_b, T_b, F, X)
+        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags)
+        loop_frames(body_a, T_a, body_b, T_b, F, X, flags)
         closure_residual(loop_k, loop_r, loop_row, U, X, r)
         res = worst_residual(row_is_rot, Lc, r, 0, R)
         if res < EXACT_START:

@@ -34,7 +34,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..settings import EXACT_START, NEWTON_MAX_STEP
-from .frames import (base_tuple, frame_into, frame_product, is_identity, joint_screw, placed,
+from .frames import (base_tuple, frame_into, frame_product, identity_flags, joint_screw, placed,
                      rodrigues, rotation_product)
 from .inertia import is_massless, tree_inertia_one
 from .jit import jit
@@ -77,6 +77,7 @@ Work = namedtuple("Work", [
     "vec",          # (R,) a right-hand side (Newton step, a column of G)
     "block",        # (nb, nb) one block (to factor, or made dimensionless)
     "block_work",   # (nb, nb) work of the condition number
+    "flags",        # (N + 2L,) int: the frames' identity rotations (identity_flags)
 ])
 """The work arrays of one pose, by name (N joints, M coordinates, L loops, R
 reduced rows, B blocks of at most nb rows)."""
@@ -106,27 +107,34 @@ def new_work(N, M, R, L, B, nb):
                 piv=np.zeros((B, nb), np.int64), G=np.empty((N, M)), phid=np.empty(N),
                 phidd=np.empty(N), V=np.empty((N, 6)), Av=np.empty((N, 6)),
                 acc=np.empty((N, 6)), fo=np.empty((N, 6)), tau=np.empty(N), vec=np.empty(R),
-                block=np.empty((nb, nb)), block_work=np.empty((nb, nb)))
+                block=np.empty((nb, nb)), block_work=np.empty((nb, nb)),
+                flags=np.zeros(N + 2 * L, np.int64))
 
 
 @jit(inline=True)
 def work(P):
-    """The work arrays of one pose for plan P (reused by every pose of a call)."""
-    return new_work(P.N, P.M, P.R, P.L, P.B, largest_block(P.block_row))
+    """The work arrays of one pose for plan P (reused by every pose of a call),
+    with the identity flags of P's frames (a call with another plan's numbers
+    sets them again: :func:`kic.kernels.frames.identity_flags`)."""
+    W = new_work(P.N, P.M, P.R, P.L, P.B, largest_block(P.block_row))
+    identity_flags(P.origin, P.offset, P.T_a, P.T_b, W.flags)
+    return W
 
 
 # --------------------------------------------------------------------------
 # frames, closure residual and Jacobian
 # --------------------------------------------------------------------------
 @jit
-def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S):
+def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags):
     """Body frames F (N, 4, 4) and world screws S (N, 6) = [omega; v at the origin]:
     joint j's frame is F_parent origin_j, turned (R) or slid (P) by phi_j about its
-    axis, then offset_j (a product with an identity rotation is not formed: the
-    same numbers)."""
+    axis, then offset_j; a product with an identity rotation (``flags``, from
+    :func:`kic.kernels.frames.identity_flags`) is not formed (the same numbers)."""
     for jj in range(order.shape[0]):
         j = order[jj]
-        r00, r01, r02, r10, r11, r12, r20, r21, r22, o0, o1, o2 = placed(F, parent[j], origin[j])
+        fl = flags[j]
+        r00, r01, r02, r10, r11, r12, r20, r21, r22, o0, o1, o2 = placed(F, parent[j], origin[j],
+                                                                         fl & 1)
         a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
         s0 = r00 * a0 + r01 * a1 + r02 * a2
         s1 = r10 * a0 + r11 * a1 + r12 * a2
@@ -142,18 +150,19 @@ def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S):
             o1 += x * s1
             o2 += x * s2
         J = (r00, r01, r02, r10, r11, r12, r20, r21, r22, o0, o1, o2)
-        Oj = offset[j]
-        if not is_identity(Oj, 4):
-            J = frame_product(J, base_tuple(Oj), False)
+        if not fl & 2:
+            J = frame_product(J, base_tuple(offset[j]), False)
         frame_into(J, F[j])
 
 
 @jit
-def loop_frames(body_a, T_a, body_b, T_b, F, X):
-    """Frames X (L, 2, 4, 4) of the two sides of every loop (side B on the ground: T_b)."""
+def loop_frames(body_a, T_a, body_b, T_b, F, X, flags):
+    """Frames X (L, 2, 4, 4) of the two sides of every loop (side B on the ground: T_b;
+    ``flags`` as :func:`tree_frames`)."""
+    N = F.shape[0]
     for l in range(body_a.shape[0]):
-        frame_into(placed(F, body_a[l], T_a[l]), X[l, 0])
-        frame_into(placed(F, body_b[l], T_b[l]), X[l, 1])
+        frame_into(placed(F, body_a[l], T_a[l], flags[N + 2 * l] & 1), X[l, 0])
+        frame_into(placed(F, body_b[l], T_b[l], flags[N + 2 * l + 1] & 1), X[l, 1])
 
 
 @jit(inline=True)
@@ -230,8 +239,9 @@ def closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, 
 def pose_frames(P, W, phi):
     """Body frames and screws, the loops' side frames and the reduced closure
     residuals at phi (into W.F, W.S, W.X, W.r)."""
-    tree_frames(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, phi, W.F, W.S)
-    loop_frames(P.body_a, P.T_a, P.body_b, P.T_b, W.F, W.X)
+    tree_frames(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, phi, W.F, W.S,
+                W.flags)
+    loop_frames(P.body_a, P.T_a, P.body_b, P.T_b, W.F, W.X, W.flags)
     closure_residual(P.loop_k, P.loop_r, P.loop_row, P.U, W.X, W.r)
 
 
@@ -283,16 +293,17 @@ def newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi, 
 @jit
 def newton(parent, order, isR, axis, origin, offset, loop_k, loop_r, loop_row, body_a, T_a,
            body_b, T_b, U, dep, block_row, row_is_rot, Lc, tol, max_iter, F, S, X, r, Jr, piv,
-           Ab, step, phi):
+           Ab, step, phi, flags):
     """Newton on the dependent joints from phi (q already in place); leaves the
-    frames F, screws S, side frames X and closure Jacobian Jr of the final phi.
-    Returns (status, dimensionless worst residual)."""
+    frames F, screws S, side frames X and closure Jacobian Jr of the final phi
+    (``flags`` as :func:`tree_frames`).  Returns (status, dimensionless worst
+    residual)."""
     R = r.shape[0]
     worst = 0.0
     polished = False
     for it in range(max_iter + 2):
-        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S)
-        loop_frames(body_a, T_a, body_b, T_b, F, X)
+        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags)
+        loop_frames(body_a, T_a, body_b, T_b, F, X, flags)
         closure_residual(loop_k, loop_r, loop_row, U, X, r)
         worst = worst_residual(row_is_rot, Lc, r, 0, R)
         if worst < tol and (polished or worst < EXACT_START):
@@ -317,7 +328,7 @@ def assemble_pose(P, W, phi):
     return newton(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, P.loop_k,
                   P.loop_r, P.loop_row, P.body_a, P.T_a, P.body_b, P.T_b, P.U, P.dep,
                   P.block_row, P.row_is_rot, P.L_char, P.tol, P.max_iter, W.F, W.S, W.X, W.r,
-                  W.Jr, W.piv, W.block, W.vec, phi)
+                  W.Jr, W.piv, W.block, W.vec, phi, W.flags)
 
 
 @jit
@@ -695,8 +706,8 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
               path and have_last)
         if what == TRANSFER or what == INERTIA:
             # given phi: evaluate there (its residual is reported, not corrected)
-            tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S)
-            loop_frames(body_a, P.T_a, body_b, P.T_b, F, X)
+            tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S, W.flags)
+            loop_frames(body_a, P.T_a, body_b, P.T_b, F, X, W.flags)
             closure_residual(loop_k, loop_r, loop_row, U, X, r)
             closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             st, res = OK, worst_residual(row_is_rot, Lc, r, 0, R)
@@ -706,7 +717,7 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode):
             st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
                              loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
                              row_is_rot, Lc, P.tol, P.max_iter, F, S, X, r, Jr, piv, W.block,
-                             col, phi)
+                             col, phi, W.flags)
         row[K + N] = res
         if st == NOT_ASSEMBLED:
             status[t] = st

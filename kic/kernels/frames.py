@@ -32,7 +32,7 @@ from .jit import jit, plain
 
 __all__ = ["rodrigues", "rotation_tuple", "rotation_product",
            "rotation_matrices", "joint_motions", "frame_step", "centroid", "base_tuple",
-           "frame_tuple", "is_identity", "frame_product", "placed", "frame_into",
+           "frame_tuple", "is_identity", "identity_flags", "frame_product", "placed", "frame_into",
            "joint_screw", "frames_into", "frame_buffers", "pose_lanes",
            "frames_floats", "pose_numpy", "rotations"]
 
@@ -166,12 +166,29 @@ def frame_tuple(R, p):
 # --------------------------------------------------------------------------
 @jit(inline=True)
 def is_identity(A, n):
-    """The leading n x n block of ``A`` is exactly the identity."""
+    """The leading n x n block of ``A`` is exactly the identity (a sum of absolute
+    differences: no branch per entry)."""
+    d = 0.0
     for i in range(n):
         for c in range(n):
-            if A[i, c] != (1.0 if i == c else 0.0):
-                return False
-    return True
+            d += abs(A[i, c] - (1.0 if i == c else 0.0))
+    return d == 0.0
+
+
+@jit
+def identity_flags(origin, offset, T_a, T_b, flags):
+    """Which products of a tree's frames need not be formed, for :func:`placed`
+    and :func:`kic.kernels.closed_pose.tree_frames`: per joint j, bit 0 the
+    rotation of ``origin[j]`` is the identity, bit 1 ``offset[j]`` is the
+    identity; per loop side (N + 2 l + side, side 0 on ``T_a``, 1 on ``T_b``),
+    bit 0 the rotation of its frame is the identity.  ``flags`` (N + 2L,) int."""
+    N = origin.shape[0]
+    for j in range(N):
+        flags[j] = (1 if is_identity(origin[j], 3) else 0) | (2 if is_identity(offset[j], 4)
+                                                               else 0)
+    for l in range(T_a.shape[0]):
+        flags[N + 2 * l] = 1 if is_identity(T_a[l], 3) else 0
+        flags[N + 2 * l + 1] = 1 if is_identity(T_b[l], 3) else 0
 
 
 @jit(inline=True)
@@ -193,14 +210,14 @@ def frame_product(A, B, rotation_is_identity):
 
 
 @jit(inline=True)
-def placed(F, b, T):
+def placed(F, b, T, rotation_is_identity):
     """The frame ``T`` (4, 4) given on body b of a tree whose body frames are ``F``
     (N, 4, 4), in world coordinates (a 12-tuple): F[b] T, or T where b < 0 (the
-    ground)."""
+    ground); ``rotation_is_identity``: T's rotation is (:func:`identity_flags`)."""
     Tt = base_tuple(T)
     if b < 0:
         return Tt
-    return frame_product(base_tuple(F[b]), Tt, is_identity(T, 3))
+    return frame_product(base_tuple(F[b]), Tt, rotation_is_identity)
 
 
 @jit(inline=True)
