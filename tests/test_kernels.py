@@ -357,6 +357,119 @@ def test_inertia_power_gravity_compiled_equal_numpy_and_floats(seed, M):
 
 
 
+def _tree_of_chain(d, q):
+    """A serial chain's pose in the tree form of the closed kernels: body frames F
+    (M, 4, 4), world screws S (M, 6) = [a; t], parents j - 1, order 0..M-1."""
+    M = d.dof
+    A, t, R, p = _one_pose(d, q)
+    F = np.zeros((M, 4, 4))
+    F[:, :3, :3], F[:, :3, 3], F[:, 3, 3] = R, p, 1.0
+    return np.arange(M) - 1, np.arange(M), F, np.hstack([A, t])
+
+
+@pytest.mark.parametrize("seed, M, massless", [(21, 1, None), (22, 4, 1), (23, 6, 2)])
+def test_tree_forms_of_a_chain_equal_the_chain_kernels(seed, M, massless):
+    """rnea.tree_loads and inertia.tree_inertia_one / tree_inertia on a serial chain
+    (the tree with parents j - 1) against the chain's own kernels (numpy), with a
+    body of zero mass and rotational inertia (it counts) and one that carries nothing
+    (it is skipped); lanes of tree_inertia against one pose each, bit for bit."""
+    from kic.kernels import frames, inertia, rnea
+    rng, d = _chain_data(seed, M)
+    if massless is not None:
+        d.mass[massless % M] = 0.0                      # a rotor: zero mass, inertia counts
+        if M > 2:
+            d.mass[0], d.inertia[0] = 0.0, 0.0           # carries nothing
+    N = 4
+    qT, qdT, qddT = (rng.uniform(-2, 2, (M, N)) for _ in range(3))
+    Fc, sR, sv = frames.pose_numpy(d, qT)
+    I_ref = inertia.inertia_numpy(sR, sv, inertia.LinkState(d, Fc))
+    g_ref = inertia.gravity_numpy(d, Fc, sR, sv)
+    V = 3
+    FL, SL, GL = np.empty((M, 12, V)), np.empty((M, 6, V)), np.empty((M, M, V))
+    for n in range(N):
+        parent, order, F, S = _tree_of_chain(d, qT[:, n].copy())
+        scale = max(1.0, np.abs(I_ref[..., n]).max())
+        I = np.empty((M, M))
+        inertia.tree_inertia_one(parent, order, d.mass, d.com, d.inertia, F, S, np.eye(M), I)
+        np.testing.assert_allclose(I, I_ref[..., n], rtol=0, atol=1e-13 * scale)
+        np.testing.assert_array_equal(I, I.T)
+        for gravity in (True, False):
+            vel = [np.ascontiguousarray(x[..., 0].T) for x in
+                   rnea.link_motion(sR[..., n:n + 1], sv[..., n:n + 1], qdT[:, n:n + 1])]
+            Vs, Av = np.hstack(vel[:2]), np.hstack(vel[2:])
+            tau = np.empty(M)
+            rnea.tree_loads(parent, order, d.mass, d.com, d.inertia, F, S, Vs, Av,
+                            qddT[:, n].copy(), d.gravity, gravity, np.empty((M, 6)),
+                            np.empty((M, 6)), tau)
+            ref = rnea.wrench_loads(d, Fc[..., n:n + 1], sR[..., n:n + 1], sv[..., n:n + 1],
+                                    *rnea.link_motion(sR[..., n:n + 1], sv[..., n:n + 1],
+                                                      qdT[:, n:n + 1], qddT[:, n:n + 1],
+                                                      d.gravity if gravity else None))[:, 0]
+            np.testing.assert_allclose(tau, ref, atol=1e-12 * max(1.0, np.abs(ref).max()))
+        # the same pose in lane n % V of a lane batch: I* bit for bit, and the
+        # gravity load at rest from the composites (the Newton-Euler pass's)
+        u = n % V
+        FL[..., u] = F[:, :3, :].reshape(M, 12)
+        SL[..., u], GL[..., u] = S, np.eye(M)
+        if u == V - 1 or n == N - 1:
+            nl = u + 1
+            IL, T0 = np.empty((M, M, V)), np.empty((M, V))
+            inertia.tree_inertia(nl, parent, order, d.mass, d.com, d.inertia, d.gravity, FL,
+                                 SL, GL, np.arange(M), np.empty(M, bool),
+                                 np.empty((M, 10, V)), np.empty((M, M, V)), np.empty((M, V)),
+                                 np.empty((6, V)), np.empty(V), IL, T0, np.ones(V, bool))
+            for k in range(nl):
+                nk = n - u + k
+                one = np.empty((M, M))
+                parent, order, F, S = _tree_of_chain(d, qT[:, nk].copy())
+                inertia.tree_inertia_one(parent, order, d.mass, d.com, d.inertia, F, S,
+                                         np.eye(M), one)
+                np.testing.assert_array_equal(IL[..., k], one)
+                np.testing.assert_allclose(T0[:, k], g_ref[:, nk],
+                                           atol=1e-12 * max(1.0, np.abs(g_ref).max()))
+
+
+def test_tree_inertia_of_a_branched_tree_gives_its_kinetic_energy():
+    """I* of a tree with two branches, through a transfer G (N, M) that mixes the
+    joints, against the kinetic energy of its bodies summed in numpy (independent:
+    each body's twist from its path's screws)."""
+    from kic.kernels import inertia
+    rng = np.random.default_rng(31)
+    parent = np.array([-1, 0, 1, 0, 3, -1])           # two branches off body 0, a second root
+    order = np.array([0, 3, 1, 4, 2, 5])               # parents before children, not by index
+    N, M = 6, 3
+    mass = rng.uniform(0.5, 2.0, N)
+    mass[2] = 0.0                                       # a rotor: zero mass, inertia counts
+    com = rng.uniform(-0.3, 0.3, (N, 3))
+    Iloc = np.stack([_spd(rng, 3) * 0.1 for _ in range(N)])
+    F = np.zeros((N, 4, 4))
+    for j in range(N):
+        F[j, :3, :3] = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+        F[j, :3, 3], F[j, 3, 3] = rng.uniform(-1, 1, 3), 1.0
+    a = rng.standard_normal((N, 3))
+    a /= np.linalg.norm(a, axis=1)[:, None]
+    S = np.hstack([a, np.cross(rng.uniform(-1, 1, (N, 3)), a)])
+    S[5, :3] = 0.0                                      # a prismatic joint
+    G = rng.standard_normal((N, M))
+    G[1] = [0.0, 1.0, 0.0]                              # a coordinate's unit row
+    I = np.empty((M, M))
+    inertia.tree_inertia_one(parent, order, mass, com, Iloc, F, S, G, I)
+    qd = rng.standard_normal(M)
+    phid = G @ qd
+    energy = 0.0
+    for j in range(N):
+        twist, k = np.zeros(6), j
+        while k >= 0:
+            twist += S[k] * phid[k]
+            k = parent[k]
+        w, v0 = twist[:3], twist[3:]
+        R, c = F[j, :3, :3], F[j, :3, :3] @ com[j] + F[j, :3, 3]
+        vc = v0 + np.cross(w, c)
+        energy += 0.5 * mass[j] * vc @ vc + 0.5 * w @ (R @ Iloc[j] @ R.T) @ w
+    assert 0.5 * qd @ I @ qd == pytest.approx(energy, rel=1e-13)
+    np.testing.assert_allclose(I, I.T, rtol=0, atol=0)
+    assert np.all(np.linalg.eigvalsh(I) > 0)
+
 def _articulated_chain(seed, M, kinds, rotor):
     """A random chain (R and P joints); ``rotor``: link 1 has zero mass and inertia."""
     import kic

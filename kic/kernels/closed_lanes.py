@@ -26,16 +26,17 @@ import numpy as np
 from ..settings import EXACT_START, FROBENIUS_MARGIN, LANE_WIDTH
 from .closed_pose import (NOT_ASSEMBLED, OK, OTHER_MODE, SINGULAR_BLOCK, SINGULAR_DYNAMICS,
                           assemble_pose, block_size, closure_jacobian, closure_residual,
-                          in_mode, is_massless, pose_rates, project, rnea, settle, work,
-                          worst_residual)
-from .frames import rodrigues
+                          in_mode, loop_frames, pose_rates, project, rnea, settle,
+                          tree_frames, work, worst_residual)
+from .frames import identity_flags
+from .inertia import tree_inertia
 from .jit import jit
 from .layout import unpack
 from .linalg import (cholesky_solve, condition_leading, condition_numbers_lanes, lu_factor,
                      lu_factor_lanes, lu_solve_columns, lu_solve_lanes, round_robin_pairs)
 
 __all__ = ["design_loads", "composite_inertia", "transfer_lanes", "actuation_flush",
-           "design_frames", "identity_flags", "LaneWork", "ActuationWork", "one_design"]
+           "LaneWork", "ActuationWork", "one_design"]
 
 
 # --------------------------------------------------------------------------
@@ -44,347 +45,15 @@ __all__ = ["design_loads", "composite_inertia", "transfer_lanes", "actuation_flu
 @jit(inline=True)
 def composite_inertia(nl, P, FL, SL, GL, qcol, LW, rest):
     """I*_q and, for the lanes at rest (``rest``, q' = 0), the gravity load
-    T0 = G^T T_phi from the same composites, by composite rigid bodies on the
-    tree, for the first ``nl`` of V poses of one design side by side (the lanes:
-    the last axis of every array, as in :mod:`kic.kernels.linalg`'s lane
-    variants; the loops over them carry no branches, so they become vector
-    instructions).  Per lane: ``FL`` (N, 12, V) the rows 0..2 of the joints'
-    frames F, ``SL`` (N, 6, V) their screws, ``GL`` (N, M, V) G^phi_q; out
-    ``LW.IL`` (M, M, V), ``LW.T0L`` (M, V) (lanes not at rest keep theirs); the
-    rest of ``LW`` is work.
-
-    A body's spatial inertia about the world origin, in the screw coordinates
-    [omega; v_O] of :func:`~kic.kernels.closed_pose.tree_frames`, is
-    ``[[I_O, [h]x], [-[h]x, m 1]]`` (kinetic energy ``s^T M s / 2``): m its
-    mass, h = m c its first moment (c its world centroid), I_O = I_w + m (|c|^2 1
-    - c c^T) its inertia about the origin (I_w the central inertia in world
-    axes), [h]x the cross-product matrix.  Those ten numbers (m, h, the upper
-    triangle of I_O) add over a subtree, so a composite is kept as them: Ic_j of
-    the subtree of joint j gives ``f_j = Ic_j S_j = [I_O w + h x v; m v - h x
-    w]`` (S_j = [w; v]), the joint-space inertia ``H_ij = S_i^T f_j`` (i an
-    ancestor of j, or j) and ``I*_q = G^T H G``; at rest the joint loads of
-    gravity are ``S_j^T Ic_j [0; -g] = -w . (h x g) - m v . g`` (the subtree's
-    weight, as the Newton-Euler pass with the base accelerated by -g).
-    ``qcol[j]`` is m where joint j is coordinate m (its row of G the unit row
-    e_m), else -1."""
-    body_inertias(nl, P.mass, P.com, P.inertia, FL, LW.empty, LW.Ic)
-    subtree_sums(nl, P.parent, P.order, LW.empty, LW.Ic)
-    inertia_times_transfer(nl, P.parent, P.gravity, SL, GL, qcol, LW.empty, LW.Ic, LW.HG,
-                           LW.Tphi, LW.fw, LW.hw)
-    transfer_products(nl, GL, qcol, LW.HG, LW.Tphi, LW.hw, LW.IL, LW.T0L, rest)
-
-
-@jit
-def body_inertias(nl, mass, com, inertia, FL, empty, Ic):
-    """Each body's ten numbers (m, h = m c, the upper triangle of I_O) about the
-    world origin, per lane, into ``Ic`` (N, 10, V); ``empty[j]``: body j carries
-    nothing (:func:`~kic.kernels.closed_pose.is_massless`, its Ic zero)."""
-    N = mass.shape[0]
-    for j in range(N):
-        m = mass[j]
-        empty[j] = is_massless(mass, inertia, j)
-        if empty[j]:
-            for a in range(10):
-                for u in range(nl):
-                    Ic[j, a, u] = 0.0
-            continue
-        k0, k1, k2 = com[j, 0], com[j, 1], com[j, 2]
-        J00, J01, J02 = inertia[j, 0, 0], inertia[j, 0, 1], inertia[j, 0, 2]
-        J10, J11, J12 = inertia[j, 1, 0], inertia[j, 1, 1], inertia[j, 1, 2]
-        J20, J21, J22 = inertia[j, 2, 0], inertia[j, 2, 1], inertia[j, 2, 2]
-        for u in range(nl):
-            R00, R01, R02, o0 = FL[j, 0, u], FL[j, 1, u], FL[j, 2, u], FL[j, 3, u]
-            R10, R11, R12, o1 = FL[j, 4, u], FL[j, 5, u], FL[j, 6, u], FL[j, 7, u]
-            R20, R21, R22, o2 = FL[j, 8, u], FL[j, 9, u], FL[j, 10, u], FL[j, 11, u]
-            c0 = R00 * k0 + R01 * k1 + R02 * k2 + o0
-            c1 = R10 * k0 + R11 * k1 + R12 * k2 + o1
-            c2 = R20 * k0 + R21 * k1 + R22 * k2 + o2
-            # I_w = R I R^T, its upper triangle (the rows of R I once)
-            a0 = R00 * J00 + R01 * J10 + R02 * J20
-            a1 = R00 * J01 + R01 * J11 + R02 * J21
-            a2 = R00 * J02 + R01 * J12 + R02 * J22
-            b0 = R10 * J00 + R11 * J10 + R12 * J20
-            b1 = R10 * J01 + R11 * J11 + R12 * J21
-            b2 = R10 * J02 + R11 * J12 + R12 * J22
-            e0 = R20 * J00 + R21 * J10 + R22 * J20
-            e1 = R20 * J01 + R21 * J11 + R22 * J21
-            e2 = R20 * J02 + R21 * J12 + R22 * J22
-            cc = c0 * c0 + c1 * c1 + c2 * c2
-            Ic[j, 0, u] = m
-            Ic[j, 1, u] = m * c0
-            Ic[j, 2, u] = m * c1
-            Ic[j, 3, u] = m * c2
-            Ic[j, 4, u] = (a0 * R00 + a1 * R01 + a2 * R02) + m * (cc - c0 * c0)
-            Ic[j, 5, u] = (a0 * R10 + a1 * R11 + a2 * R12) - m * c0 * c1
-            Ic[j, 6, u] = (a0 * R20 + a1 * R21 + a2 * R22) - m * c0 * c2
-            Ic[j, 7, u] = (b0 * R10 + b1 * R11 + b2 * R12) + m * (cc - c1 * c1)
-            Ic[j, 8, u] = (b0 * R20 + b1 * R21 + b2 * R22) - m * c1 * c2
-            Ic[j, 9, u] = (e0 * R20 + e1 * R21 + e2 * R22) + m * (cc - c2 * c2)
-
-
-@jit
-def subtree_sums(nl, parent, order, empty, Ic):
-    """Ic of every joint's subtree, children before parents (``empty`` becomes:
-    the subtree is; the design's, the same in every lane)."""
-    N = parent.shape[0]
-    for jj in range(N - 1, -1, -1):
-        j = order[jj]
-        p = parent[j]
-        if p >= 0 and not empty[j]:
-            empty[p] = False
-            for a in range(10):
-                for u in range(nl):
-                    Ic[p, a, u] += Ic[j, a, u]
-
-
-@jit
-def inertia_times_transfer(nl, parent, gravity, SL, GL, qcol, empty, Ic, HG, Tphi, fw, hw):
-    """HG = H G (N, M, V), pair by pair along every path (H_ij = S_i^T Ic_j S_j),
-    and the joint loads of gravity at rest ``Tphi`` (N, V)."""
-    N, M = GL.shape[0], GL.shape[1]
-    for j in range(N):
-        for a in range(M):
-            for u in range(nl):
-                HG[j, a, u] = 0.0
-    gx, gy, gz = gravity[0], gravity[1], gravity[2]
-    for j in range(N):
-        if empty[j]:
-            for u in range(nl):
-                Tphi[j, u] = 0.0
-            continue
-        for u in range(nl):
-            m, h0, h1, h2 = Ic[j, 0, u], Ic[j, 1, u], Ic[j, 2, u], Ic[j, 3, u]
-            w0, w1, w2 = SL[j, 0, u], SL[j, 1, u], SL[j, 2, u]
-            v0, v1, v2 = SL[j, 3, u], SL[j, 4, u], SL[j, 5, u]
-            fw[0, u] = Ic[j, 4, u] * w0 + Ic[j, 5, u] * w1 + Ic[j, 6, u] * w2 \
-                + (h1 * v2 - h2 * v1)
-            fw[1, u] = Ic[j, 5, u] * w0 + Ic[j, 7, u] * w1 + Ic[j, 8, u] * w2 \
-                + (h2 * v0 - h0 * v2)
-            fw[2, u] = Ic[j, 6, u] * w0 + Ic[j, 8, u] * w1 + Ic[j, 9, u] * w2 \
-                + (h0 * v1 - h1 * v0)
-            fw[3, u] = m * v0 - (h1 * w2 - h2 * w1)
-            fw[4, u] = m * v1 - (h2 * w0 - h0 * w2)
-            fw[5, u] = m * v2 - (h0 * w1 - h1 * w0)
-            # S_j^T Ic_j [0; -g] = -w . (h x g) - m v . g
-            Tphi[j, u] = -(w0 * (h1 * gz - h2 * gy) + w1 * (h2 * gx - h0 * gz)
-                           + w2 * (h0 * gy - h1 * gx)) - m * (v0 * gx + v1 * gy + v2 * gz)
-        qj = qcol[j]
-        i = j
-        while i >= 0:
-            for u in range(nl):
-                hw[u] = (SL[i, 0, u] * fw[0, u] + SL[i, 1, u] * fw[1, u]
-                         + SL[i, 2, u] * fw[2, u] + SL[i, 3, u] * fw[3, u]
-                         + SL[i, 4, u] * fw[4, u] + SL[i, 5, u] * fw[5, u])
-            # a coordinate's row of G is a unit row: only its 1 adds
-            if qj >= 0:
-                for u in range(nl):
-                    HG[i, qj, u] += hw[u]
-            else:
-                for a in range(M):
-                    for u in range(nl):
-                        HG[i, a, u] += hw[u] * GL[j, a, u]
-            if i != j:
-                qi = qcol[i]
-                if qi >= 0:
-                    for u in range(nl):
-                        HG[j, qi, u] += hw[u]
-                else:
-                    for a in range(M):
-                        for u in range(nl):
-                            HG[j, a, u] += hw[u] * GL[i, a, u]
-            i = parent[i]
-
-
-@jit
-def transfer_products(nl, GL, qcol, HG, Tphi, hw, Im, T0, rest):
-    """I* = G^T (H G) (M, M, V) and, in the lanes at rest, T0 = G^T T_phi (M, V)."""
-    N, M = GL.shape[0], GL.shape[1]
-    # I* = G^T (H G), each entry summed over j in order (a coordinate's unit row
-    # adds its row of HG to its own row of I* only), symmetric to rounding: the
-    # mean of the two triangles
-    for a in range(M):
-        for b in range(M):
-            for u in range(nl):
-                Im[a, b, u] = 0.0
-            for j in range(N):
-                if qcol[j] >= 0:
-                    if qcol[j] == a:
-                        for u in range(nl):
-                            Im[a, b, u] += HG[j, b, u]
-                    continue
-                for u in range(nl):
-                    Im[a, b, u] += GL[j, a, u] * HG[j, b, u]
-    for a in range(M):
-        for b in range(a):
-            for u in range(nl):
-                v = 0.5 * (Im[a, b, u] + Im[b, a, u])
-                Im[a, b, u] = v
-                Im[b, a, u] = v
-    # T0 = G^T T_phi where at rest (the sums in the order of j, as _project)
-    for m in range(M):
-        for u in range(nl):
-            hw[u] = 0.0
-        for j in range(N):
-            for u in range(nl):
-                hw[u] += GL[j, m, u] * Tphi[j, u]
-        for u in range(nl):
-            T0[m, u] = hw[u] if rest[u] else T0[m, u]
-
-
-@jit
-def identity_flags(origin, offset, T_a, T_b, flags):
-    """Per joint j: bit 0 the rotation of ``origin[j]`` is the identity, bit 1
-    ``offset[j]`` is the identity; per loop side (N + 2 l + side): bit 0 the
-    rotation of its closure frame is the identity (for :func:`design_frames`)."""
-    N = origin.shape[0]
-    L = T_a.shape[0]
-    for j in range(N):
-        f = 0
-        one = True
-        for i in range(3):
-            for c in range(3):
-                if origin[j, i, c] != (1.0 if i == c else 0.0):
-                    one = False
-        if one:
-            f |= 1
-        one = True
-        for i in range(4):
-            for c in range(4):
-                if offset[j, i, c] != (1.0 if i == c else 0.0):
-                    one = False
-        if one:
-            f |= 2
-        flags[j] = f
-    for l in range(L):
-        for side in range(2):
-            one = True
-            for i in range(3):
-                for c in range(3):
-                    t = T_a[l, i, c] if side == 0 else T_b[l, i, c]
-                    if t != (1.0 if i == c else 0.0):
-                        one = False
-            flags[N + 2 * l + side] = 1 if one else 0
-
-
-@jit
-def design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b, phi,
-                   flags, F, S, X):
-    """:func:`~kic.kernels.closed_pose.tree_frames` and
-    :func:`~kic.kernels.closed_pose.loop_frames` in one pass for the design batches,
-    the same numbers: a product with an identity rotation (``flags``, from
-    :func:`identity_flags`: the joints' origins and offsets, the closure frames)
-    is a copy, so it is not formed."""
-    N = order.shape[0]
-    for jj in range(N):
-        j = order[jj]
-        pj = parent[j]
-        fl = flags[j]
-        # J = F_parent @ origin (rows 0..2)
-        if pj < 0:
-            j00, j01, j02, j03 = origin[j, 0, 0], origin[j, 0, 1], origin[j, 0, 2], origin[j, 0, 3]
-            j10, j11, j12, j13 = origin[j, 1, 0], origin[j, 1, 1], origin[j, 1, 2], origin[j, 1, 3]
-            j20, j21, j22, j23 = origin[j, 2, 0], origin[j, 2, 1], origin[j, 2, 2], origin[j, 2, 3]
-        else:
-            t0, t1, t2 = origin[j, 0, 3], origin[j, 1, 3], origin[j, 2, 3]
-            j03 = F[pj, 0, 0] * t0 + F[pj, 0, 1] * t1 + F[pj, 0, 2] * t2 + F[pj, 0, 3]
-            j13 = F[pj, 1, 0] * t0 + F[pj, 1, 1] * t1 + F[pj, 1, 2] * t2 + F[pj, 1, 3]
-            j23 = F[pj, 2, 0] * t0 + F[pj, 2, 1] * t1 + F[pj, 2, 2] * t2 + F[pj, 2, 3]
-            if fl & 1:
-                j00, j01, j02 = F[pj, 0, 0], F[pj, 0, 1], F[pj, 0, 2]
-                j10, j11, j12 = F[pj, 1, 0], F[pj, 1, 1], F[pj, 1, 2]
-                j20, j21, j22 = F[pj, 2, 0], F[pj, 2, 1], F[pj, 2, 2]
-            else:
-                j00 = F[pj, 0, 0] * origin[j, 0, 0] + F[pj, 0, 1] * origin[j, 1, 0] \
-                    + F[pj, 0, 2] * origin[j, 2, 0]
-                j01 = F[pj, 0, 0] * origin[j, 0, 1] + F[pj, 0, 1] * origin[j, 1, 1] \
-                    + F[pj, 0, 2] * origin[j, 2, 1]
-                j02 = F[pj, 0, 0] * origin[j, 0, 2] + F[pj, 0, 1] * origin[j, 1, 2] \
-                    + F[pj, 0, 2] * origin[j, 2, 2]
-                j10 = F[pj, 1, 0] * origin[j, 0, 0] + F[pj, 1, 1] * origin[j, 1, 0] \
-                    + F[pj, 1, 2] * origin[j, 2, 0]
-                j11 = F[pj, 1, 0] * origin[j, 0, 1] + F[pj, 1, 1] * origin[j, 1, 1] \
-                    + F[pj, 1, 2] * origin[j, 2, 1]
-                j12 = F[pj, 1, 0] * origin[j, 0, 2] + F[pj, 1, 1] * origin[j, 1, 2] \
-                    + F[pj, 1, 2] * origin[j, 2, 2]
-                j20 = F[pj, 2, 0] * origin[j, 0, 0] + F[pj, 2, 1] * origin[j, 1, 0] \
-                    + F[pj, 2, 2] * origin[j, 2, 0]
-                j21 = F[pj, 2, 0] * origin[j, 0, 1] + F[pj, 2, 1] * origin[j, 1, 1] \
-                    + F[pj, 2, 2] * origin[j, 2, 1]
-                j22 = F[pj, 2, 0] * origin[j, 0, 2] + F[pj, 2, 1] * origin[j, 1, 2] \
-                    + F[pj, 2, 2] * origin[j, 2, 2]
-        a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
-        s0 = j00 * a0 + j01 * a1 + j02 * a2
-        s1 = j10 * a0 + j11 * a1 + j12 * a2
-        s2 = j20 * a0 + j21 * a1 + j22 * a2
-        x = phi[j]
-        if isR[j]:
-            r00, r01, r02, r10, r11, r12, r20, r21, r22 = rodrigues(a0, a1, a2, x)
-            j00, j01, j02 = (j00 * r00 + j01 * r10 + j02 * r20, j00 * r01 + j01 * r11 + j02 * r21,
-                             j00 * r02 + j01 * r12 + j02 * r22)
-            j10, j11, j12 = (j10 * r00 + j11 * r10 + j12 * r20, j10 * r01 + j11 * r11 + j12 * r21,
-                             j10 * r02 + j11 * r12 + j12 * r22)
-            j20, j21, j22 = (j20 * r00 + j21 * r10 + j22 * r20, j20 * r01 + j21 * r11 + j22 * r21,
-                             j20 * r02 + j21 * r12 + j22 * r22)
-            S[j, 0] = s0
-            S[j, 1] = s1
-            S[j, 2] = s2
-            # the velocity of the body point at the world origin: omega x (0 - o) = o x s
-            S[j, 3] = j13 * s2 - j23 * s1
-            S[j, 4] = j23 * s0 - j03 * s2
-            S[j, 5] = j03 * s1 - j13 * s0
-        else:
-            j03 += x * s0
-            j13 += x * s1
-            j23 += x * s2
-            S[j, 0] = 0.0
-            S[j, 1] = 0.0
-            S[j, 2] = 0.0
-            S[j, 3] = s0
-            S[j, 4] = s1
-            S[j, 5] = s2
-        if fl & 2:
-            F[j, 0, 0], F[j, 0, 1], F[j, 0, 2], F[j, 0, 3] = j00, j01, j02, j03
-            F[j, 1, 0], F[j, 1, 1], F[j, 1, 2], F[j, 1, 3] = j10, j11, j12, j13
-            F[j, 2, 0], F[j, 2, 1], F[j, 2, 2], F[j, 2, 3] = j20, j21, j22, j23
-        else:
-            for c in range(4):
-                o0, o1, o2 = offset[j, 0, c], offset[j, 1, c], offset[j, 2, c]
-                F[j, 0, c] = j00 * o0 + j01 * o1 + j02 * o2
-                F[j, 1, c] = j10 * o0 + j11 * o1 + j12 * o2
-                F[j, 2, c] = j20 * o0 + j21 * o1 + j22 * o2
-            F[j, 0, 3] += j03
-            F[j, 1, 3] += j13
-            F[j, 2, 3] += j23
-        F[j, 3, 0] = 0.0
-        F[j, 3, 1] = 0.0
-        F[j, 3, 2] = 0.0
-        F[j, 3, 3] = 1.0
-    # the two sides of every loop (side B on the ground: T_b)
-    L = body_a.shape[0]
-    for l in range(L):
-        for side in range(2):
-            b = body_a[l] if side == 0 else body_b[l]
-            T = T_a if side == 0 else T_b
-            if b < 0:
-                for i in range(4):
-                    for c in range(4):
-                        X[l, side, i, c] = T[l, i, c]
-                continue
-            t0, t1, t2 = T[l, 0, 3], T[l, 1, 3], T[l, 2, 3]
-            for i in range(3):
-                if flags[N + 2 * l + side] & 1:
-                    X[l, side, i, 0] = F[b, i, 0]
-                    X[l, side, i, 1] = F[b, i, 1]
-                    X[l, side, i, 2] = F[b, i, 2]
-                else:
-                    for c in range(3):
-                        X[l, side, i, c] = F[b, i, 0] * T[l, 0, c] + F[b, i, 1] * T[l, 1, c] \
-                            + F[b, i, 2] * T[l, 2, c]
-                X[l, side, i, 3] = F[b, i, 0] * t0 + F[b, i, 1] * t1 + F[b, i, 2] * t2 + F[b, i, 3]
-            X[l, side, 3, 0] = 0.0
-            X[l, side, 3, 1] = 0.0
-            X[l, side, 3, 2] = 0.0
-            X[l, side, 3, 3] = 1.0
+    T0 = G^T T_phi from the same composites: the tree's composite rigid bodies
+    (:func:`kic.kernels.inertia.tree_inertia`, the per-pose path's I* in lanes),
+    for the first ``nl`` of V poses of one design side by side.  Per lane:
+    ``FL`` (N, 12, V) the rows 0..2 of the joints' frames F, ``SL`` (N, 6, V)
+    their screws, ``GL`` (N, M, V) G^phi_q; out ``LW.IL`` (M, M, V), ``LW.T0L``
+    (M, V) (lanes not at rest keep theirs); the rest of ``LW`` is work.
+    ``qcol[j]`` is m where joint j is coordinate m, else -1."""
+    tree_inertia(nl, P.parent, P.order, P.mass, P.com, P.inertia, P.gravity, FL, SL, GL, qcol,
+                 LW.empty, LW.Ic, LW.HG, LW.Tphi, LW.fw, LW.hw, LW.IL, LW.T0L, rest)
 
 
 # --------------------------------------------------------------------------
@@ -648,7 +317,6 @@ DesignWork = namedtuple("DesignWork", [
     "prism_act",    # (Na,) bool: prismatic actuators
     "qcol",         # (N,) int: the coordinate a joint is, else -1
     "row_block",    # (R,) int: the block of each closure row
-    "flags",        # (N + 2L,) int: identity rotations (identity_flags)
     "xT", "TK",     # (M, K) accelerations, loads
     "x_at",         # (2,) int: the (design, pose) of x in xT
 ])
@@ -667,7 +335,7 @@ def design_work(P, Na, K):
     return DesignWork(
         phi=np.empty(N), last=np.empty(N), T0=np.empty(M), zero=np.zeros(M),
         cond=np.empty(P.B), col_scale=np.empty(M), prism_act=np.empty(Na, np.bool_),
-        qcol=qcol, row_block=row_block, flags=np.zeros(N + 2 * P.L, np.int64),
+        qcol=qcol, row_block=row_block,
         xT=np.empty((M, K)), TK=np.empty((M, K)), x_at=np.full(2, -1, np.int64))
 
 
@@ -691,16 +359,6 @@ def clear_pose(O, d, t):
         phi[d, t, j] = np.nan
     O.resid[d, t] = np.nan
     O.acond[d, t] = np.nan
-
-
-@jit
-def design_pose_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
-                       loop_k, loop_r, loop_row, U, phi, flags, F, S, X, r):
-    """Frames, screws, side frames and reduced closure residuals at phi
-    (:func:`design_frames`, then the residual)."""
-    design_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b, phi,
-                  flags, F, S, X)
-    closure_residual(loop_k, loop_r, loop_row, U, X, r)
 
 
 @jit
@@ -883,9 +541,10 @@ def one_design(P, d, W, LW, AW, DW, nq, q, qd, x, act, phi0, path, mode, skip, O
     F, S, X, r, Jr = W.F, W.S, W.X, W.r, W.Jr
     FL, SL, JA, JQ, PHL = LW.FL, LW.SL, LW.JA, LW.JQ, LW.PHL
     rest, lane_t, pending, stL = LW.rest, LW.lane_t, LW.pending, LW.stL
-    phi, last, flags, row_block = DW.phi, DW.last, DW.flags, DW.row_block
-    status, resid, phi_out, dsign = O.status, O.resid, O.phi, O.dsign
+    phi, last, row_block, flags = DW.phi, DW.last, DW.row_block, W.flags
+    # this design's frames (W came with the first design's flags)
     identity_flags(origin, offset, T_a, T_b, flags)
+    status, resid, phi_out, dsign = O.status, O.resid, O.phi, O.dsign
     col_scale, prism_act = DW.col_scale, DW.prism_act
     for m in range(M):
         col_scale[m] = 1.0 if isR[q_idx[m]] else Lc
@@ -910,8 +569,9 @@ def one_design(P, d, W, LW, AW, DW, nq, q, qd, x, act, phi0, path, mode, skip, O
             phi[j] = last[j] if path and have_last else phi0[dp, tp, j]
         for m in range(M):
             phi[q_idx[m]] = q[dq, tq, m]
-        design_pose_frames(parent, order, isR, axis, origin, offset, body_a, T_a, body_b, T_b,
-                           loop_k, loop_r, loop_row, U, phi, flags, F, S, X, r)
+        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags)
+        loop_frames(body_a, T_a, body_b, T_b, F, X, flags)
+        closure_residual(loop_k, loop_r, loop_row, U, X, r)
         res = worst_residual(row_is_rot, Lc, r, 0, R)
         if res < EXACT_START:
             st = OK

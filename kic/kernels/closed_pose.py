@@ -15,10 +15,12 @@ joints.  For one pose the stages here
 3. phi' = G q', phi'' = G q'' - A^-1 b (:func:`pose_rates`; b the closure's
    velocity-product accelerations at phi'' = 0), block by block;
 4. run one recursive Newton-Euler pass over the tree (:func:`rnea`: world-frame
-   screws, each joint once; gravity as a base acceleration -g):
+   screws, each joint once; gravity as a base acceleration -g; the pass is
+   :func:`kic.kernels.rnea.tree_loads`, a serial chain's in tree form):
    ``T_q = G^T T_phi`` (:func:`project`);
-5. ``I*_q = sum_bodies J_q^T I J_q`` (:func:`inertia_pose`; J_q the body's
-   screw Jacobian in q, the prefix sum of ``S_j G_j``).
+5. ``I*_q = G^T H G`` by composite rigid bodies on the tree
+   (:func:`inertia_pose`: :func:`kic.kernels.inertia.tree_inertia_one`, the
+   composites of the serial chain's I* summed over subtrees).
 
 The physics is kic's transfer (docs/theory.md); only the evaluation differs: the
 tree instead of overlapping chains, compiled loops instead of array passes.
@@ -32,10 +34,13 @@ from collections import namedtuple
 import numpy as np
 
 from ..settings import EXACT_START, NEWTON_MAX_STEP
-from .frames import affine_rows_into, rodrigues
+from .frames import (base_tuple, frame_into, frame_product, identity_flags, joint_screw, placed,
+                     rodrigues, rotation_product)
+from .inertia import is_massless, tree_inertia_one
 from .jit import jit
 from .layout import unpack
 from .linalg import cholesky_solve, condition_leading, lu_factor, lu_solve
+from .rnea import screw_step, tree_loads
 
 __all__ = ["OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_MODE",
            "Work", "work", "block_size", "tree_frames", "loop_frames", "closure_residual",
@@ -66,14 +71,13 @@ Work = namedtuple("Work", [
     "phidd",        # (N,) phi''
     "V",            # (N, 6) screw velocities
     "Av",           # (N, 6) velocity-product accelerations
-    "fo",           # (N, 6) wrenches about the world origin
+    "acc",          # (N, 6) the phi'' part of the bodies' accelerations
+    "fo",           # (N, 6) wrenches (force, moment about the world origin)
     "tau",          # (N,) joint loads T_phi
     "vec",          # (R,) a right-hand side (Newton step, a column of G)
     "block",        # (nb, nb) one block (to factor, or made dimensionless)
     "block_work",   # (nb, nb) work of the condition number
-    "c",            # (3,) a centroid
-    "Iw",           # (3, 3) a central inertia in world axes
-    "RI",           # (3, 3) R I
+    "flags",        # (N + 2L,) int: the frames' identity rotations (identity_flags)
 ])
 """The work arrays of one pose, by name (N joints, M coordinates, L loops, R
 reduced rows, B blocks of at most nb rows)."""
@@ -101,106 +105,83 @@ def new_work(N, M, R, L, B, nb):
     return Work(F=np.empty((N, 4, 4)), S=np.empty((N, 6)), X=np.empty((L, 2, 4, 4)),
                 r=np.empty(R), Jr=np.zeros((R, N)), LU=np.empty((B, nb, nb)),
                 piv=np.zeros((B, nb), np.int64), G=np.empty((N, M)), phid=np.empty(N),
-                phidd=np.empty(N), V=np.empty((N, 6)), Av=np.empty((N, 6)), fo=np.empty((N, 6)),
-                tau=np.empty(N), vec=np.empty(R), block=np.empty((nb, nb)),
-                block_work=np.empty((nb, nb)), c=np.empty(3), Iw=np.empty((3, 3)),
-                RI=np.empty((3, 3)))
+                phidd=np.empty(N), V=np.empty((N, 6)), Av=np.empty((N, 6)),
+                acc=np.empty((N, 6)), fo=np.empty((N, 6)), tau=np.empty(N), vec=np.empty(R),
+                block=np.empty((nb, nb)), block_work=np.empty((nb, nb)),
+                flags=np.zeros(N + 2 * L, np.int64))
 
 
 @jit(inline=True)
 def work(P):
-    """The work arrays of one pose for plan P (reused by every pose of a call)."""
-    return new_work(P.N, P.M, P.R, P.L, P.B, largest_block(P.block_row))
-
-
-@jit(inline=True)
-def is_massless(mass, inertia, j):
-    """Body j carries nothing: no mass and no rotational inertia either (PUMA
-    560's link 1 has 0 kg and 0.35 kg m^2); a PSD inertia with a zero diagonal is
-    zero."""
-    return mass[j] <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
-        and inertia[j, 2, 2] == 0.0
+    """The work arrays of one pose for plan P (reused by every pose of a call),
+    with the identity flags of P's frames (a call with another plan's numbers
+    sets them again: :func:`kic.kernels.frames.identity_flags`)."""
+    W = new_work(P.N, P.M, P.R, P.L, P.B, largest_block(P.block_row))
+    identity_flags(P.origin, P.offset, P.T_a, P.T_b, W.flags)
+    return W
 
 
 # --------------------------------------------------------------------------
 # frames, closure residual and Jacobian
 # --------------------------------------------------------------------------
 @jit
-def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S):
-    """Body frames F (N, 4, 4) and world screws S (N, 6) = [omega; v at the origin]."""
-    J = np.empty((3, 4))
-    Rm = np.empty((3, 3))
+def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags):
+    """Body frames F (N, 4, 4) and world screws S (N, 6) = [omega; v at the origin]:
+    joint j's frame is F_parent origin_j, turned (R) or slid (P) by phi_j about its
+    axis, then offset_j; a product with an identity rotation (``flags``, from
+    :func:`kic.kernels.frames.identity_flags`) is not formed (the same numbers)."""
     for jj in range(order.shape[0]):
         j = order[jj]
-        pj = parent[j]
-        O = origin[j]
-        # J = F_parent @ origin (rows 0..2)
-        if pj < 0:
-            for i in range(3):
-                for c in range(4):
-                    J[i, c] = O[i, c]
-        else:
-            affine_rows_into(F[pj], O, J)
+        fl = flags[j]
+        r00, r01, r02, r10, r11, r12, r20, r21, r22, o0, o1, o2 = placed(F, parent[j], origin[j],
+                                                                         fl & 1)
         a0, a1, a2 = axis[j, 0], axis[j, 1], axis[j, 2]
-        s0 = J[0, 0] * a0 + J[0, 1] * a1 + J[0, 2] * a2
-        s1 = J[1, 0] * a0 + J[1, 1] * a1 + J[1, 2] * a2
-        s2 = J[2, 0] * a0 + J[2, 1] * a1 + J[2, 2] * a2
-        o0, o1, o2 = J[0, 3], J[1, 3], J[2, 3]
+        s0 = r00 * a0 + r01 * a1 + r02 * a2
+        s1 = r10 * a0 + r11 * a1 + r12 * a2
+        s2 = r20 * a0 + r21 * a1 + r22 * a2
+        S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5] = joint_screw(
+            isR[j], (s0, s1, s2), (o0, o1, o2))
         x = phi[j]
         if isR[j]:
-            (Rm[0, 0], Rm[0, 1], Rm[0, 2], Rm[1, 0], Rm[1, 1], Rm[1, 2], Rm[2, 0], Rm[2, 1],
-             Rm[2, 2]) = rodrigues(a0, a1, a2, x)
-            for i in range(3):
-                b0 = J[i, 0] * Rm[0, 0] + J[i, 1] * Rm[1, 0] + J[i, 2] * Rm[2, 0]
-                b1 = J[i, 0] * Rm[0, 1] + J[i, 1] * Rm[1, 1] + J[i, 2] * Rm[2, 1]
-                b2 = J[i, 0] * Rm[0, 2] + J[i, 1] * Rm[1, 2] + J[i, 2] * Rm[2, 2]
-                J[i, 0] = b0
-                J[i, 1] = b1
-                J[i, 2] = b2
-            S[j, 0] = s0
-            S[j, 1] = s1
-            S[j, 2] = s2
-            # the velocity of the body point at the world origin: omega x (0 - o) = o x s
-            S[j, 3] = o1 * s2 - o2 * s1
-            S[j, 4] = o2 * s0 - o0 * s2
-            S[j, 5] = o0 * s1 - o1 * s0
+            r00, r01, r02, r10, r11, r12, r20, r21, r22 = rotation_product(
+                (r00, r01, r02, r10, r11, r12, r20, r21, r22), rodrigues(a0, a1, a2, x))
         else:
-            J[0, 3] += x * s0
-            J[1, 3] += x * s1
-            J[2, 3] += x * s2
-            S[j, 0] = 0.0
-            S[j, 1] = 0.0
-            S[j, 2] = 0.0
-            S[j, 3] = s0
-            S[j, 4] = s1
-            S[j, 5] = s2
-        Fj = F[j]
-        affine_rows_into(J, offset[j], Fj)
-        Fj[3, 0] = 0.0
-        Fj[3, 1] = 0.0
-        Fj[3, 2] = 0.0
-        Fj[3, 3] = 1.0
+            o0 += x * s0
+            o1 += x * s1
+            o2 += x * s2
+        J = (r00, r01, r02, r10, r11, r12, r20, r21, r22, o0, o1, o2)
+        if not fl & 2:
+            J = frame_product(J, base_tuple(offset[j]), False)
+        frame_into(J, F[j])
 
 
 @jit
-def loop_frames(body_a, T_a, body_b, T_b, F, X):
-    """Frames X (L, 2, 4, 4) of the two sides of every loop (side B on the ground: T_b)."""
-    L = body_a.shape[0]
-    for l in range(L):
-        for side in range(2):
-            b = body_a[l] if side == 0 else body_b[l]
-            T = T_a[l] if side == 0 else T_b[l]
-            Xs = X[l, side]
-            if b < 0:
-                for i in range(4):
-                    for c in range(4):
-                        Xs[i, c] = T[i, c]
-            else:
-                affine_rows_into(F[b], T, Xs)
-                Xs[3, 0] = 0.0
-                Xs[3, 1] = 0.0
-                Xs[3, 2] = 0.0
-                Xs[3, 3] = 1.0
+def loop_frames(body_a, T_a, body_b, T_b, F, X, flags):
+    """Frames X (L, 2, 4, 4) of the two sides of every loop (side B on the ground: T_b;
+    ``flags`` as :func:`tree_frames`)."""
+    N = F.shape[0]
+    for l in range(body_a.shape[0]):
+        frame_into(placed(F, body_a[l], T_a[l], flags[N + 2 * l] & 1), X[l, 0])
+        frame_into(placed(F, body_b[l], T_b[l], flags[N + 2 * l + 1] & 1), X[l, 1])
+
+
+@jit(inline=True)
+def reduced_row(U, l, c, k, w, p):
+    """Reduced row c of loop l (``U`` (L, 6, 6) its basis): ``U[:, c] . [w; p]`` for a
+    loop that closes in orientation and position (k = 6), ``U[:3, c] . p`` for
+    one that closes in position (k = 3); w, p 3-tuples."""
+    if k == 6:
+        return U[l, 0, c] * w[0] + U[l, 1, c] * w[1] + U[l, 2, c] * w[2] \
+            + U[l, 3, c] * p[0] + U[l, 4, c] * p[1] + U[l, 5, c] * p[2]
+    return U[l, 0, c] * p[0] + U[l, 1, c] * p[1] + U[l, 2, c] * p[2]
+
+
+@jit(inline=True)
+def side_rows_dot(X, l, i, k):
+    """Row i of loop l's side-A rotation times row k of its side-B rotation: entry
+    (i, k) of R_A R_B^T."""
+    return X[l, 0, i, 0] * X[l, 1, k, 0] + X[l, 0, i, 1] * X[l, 1, k, 1] \
+        + X[l, 0, i, 2] * X[l, 1, k, 2]
 
 
 @jit
@@ -215,37 +196,17 @@ def closure_residual(loop_k, loop_r, loop_row, U, X, r):
         p2 = X[l, 0, 2, 3] - X[l, 1, 2, 3]
         if k == 6:
             # E = R_A R_B^T; vex of its skew part
-            e01 = X[l, 0, 0, 0] * X[l, 1, 1, 0] + X[l, 0, 0, 1] * X[l, 1, 1, 1] \
-                + X[l, 0, 0, 2] * X[l, 1, 1, 2]
-            e02 = X[l, 0, 0, 0] * X[l, 1, 2, 0] + X[l, 0, 0, 1] * X[l, 1, 2, 1] \
-                + X[l, 0, 0, 2] * X[l, 1, 2, 2]
-            e10 = X[l, 0, 1, 0] * X[l, 1, 0, 0] + X[l, 0, 1, 1] * X[l, 1, 0, 1] \
-                + X[l, 0, 1, 2] * X[l, 1, 0, 2]
-            e12 = X[l, 0, 1, 0] * X[l, 1, 2, 0] + X[l, 0, 1, 1] * X[l, 1, 2, 1] \
-                + X[l, 0, 1, 2] * X[l, 1, 2, 2]
-            e20 = X[l, 0, 2, 0] * X[l, 1, 0, 0] + X[l, 0, 2, 1] * X[l, 1, 0, 1] \
-                + X[l, 0, 2, 2] * X[l, 1, 0, 2]
-            e21 = X[l, 0, 2, 0] * X[l, 1, 1, 0] + X[l, 0, 2, 1] * X[l, 1, 1, 1] \
-                + X[l, 0, 2, 2] * X[l, 1, 1, 2]
+            e01, e02, e10 = side_rows_dot(X, l, 0, 1), side_rows_dot(X, l, 0, 2), \
+                side_rows_dot(X, l, 1, 0)
+            e12, e20, e21 = side_rows_dot(X, l, 1, 2), side_rows_dot(X, l, 2, 0), \
+                side_rows_dot(X, l, 2, 1)
             w0 = 0.5 * (e21 - e12)
             w1 = 0.5 * (e02 - e20)
             w2 = 0.5 * (e10 - e01)
-            for c in range(loop_r[l]):
-                acc = 0.0
-                acc += U[l, 0, c] * w0
-                acc += U[l, 1, c] * w1
-                acc += U[l, 2, c] * w2
-                acc += U[l, 3, c] * p0
-                acc += U[l, 4, c] * p1
-                acc += U[l, 5, c] * p2
-                r[row + c] = acc
         else:
-            for c in range(loop_r[l]):
-                acc = 0.0
-                acc += U[l, 0, c] * p0
-                acc += U[l, 1, c] * p1
-                acc += U[l, 2, c] * p2
-                r[row + c] = acc
+            w0 = w1 = w2 = 0.0
+        for c in range(loop_r[l]):
+            r[row + c] = reduced_row(U, l, c, k, (w0, w1, w2), (p0, p1, p2))
 
 
 @jit
@@ -270,19 +231,7 @@ def closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, 
                 v1 = S[j, 4] + w2 * x0 - w0 * x2
                 v2 = S[j, 5] + w0 * x1 - w1 * x0
                 for c in range(loop_r[l]):
-                    acc = 0.0
-                    if k == 6:
-                        acc += U[l, 0, c] * w0
-                        acc += U[l, 1, c] * w1
-                        acc += U[l, 2, c] * w2
-                        acc += U[l, 3, c] * v0
-                        acc += U[l, 4, c] * v1
-                        acc += U[l, 5, c] * v2
-                    else:
-                        acc += U[l, 0, c] * v0
-                        acc += U[l, 1, c] * v1
-                        acc += U[l, 2, c] * v2
-                    Jr[row + c, j] += sign * acc
+                    Jr[row + c, j] += sign * reduced_row(U, l, c, k, (w0, w1, w2), (v0, v1, v2))
                 j = parent[j]
 
 
@@ -290,8 +239,9 @@ def closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, 
 def pose_frames(P, W, phi):
     """Body frames and screws, the loops' side frames and the reduced closure
     residuals at phi (into W.F, W.S, W.X, W.r)."""
-    tree_frames(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, phi, W.F, W.S)
-    loop_frames(P.body_a, P.T_a, P.body_b, P.T_b, W.F, W.X)
+    tree_frames(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, phi, W.F, W.S,
+                W.flags)
+    loop_frames(P.body_a, P.T_a, P.body_b, P.T_b, W.F, W.X, W.flags)
     closure_residual(P.loop_k, P.loop_r, P.loop_row, P.U, W.X, W.r)
 
 
@@ -343,16 +293,17 @@ def newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi, 
 @jit
 def newton(parent, order, isR, axis, origin, offset, loop_k, loop_r, loop_row, body_a, T_a,
            body_b, T_b, U, dep, block_row, row_is_rot, Lc, tol, max_iter, F, S, X, r, Jr, piv,
-           Ab, step, phi):
+           Ab, step, phi, flags):
     """Newton on the dependent joints from phi (q already in place); leaves the
-    frames F, screws S, side frames X and closure Jacobian Jr of the final phi.
-    Returns (status, dimensionless worst residual)."""
+    frames F, screws S, side frames X and closure Jacobian Jr of the final phi
+    (``flags`` as :func:`tree_frames`).  Returns (status, dimensionless worst
+    residual)."""
     R = r.shape[0]
     worst = 0.0
     polished = False
     for it in range(max_iter + 2):
-        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S)
-        loop_frames(body_a, T_a, body_b, T_b, F, X)
+        tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags)
+        loop_frames(body_a, T_a, body_b, T_b, F, X, flags)
         closure_residual(loop_k, loop_r, loop_row, U, X, r)
         worst = worst_residual(row_is_rot, Lc, r, 0, R)
         if worst < tol and (polished or worst < EXACT_START):
@@ -377,7 +328,7 @@ def assemble_pose(P, W, phi):
     return newton(P.parent, P.order, P.is_revolute, P.axis, P.origin, P.offset, P.loop_k,
                   P.loop_r, P.loop_row, P.body_a, P.T_a, P.body_b, P.T_b, P.U, P.dep,
                   P.block_row, P.row_is_rot, P.L_char, P.tol, P.max_iter, W.F, W.S, W.X, W.r,
-                  W.Jr, W.piv, W.block, W.vec, phi)
+                  W.Jr, W.piv, W.block, W.vec, phi, W.flags)
 
 
 @jit
@@ -447,36 +398,18 @@ def rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block
     for jj in range(N):
         j = order[jj]
         p = parent[j]
-        u = phid[j]
-        for i in range(6):
-            V[j, i] = (V[p, i] if p >= 0 else 0.0) + S[j, i] * u
-        # (V_parent x S_j) u: the motion cross product [w x w2; w x v2 + v x w2]
         if p >= 0:
-            w0, w1, w2 = V[p, 0], V[p, 1], V[p, 2]
-            v0, v1, v2 = V[p, 3], V[p, 4], V[p, 5]
+            Vp = (V[p, 0], V[p, 1], V[p, 2], V[p, 3], V[p, 4], V[p, 5],
+                  Av[p, 0], Av[p, 1], Av[p, 2], Av[p, 3], Av[p, 4], Av[p, 5])
         else:
-            w0 = w1 = w2 = v0 = v1 = v2 = 0.0
-        s0, s1, s2, t0, t1, t2 = S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5]
-        c0 = (w1 * s2 - w2 * s1) * u
-        c1 = (w2 * s0 - w0 * s2) * u
-        c2 = (w0 * s1 - w1 * s0) * u
-        c3 = (w1 * t2 - w2 * t1 + v1 * s2 - v2 * s1) * u
-        c4 = (w2 * t0 - w0 * t2 + v2 * s0 - v0 * s2) * u
-        c5 = (w0 * t1 - w1 * t0 + v0 * s1 - v1 * s0) * u
-        if p >= 0:
-            c0 += Av[p, 0]
-            c1 += Av[p, 1]
-            c2 += Av[p, 2]
-            c3 += Av[p, 3]
-            c4 += Av[p, 4]
-            c5 += Av[p, 5]
-        Av[j, 0], Av[j, 1], Av[j, 2], Av[j, 3], Av[j, 4], Av[j, 5] = c0, c1, c2, c3, c4, c5
+            Vp = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        (V[j, 0], V[j, 1], V[j, 2], V[j, 3], V[j, 4], V[j, 5],
+         Av[j, 0], Av[j, 1], Av[j, 2], Av[j, 3], Av[j, 4], Av[j, 5]) = screw_step(
+            (S[j, 0], S[j, 1], S[j, 2]), (S[j, 3], S[j, 4], S[j, 5]), phid[j], 0.0, Vp)
     # closure velocity-product accelerations, reduced: r <- b
-    raw = np.empty(6)
     for l in range(loop_k.shape[0]):
         k = loop_k[l]
-        for i in range(6):
-            raw[i] = 0.0
+        aw0 = aw1 = aw2 = ap0 = ap1 = ap2 = 0.0      # [angular; the point's] of A minus B
         for side in range(2):
             j = body_a[l] if side == 0 else body_b[l]
             if j < 0:
@@ -488,26 +421,15 @@ def rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block
             u0 = v0 + w1 * x2 - w2 * x1           # the point's velocity
             u1 = v1 + w2 * x0 - w0 * x2
             u2 = v2 + w0 * x1 - w1 * x0
-            p0 = b0 + a1 * x2 - a2 * x1 + w1 * u2 - w2 * u1
-            p1 = b1 + a2 * x0 - a0 * x2 + w2 * u0 - w0 * u2
-            p2 = b2 + a0 * x1 - a1 * x0 + w0 * u1 - w1 * u0
-            if k == 6:
-                raw[0] += sign * a0
-                raw[1] += sign * a1
-                raw[2] += sign * a2
-                raw[3] += sign * p0
-                raw[4] += sign * p1
-                raw[5] += sign * p2
-            else:
-                raw[0] += sign * p0
-                raw[1] += sign * p1
-                raw[2] += sign * p2
+            aw0 += sign * a0
+            aw1 += sign * a1
+            aw2 += sign * a2
+            ap0 += sign * (b0 + a1 * x2 - a2 * x1 + w1 * u2 - w2 * u1)
+            ap1 += sign * (b1 + a2 * x0 - a0 * x2 + w2 * u0 - w0 * u2)
+            ap2 += sign * (b2 + a0 * x1 - a1 * x0 + w0 * u1 - w1 * u0)
         row = loop_row[l]
         for c in range(loop_r[l]):
-            acc = 0.0
-            for i in range(k):
-                acc += U[l, i, c] * raw[i]
-            r[row + c] = acc
+            r[row + c] = reduced_row(U, l, c, k, (aw0, aw1, aw2), (ap0, ap1, ap2))
     for b in range(block_row.shape[0] - 1):
         r0, r1 = block_row[b], block_row[b + 1]
         nb = r1 - r0
@@ -526,78 +448,6 @@ def pose_rates(P, W, qd, qdd):
           W.vec)
 
 
-@jit
-def tree_loads(parent, order, mass, com, inertia, gravity, F, S, phidd, V, Av, fo, tau, c, Iw,
-               RI, with_gravity):
-    """Joint loads T_phi (tau) of the tree at (phi, phi', phi'') by recursive
-    Newton-Euler in world screws; uses V and Av from :func:`rates`; fo (N, 6)
-    the wrenches, c, Iw, RI work."""
-    N = S.shape[0]
-    A = np.empty(6)
-    for jj in range(N):
-        j = order[jj]
-        for i in range(6):
-            fo[j, i] = 0.0
-        m = mass[j]
-        if is_massless(mass, inertia, j):
-            continue
-        # body acceleration: the velocity products (Av) plus the joint accelerations
-        # of the path, plus the base acceleration -g
-        for i in range(6):
-            A[i] = Av[j, i]
-        k = j
-        while k >= 0:
-            u = phidd[k]
-            for i in range(6):
-                A[i] += S[k, i] * u
-            k = parent[k]
-        if with_gravity:
-            A[3] -= gravity[0]
-            A[4] -= gravity[1]
-            A[5] -= gravity[2]
-        Fj = F[j]
-        for i in range(3):
-            c[i] = Fj[i, 0] * com[j, 0] + Fj[i, 1] * com[j, 1] + Fj[i, 2] * com[j, 2] + Fj[i, 3]
-        # R I R^T
-        for i in range(3):
-            for q in range(3):
-                RI[i, q] = Fj[i, 0] * inertia[j, 0, q] + Fj[i, 1] * inertia[j, 1, q] \
-                    + Fj[i, 2] * inertia[j, 2, q]
-        for i in range(3):
-            for q in range(3):
-                Iw[i, q] = RI[i, 0] * Fj[q, 0] + RI[i, 1] * Fj[q, 1] + RI[i, 2] * Fj[q, 2]
-        w0, w1, w2, v0, v1, v2 = V[j, 0], V[j, 1], V[j, 2], V[j, 3], V[j, 4], V[j, 5]
-        vc0 = v0 + w1 * c[2] - w2 * c[1]
-        vc1 = v1 + w2 * c[0] - w0 * c[2]
-        vc2 = v2 + w0 * c[1] - w1 * c[0]
-        ac0 = A[3] + A[1] * c[2] - A[2] * c[1] + w1 * vc2 - w2 * vc1
-        ac1 = A[4] + A[2] * c[0] - A[0] * c[2] + w2 * vc0 - w0 * vc2
-        ac2 = A[5] + A[0] * c[1] - A[1] * c[0] + w0 * vc1 - w1 * vc0
-        f0, f1, f2 = m * ac0, m * ac1, m * ac2
-        h0 = Iw[0, 0] * w0 + Iw[0, 1] * w1 + Iw[0, 2] * w2
-        h1 = Iw[1, 0] * w0 + Iw[1, 1] * w1 + Iw[1, 2] * w2
-        h2 = Iw[2, 0] * w0 + Iw[2, 1] * w1 + Iw[2, 2] * w2
-        # moment about the world origin: Iw a + w x Iw w + c x f
-        fo[j, 0] = Iw[0, 0] * A[0] + Iw[0, 1] * A[1] + Iw[0, 2] * A[2] + w1 * h2 - w2 * h1 \
-            + c[1] * f2 - c[2] * f1
-        fo[j, 1] = Iw[1, 0] * A[0] + Iw[1, 1] * A[1] + Iw[1, 2] * A[2] + w2 * h0 - w0 * h2 \
-            + c[2] * f0 - c[0] * f2
-        fo[j, 2] = Iw[2, 0] * A[0] + Iw[2, 1] * A[1] + Iw[2, 2] * A[2] + w0 * h1 - w1 * h0 \
-            + c[0] * f1 - c[1] * f0
-        fo[j, 3], fo[j, 4], fo[j, 5] = f0, f1, f2
-    # backward: each joint transmits the wrench of its subtree
-    for jj in range(N - 1, -1, -1):
-        j = order[jj]
-        t = 0.0
-        for i in range(6):
-            t += S[j, i] * fo[j, i]
-        tau[j] = t
-        p = parent[j]
-        if p >= 0:
-            for i in range(6):
-                fo[p, i] += fo[j, i]
-
-
 @jit(inline=True)
 def project(G, tau, out):
     """out = G^T tau."""
@@ -611,73 +461,17 @@ def project(G, tau, out):
 
 @jit(inline=True)
 def rnea(P, W, with_gravity):
-    """:func:`tree_loads` of plan P at the rates in W (into W.tau)."""
-    tree_loads(P.parent, P.order, P.mass, P.com, P.inertia, P.gravity, W.F, W.S, W.phidd, W.V,
-               W.Av, W.fo, W.tau, W.c, W.Iw, W.RI, with_gravity)
-
-
-@jit
-def effective_inertia(parent, mass, com, inertia, F, S, G, I):
-    """I*_q = sum over massive bodies of J_q^T I J_q (J_q = prefix sums of S_j G_j)."""
-    N, M = G.shape
-    for a in range(M):
-        for b in range(M):
-            I[a, b] = 0.0
-    Jw = np.empty((3, M))
-    Jv = np.empty((3, M))
-    Iw = np.empty((3, 3))
-    RI = np.empty((3, 3))
-    H = np.empty((3, M))
-    c = np.empty(3)
-    for j in range(N):
-        m = mass[j]
-        if is_massless(mass, inertia, j):
-            continue
-        for i in range(3):
-            for a in range(M):
-                Jw[i, a] = 0.0
-                Jv[i, a] = 0.0
-        k = j
-        while k >= 0:
-            for a in range(M):
-                g = G[k, a]
-                if g != 0.0:
-                    for i in range(3):
-                        Jw[i, a] += S[k, i] * g
-                        Jv[i, a] += S[k, 3 + i] * g
-            k = parent[k]
-        Fj = F[j]
-        for i in range(3):
-            c[i] = Fj[i, 0] * com[j, 0] + Fj[i, 1] * com[j, 1] + Fj[i, 2] * com[j, 2] + Fj[i, 3]
-        for i in range(3):
-            for q in range(3):
-                RI[i, q] = Fj[i, 0] * inertia[j, 0, q] + Fj[i, 1] * inertia[j, 1, q] \
-                    + Fj[i, 2] * inertia[j, 2, q]
-        for i in range(3):
-            for q in range(3):
-                Iw[i, q] = RI[i, 0] * Fj[q, 0] + RI[i, 1] * Fj[q, 1] + RI[i, 2] * Fj[q, 2]
-        # centroid velocities per coordinate: v + w x c (overwrite Jv)
-        for a in range(M):
-            w0, w1, w2 = Jw[0, a], Jw[1, a], Jw[2, a]
-            Jv[0, a] += w1 * c[2] - w2 * c[1]
-            Jv[1, a] += w2 * c[0] - w0 * c[2]
-            Jv[2, a] += w0 * c[1] - w1 * c[0]
-            for i in range(3):
-                H[i, a] = Iw[i, 0] * w0 + Iw[i, 1] * w1 + Iw[i, 2] * w2
-        for a in range(M):
-            for b in range(a, M):
-                v = m * (Jv[0, a] * Jv[0, b] + Jv[1, a] * Jv[1, b] + Jv[2, a] * Jv[2, b]) \
-                    + Jw[0, a] * H[0, b] + Jw[1, a] * H[1, b] + Jw[2, a] * H[2, b]
-                I[a, b] += v
-    for a in range(M):
-        for b in range(a):
-            I[a, b] = I[b, a]
+    """The joint loads of plan P's tree at the rates in W (into W.tau): the tree's
+    recursive Newton-Euler pass, :func:`kic.kernels.rnea.tree_loads`."""
+    tree_loads(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, W.V, W.Av, W.phidd,
+               P.gravity, with_gravity, W.acc, W.fo, W.tau)
 
 
 @jit(inline=True)
 def inertia_pose(P, W, I):
-    """:func:`effective_inertia` of plan P at the transfer in W."""
-    effective_inertia(P.parent, P.mass, P.com, P.inertia, W.F, W.S, W.G, I)
+    """I*_q of plan P at the transfer in W: the tree's composite rigid bodies,
+    :func:`kic.kernels.inertia.tree_inertia_one`."""
+    tree_inertia_one(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, W.G, I)
 
 
 # --------------------------------------------------------------------------
@@ -928,8 +722,8 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
         row[wide - 1] = OK
         if what == TRANSFER or what == INERTIA:
             # given phi: evaluate there (its residual is reported, not corrected)
-            tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S)
-            loop_frames(body_a, P.T_a, body_b, P.T_b, F, X)
+            tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S, W.flags)
+            loop_frames(body_a, P.T_a, body_b, P.T_b, F, X, W.flags)
             closure_residual(loop_k, loop_r, loop_row, U, X, r)
             closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
             st, res = OK, worst_residual(row_is_rot, Lc, r, 0, R)
@@ -939,7 +733,7 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
             st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
                              loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
                              row_is_rot, Lc, P.tol, P.max_iter, F, S, X, r, Jr, piv, W.block,
-                             col, phi)
+                             col, phi, W.flags)
         row[K + N] = res
         if st == NOT_ASSEMBLED:
             row[wide - 1] = st
@@ -966,7 +760,7 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
                     out[j * M + m] = G[j, m]
             continue
         if what == INERTIA:
-            effective_inertia(parent, mass, com, inertia, F, S, G, Im)
+            tree_inertia_one(parent, order, mass, com, inertia, F, S, G, Im)
             for a in range(M):
                 for b in range(M):
                     out[a * M + b] = Im[a, b]
@@ -982,14 +776,14 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
                 out[j] = phid[j]
                 out[N + j] = phidd[j]
             continue
-        tree_loads(parent, order, mass, com, inertia, P.gravity, F, S, phidd, V, Av, W.fo, tau,
-                   W.c, W.Iw, W.RI, True)
+        tree_loads(parent, order, mass, com, inertia, F, S, V, Av, phidd, P.gravity, True, W.acc,
+                   W.fo, tau)
         project(G, tau, Tq)
         if what == INVERSE_DYNAMICS:
             for m in range(M):
                 out[m] = Tq[m]
         elif what == FORWARD_DYNAMICS or what == ACTUATED_FORWARD_DYNAMICS:
-            effective_inertia(parent, mass, com, inertia, F, S, G, Im)
+            tree_inertia_one(parent, order, mass, com, inertia, F, S, G, Im)
             for m in range(M):
                 if what == FORWARD_DYNAMICS:
                     applied = xt[m]

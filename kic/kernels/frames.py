@@ -4,6 +4,9 @@
 algorithm                                   compiled / plain floats    numpy (stacked)
 ==========================================  =========================  =====================
 rotation about a unit axis (Rodrigues)      :func:`rodrigues`          :func:`rotation_matrices`
+product of two rotations (9-tuples)         :func:`rotation_product`   (matmul)
+product of two frames (12-tuples)           :func:`frame_product`      (matmul)
+a frame given on a body of a tree           :func:`placed`
 a joint's motion (R: rotation, P: slide)    (rodrigues, or the step)   :func:`joint_motions`
 one joint of a serial chain (axis z)        :func:`frame_step`         (in :func:`pose_numpy`)
 a point of a link in world coordinates      :func:`centroid`           (R c + p, inline)
@@ -27,8 +30,10 @@ import numpy as np
 from .._array import numpy_cross
 from .jit import jit, plain
 
-__all__ = ["rodrigues", "rotation_matrices", "joint_motions", "frame_step", "centroid",
-           "base_tuple", "frame_tuple", "frames_into", "frame_buffers", "pose_lanes",
+__all__ = ["rodrigues", "rotation_tuple", "rotation_product",
+           "rotation_matrices", "joint_motions", "frame_step", "centroid", "base_tuple",
+           "frame_tuple", "is_identity", "identity_flags", "frame_product", "placed", "frame_into",
+           "joint_screw", "frames_into", "frame_buffers", "pose_lanes",
            "frames_floats", "pose_numpy", "rotations"]
 
 
@@ -45,6 +50,25 @@ def rodrigues(a0, a1, a2, x):
     return (c + t * a0 * a0, t * a0 * a1 - s * a2, t * a0 * a2 + s * a1,
             t * a1 * a0 + s * a2, c + t * a1 * a1, t * a1 * a2 - s * a0,
             t * a2 * a0 - s * a1, t * a2 * a1 + s * a0, c + t * a2 * a2)
+
+
+@jit(inline=True)
+def rotation_tuple(A):
+    """The rotation part of a frame ``A`` ((3, >= 3) or (4, 4)), row by row (9-tuple)."""
+    return (A[0, 0], A[0, 1], A[0, 2], A[1, 0], A[1, 1], A[1, 2], A[2, 0], A[2, 1], A[2, 2])
+
+
+@jit(inline=True)
+def rotation_product(A, B):
+    """The product A B of two rotations given row by row (9-tuples), each entry
+    summed over k = 0, 1, 2 in order."""
+    a00, a01, a02, a10, a11, a12, a20, a21, a22 = A
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = B
+    return (a00 * b00 + a01 * b10 + a02 * b20, a00 * b01 + a01 * b11 + a02 * b21,
+            a00 * b02 + a01 * b12 + a02 * b22, a10 * b00 + a11 * b10 + a12 * b20,
+            a10 * b01 + a11 * b11 + a12 * b21, a10 * b02 + a11 * b12 + a12 * b22,
+            a20 * b00 + a21 * b10 + a22 * b20, a20 * b01 + a21 * b11 + a22 * b21,
+            a20 * b02 + a21 * b12 + a22 * b22)
 
 
 def rotation_matrices(axis, angle) -> np.ndarray:
@@ -125,7 +149,7 @@ def centroid(com, T):
 
 @jit(inline=True)
 def base_tuple(base):
-    """A (3, 4) placement as a 12-tuple frame."""
+    """A placement (rows 0..2 of a (3, 4) or (4, 4) frame) as a 12-tuple frame."""
     return (base[0, 0], base[0, 1], base[0, 2], base[1, 0], base[1, 1], base[1, 2],
             base[2, 0], base[2, 1], base[2, 2], base[0, 3], base[1, 3], base[2, 3])
 
@@ -141,13 +165,80 @@ def frame_tuple(R, p):
 # a serial chain's frames
 # --------------------------------------------------------------------------
 @jit(inline=True)
-def affine_rows_into(A, B, out):
-    """Rows 0..2 of the product of two homogeneous frames A @ B (4, 4) into out (the
-    last row, 0 0 0 1, is the caller's): the tree's frames one joint at a time."""
-    for i in range(3):
-        for c in range(4):
-            out[i, c] = A[i, 0] * B[0, c] + A[i, 1] * B[1, c] + A[i, 2] * B[2, c]
-        out[i, 3] += A[i, 3]
+def is_identity(A, n):
+    """The leading n x n block of ``A`` is exactly the identity (a sum of absolute
+    differences: no branch per entry)."""
+    d = 0.0
+    for i in range(n):
+        for c in range(n):
+            d += abs(A[i, c] - (1.0 if i == c else 0.0))
+    return d == 0.0
+
+
+@jit
+def identity_flags(origin, offset, T_a, T_b, flags):
+    """Which products of a tree's frames need not be formed, for :func:`placed`
+    and :func:`kic.kernels.closed_pose.tree_frames`: per joint j, bit 0 the
+    rotation of ``origin[j]`` is the identity, bit 1 ``offset[j]`` is the
+    identity; per loop side (N + 2 l + side, side 0 on ``T_a``, 1 on ``T_b``),
+    bit 0 the rotation of its frame is the identity.  ``flags`` (N + 2L,) int."""
+    N = origin.shape[0]
+    for j in range(N):
+        flags[j] = (1 if is_identity(origin[j], 3) else 0) | (2 if is_identity(offset[j], 4)
+                                                               else 0)
+    for l in range(T_a.shape[0]):
+        flags[N + 2 * l] = 1 if is_identity(T_a[l], 3) else 0
+        flags[N + 2 * l + 1] = 1 if is_identity(T_b[l], 3) else 0
+
+
+@jit(inline=True)
+def frame_product(A, B, rotation_is_identity):
+    """The product A B of two frames (12-tuples, as :func:`base_tuple`), each
+    entry summed over k = 0, 1, 2 in order, the origin's after A's own; where B's
+    rotation is the identity (``rotation_is_identity``) A's rotation stands as it
+    is (the product's numbers: a copy is not formed)."""
+    a00, a01, a02, a10, a11, a12, a20, a21, a22, ax, ay, az = A
+    b00, b01, b02, b10, b11, b12, b20, b21, b22, bx, by, bz = B
+    if rotation_is_identity:
+        R = (a00, a01, a02, a10, a11, a12, a20, a21, a22)
+    else:
+        R = rotation_product((a00, a01, a02, a10, a11, a12, a20, a21, a22),
+                             (b00, b01, b02, b10, b11, b12, b20, b21, b22))
+    return (R[0], R[1], R[2], R[3], R[4], R[5], R[6], R[7], R[8],
+            a00 * bx + a01 * by + a02 * bz + ax, a10 * bx + a11 * by + a12 * bz + ay,
+            a20 * bx + a21 * by + a22 * bz + az)
+
+
+@jit(inline=True)
+def placed(F, b, T, rotation_is_identity):
+    """The frame ``T`` (4, 4) given on body b of a tree whose body frames are ``F``
+    (N, 4, 4), in world coordinates (a 12-tuple): F[b] T, or T where b < 0 (the
+    ground); ``rotation_is_identity``: T's rotation is (:func:`identity_flags`)."""
+    Tt = base_tuple(T)
+    if b < 0:
+        return Tt
+    return frame_product(base_tuple(F[b]), Tt, rotation_is_identity)
+
+
+@jit(inline=True)
+def frame_into(T, out):
+    """The frame ``T`` (12-tuple) into the homogeneous ``out`` (4, 4)."""
+    out[0, 0], out[0, 1], out[0, 2], out[0, 3] = T[0], T[1], T[2], T[9]
+    out[1, 0], out[1, 1], out[1, 2], out[1, 3] = T[3], T[4], T[5], T[10]
+    out[2, 0], out[2, 1], out[2, 2], out[2, 3] = T[6], T[7], T[8], T[11]
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
+
+
+@jit(inline=True)
+def joint_screw(revolute, s, o):
+    """The world screw (6-tuple: angular part, velocity of the body point at the
+    world origin) of a joint with world unit axis ``s`` through the point ``o``
+    (3-tuples): revolute [s; o x s] (omega x (0 - o)), prismatic [0; s]."""
+    s0, s1, s2 = s
+    if revolute:
+        o0, o1, o2 = o
+        return (s0, s1, s2, o1 * s2 - o2 * s1, o2 * s0 - o0 * s2, o0 * s1 - o1 * s0)
+    return (0.0, 0.0, 0.0, s0, s1, s2)
 
 
 @jit(inline=True)

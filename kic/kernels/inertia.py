@@ -1,5 +1,6 @@
-"""Effective inertia I*, inertia power P* and the gravity load of a serial chain,
-by composite (suffix) sums over the links: compiled form and numpy twin.
+"""Effective inertia I*, inertia power P* and the gravity load of a serial chain
+by composite (suffix) sums over the links, and of a tree (closed mechanisms) by
+composites summed over subtrees: compiled form and numpy twin.
 
 =========================================  ======================  ==========================
 algorithm                                  compiled / plain floats  numpy (batch last)
@@ -12,10 +13,17 @@ P* of one pose (eq. 2-197)                 :func:`power_one`        :func:`power
 gravity load +dV/dq                        :func:`gravity_step`,    :func:`gravity_numpy`
                                            :func:`gravity_one`,
                                            :func:`gravity_floats`
+a tree: composites of the subtrees         :func:`tree_composites`
+a tree: I*_q = G^T H G, gravity at rest    :func:`tree_inertia`,
+                                           :func:`tree_inertia_one`
 =========================================  ======================  ==========================
 
-The zero-mass convention, the same on every path: a body counts by its mass
-*and* its rotational inertia.  A body of zero mass with rotational inertia (a
+One body enters every composite by :func:`link_world` and
+:func:`composite_add`; a composite moves by :func:`composite_momentum` and
+weighs by :func:`gravity_load`, on the chain and on the tree alike.
+
+The zero-mass convention, the same on every path (:func:`is_massless`): a body
+counts by its mass *and* its rotational inertia.  A body of zero mass with rotational inertia (a
 rotor, a flywheel) adds its inertia to I* and P* like any other; its centroid
 then places nothing (the mass moments it adds are zero).
 """
@@ -24,11 +32,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import numpy_cross as cross, suffix_sum
-from .frames import centroid, frame_tuple, rotations
+from .frames import base_tuple, centroid, frame_tuple, rotations
 from .jit import jit, plain
 
-__all__ = ["inertia_tuple", "link_world", "composite_step", "link_world_into", "inertia_one",
-           "power_one", "gravity_step", "gravity_one", "LinkState", "inertia_numpy",
+__all__ = ["inertia_tuple", "is_massless", "link_world", "composite_add", "composite_momentum",
+           "composite_step", "gravity_load", "tree_composites", "inertia_times_transfer",
+           "transfer_products", "tree_inertia", "tree_inertia_one", "link_world_into",
+           "inertia_one", "power_one", "gravity_step", "gravity_one", "LinkState", "inertia_numpy",
            "power_numpy", "gravity_numpy", "inertia_floats", "gravity_floats"]
 
 
@@ -65,52 +75,80 @@ def link_world(com, I, T):
 
 
 @jit(inline=True)
-def composite_step(m, c, Iw, a, t, S):
+def is_massless(mass, inertia, j):
+    """Body j carries nothing: no mass and no rotational inertia either (the
+    zero-mass convention; PUMA 560's link 1 has 0 kg and 0.35 kg m^2); a PSD
+    inertia with a zero diagonal is zero."""
+    return mass[j] <= 0.0 and inertia[j, 0, 0] == 0.0 and inertia[j, 1, 1] == 0.0 \
+        and inertia[j, 2, 2] == 0.0
+
+
+@jit(inline=True)
+def composite_add(m, c, Iw, S):
     """Add a link (mass ``m``, world centroid ``c``, world inertia ``Iw`` about it,
-    as :func:`link_world` gives them) to the running composite ``S`` of the links
-    after it -- (mass, first moment (3), rotational inertia about the world origin
-    (6: xx, xy, xz, yy, yz, zz)) -- and return ``(S', (f, n))``: the new composite
-    and the composite momentum (force, moment about the origin) of a unit rate of
-    the link's joint (screw ``a``, ``t``): f = S0 t - S1 x a, n = J a + S1 x t.
-    I*[k, j] = a_k . n_j + t_k . f_j for k <= j."""
+    as :func:`link_world` gives them) to the composite ``S`` -- (mass, first
+    moment (3), rotational inertia about the world origin (6: xx, xy, xz, yy, yz,
+    zz)) -- by the parallel-axis theorem: I_O = Iw + m (|c|^2 1 - c c^T)."""
     cx, cy, cz = c
     S0, S1x, S1y, S1z, J00, J01, J02, J11, J12, J22 = S
     cc = cx * cx + cy * cy + cz * cz
-    J00 += Iw[0] + m * (cc - cx * cx)
-    J01 += Iw[1] - m * cx * cy
-    J02 += Iw[2] - m * cx * cz
-    J11 += Iw[3] + m * (cc - cy * cy)
-    J12 += Iw[4] - m * cy * cz
-    J22 += Iw[5] + m * (cc - cz * cz)
-    S0 += m
-    S1x += m * cx
-    S1y += m * cy
-    S1z += m * cz
+    return (S0 + m, S1x + m * cx, S1y + m * cy, S1z + m * cz,
+            J00 + (Iw[0] + m * (cc - cx * cx)), J01 + (Iw[1] - m * cx * cy),
+            J02 + (Iw[2] - m * cx * cz), J11 + (Iw[3] + m * (cc - cy * cy)),
+            J12 + (Iw[4] - m * cy * cz), J22 + (Iw[5] + m * (cc - cz * cz)))
+
+
+@jit(inline=True)
+def composite_momentum(S, a, t):
+    """The momentum (force, moment about the origin) of the composite ``S`` (as
+    :func:`composite_add`) moving with the unit screw (``a``, ``t``: angular
+    velocity, velocity of the point at the origin): f = S0 t - S1 x a,
+    n = J a + S1 x t (the spatial inertia [[J, [S1]x], [-[S1]x, S0 1]] times the
+    screw)."""
+    S0, S1x, S1y, S1z, J00, J01, J02, J11, J12, J22 = S
     ax, ay, az = a
     tx, ty, tz = t
-    return ((S0, S1x, S1y, S1z, J00, J01, J02, J11, J12, J22),
-            (S0 * tx - (S1y * az - S1z * ay), S0 * ty - (S1z * ax - S1x * az),
-             S0 * tz - (S1x * ay - S1y * ax),
-             J00 * ax + J01 * ay + J02 * az + S1y * tz - S1z * ty,
-             J01 * ax + J11 * ay + J12 * az + S1z * tx - S1x * tz,
-             J02 * ax + J12 * ay + J22 * az + S1x * ty - S1y * tx))
+    return (S0 * tx - (S1y * az - S1z * ay), S0 * ty - (S1z * ax - S1x * az),
+            S0 * tz - (S1x * ay - S1y * ax),
+            J00 * ax + J01 * ay + J02 * az + S1y * tz - S1z * ty,
+            J01 * ax + J11 * ay + J12 * az + S1z * tx - S1x * tz,
+            J02 * ax + J12 * ay + J22 * az + S1x * ty - S1y * tx)
+
+
+@jit(inline=True)
+def composite_step(m, c, Iw, a, t, S):
+    """Add a link (mass ``m``, world centroid ``c``, world inertia ``Iw`` about it,
+    as :func:`link_world` gives them) to the running composite ``S`` of the links
+    after it (:func:`composite_add`) and return ``(S', (f, n))``: the new composite
+    and its momentum for a unit rate of the link's joint (screw ``a``, ``t``;
+    :func:`composite_momentum`).  I*[k, j] = a_k . n_j + t_k . f_j for k <= j."""
+    S = composite_add(m, c, Iw, S)
+    return S, composite_momentum(S, a, t)
+
+
+@jit(inline=True)
+def gravity_load(m, h, a, t, g):
+    """The gravity load of a joint (screw ``a``, ``t``) carrying the mass ``m`` with
+    first moment ``h`` (3-tuple, about the world origin) in the field ``g``:
+    +dV/dq = -(a . (h x g) + m t . g)."""
+    hx, hy, hz = h
+    gx, gy, gz = g
+    return -(a[0] * (hy * gz - hz * gy) + a[1] * (hz * gx - hx * gz)
+             + a[2] * (hx * gy - hy * gx) + m * (t[0] * gx + t[1] * gy + t[2] * gz))
 
 
 @jit(inline=True)
 def gravity_step(m, c, a, t, g, S):
     """Add a link (mass ``m``, world centroid ``c``) to the running mass and first
     moment ``S = (S0, S1x, S1y, S1z)`` of the links after it and return ``(S', T)``,
-    T the gravity load of the link's joint (screw ``a``, ``t``) in the field ``g``:
-    +dV/dq = -(a . (S1 x g) + S0 t . g)."""
+    T the gravity load of the link's joint (screw ``a``, ``t``) in the field ``g``
+    (:func:`gravity_load`)."""
     S0, S1x, S1y, S1z = S
     S0 += m
     S1x += m * c[0]
     S1y += m * c[1]
     S1z += m * c[2]
-    gx, gy, gz = g
-    return ((S0, S1x, S1y, S1z),
-            -(a[0] * (S1y * gz - S1z * gy) + a[1] * (S1z * gx - S1x * gz)
-              + a[2] * (S1x * gy - S1y * gx) + S0 * (t[0] * gx + t[1] * gy + t[2] * gz)))
+    return (S0, S1x, S1y, S1z), gravity_load(S0, (S1x, S1y, S1z), a, t, g)
 
 
 # --------------------------------------------------------------------------
@@ -233,6 +271,257 @@ def gravity_one(mass, com, grav, A, t, R, p, out):
         S, out[j] = gravity_step(mass[j], centroid((com[j, 0], com[j, 1], com[j, 2]),
                                                    frame_tuple(R[j], p[j])),
                                  (A[j, 0], A[j, 1], A[j, 2]), (t[j, 0], t[j, 1], t[j, 2]), g, S)
+
+
+# --------------------------------------------------------------------------
+# a tree (parent, order), its poses side by side in lanes
+# --------------------------------------------------------------------------
+# A tree's joint j moves body j after joint ``parent[j]`` (-1: the ground);
+# ``order`` lists the joints parents before children (a serial chain is the
+# tree with parent j - 1).  Its arrays hold V poses side by side along the last
+# axis (the lanes; one pose: V = 1, as :func:`tree_inertia_one`), so that the
+# loops over the lanes carry no branches and become vector instructions.
+ZERO_COMPOSITE = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+"""The composite of nothing (:func:`composite_add`)."""
+
+
+@jit
+def tree_composites(nl, parent, order, mass, com, inertia, FL, empty, Ic):
+    """The composite (:func:`composite_add`: m, h = m c, the upper triangle of
+    I_O) of every joint's subtree about the world origin, per lane, into ``Ic``
+    (N, 10, V): each body's own (at its frame, ``FL`` (N, 12, V) the rows 0..2
+    of its 4x4 frame), then children into parents.  ``empty[j]`` (the same in
+    every lane): the subtree carries nothing (:func:`is_massless`, Ic zero)."""
+    N = mass.shape[0]
+    for j in range(N):
+        empty[j] = is_massless(mass, inertia, j)
+        if empty[j]:
+            for a in range(10):
+                for u in range(nl):
+                    Ic[j, a, u] = 0.0
+            continue
+        m, k, Il = mass[j], (com[j, 0], com[j, 1], com[j, 2]), inertia_tuple(inertia[j])
+        for u in range(nl):
+            c, Iw = link_world(k, Il, (FL[j, 0, u], FL[j, 1, u], FL[j, 2, u], FL[j, 4, u],
+                                       FL[j, 5, u], FL[j, 6, u], FL[j, 8, u], FL[j, 9, u],
+                                       FL[j, 10, u], FL[j, 3, u], FL[j, 7, u], FL[j, 11, u]))
+            composite_into(Ic, j, u, composite_add(m, c, Iw, ZERO_COMPOSITE))
+    add_subtrees(nl, parent, order, empty, Ic)
+
+
+@jit(inline=True)
+def composite_at(Ic, j, u):
+    """The composite of joint j in lane u of ``Ic`` (N, 10, V), a 10-tuple."""
+    return (Ic[j, 0, u], Ic[j, 1, u], Ic[j, 2, u], Ic[j, 3, u], Ic[j, 4, u], Ic[j, 5, u],
+            Ic[j, 6, u], Ic[j, 7, u], Ic[j, 8, u], Ic[j, 9, u])
+
+
+@jit(inline=True)
+def composite_into(Ic, j, u, S):
+    """The composite ``S`` (10-tuple) into joint j, lane u of ``Ic`` (N, 10, V)."""
+    Ic[j, 0, u], Ic[j, 1, u], Ic[j, 2, u], Ic[j, 3, u], Ic[j, 4, u] = S[0], S[1], S[2], S[3], S[4]
+    Ic[j, 5, u], Ic[j, 6, u], Ic[j, 7, u], Ic[j, 8, u], Ic[j, 9, u] = S[5], S[6], S[7], S[8], S[9]
+
+
+@jit(inline=True)
+def add_subtrees(nl, parent, order, empty, Ic):
+    """Each composite of ``Ic`` (N, 10, V) added into its parent's, children before
+    parents: the bodies' own become their subtrees' (``empty`` likewise)."""
+    for jj in range(order.shape[0] - 1, -1, -1):
+        j = order[jj]
+        p = parent[j]
+        if p >= 0 and not empty[j]:
+            empty[p] = False
+            for a in range(10):
+                for u in range(nl):
+                    Ic[p, a, u] += Ic[j, a, u]
+
+
+@jit(inline=True)
+def add_scaled_row(nl, HG, i, hw, GL, j, qj):
+    """HG[i] += hw G[j] per lane; where joint j is coordinate ``qj`` (>= 0) its row
+    of G is the unit row e_qj, so only its 1 adds."""
+    if qj >= 0:
+        for u in range(nl):
+            HG[i, qj, u] += hw[u]
+    else:
+        for a in range(GL.shape[1]):
+            for u in range(nl):
+                HG[i, a, u] += hw[u] * GL[j, a, u]
+
+
+@jit
+def inertia_times_transfer(nl, parent, gravity, SL, GL, qcol, empty, Ic, HG, Tphi, fw, hw):
+    """HG = H G (N, M, V), pair by pair along every path (H_ij = S_i^T Ic_j S_j, i
+    an ancestor of j or j; ``SL`` (N, 6, V) the world screws [a; t], ``GL`` (N, M,
+    V) the transfer to the coordinates), and the joint loads of gravity at rest
+    ``Tphi`` (N, V) (:func:`gravity_load` of each subtree).  ``qcol[j]`` is m
+    where joint j is coordinate m (its row of G the unit row e_m), else -1;
+    ``fw`` (6, V), ``hw`` (V,) are work."""
+    N, M = GL.shape[0], GL.shape[1]
+    for j in range(N):
+        for a in range(M):
+            for u in range(nl):
+                HG[j, a, u] = 0.0
+    g = (gravity[0], gravity[1], gravity[2])
+    for j in range(N):
+        if empty[j]:
+            for u in range(nl):
+                Tphi[j, u] = 0.0
+            continue
+        for u in range(nl):
+            Sj = composite_at(Ic, j, u)
+            a = (SL[j, 0, u], SL[j, 1, u], SL[j, 2, u])
+            t = (SL[j, 3, u], SL[j, 4, u], SL[j, 5, u])
+            fw[0, u], fw[1, u], fw[2, u], fw[3, u], fw[4, u], fw[5, u] = \
+                composite_momentum(Sj, a, t)
+            Tphi[j, u] = gravity_load(Sj[0], (Sj[1], Sj[2], Sj[3]), a, t, g)
+        qj = qcol[j]
+        i = j
+        while i >= 0:
+            for u in range(nl):
+                hw[u] = (SL[i, 0, u] * fw[3, u] + SL[i, 1, u] * fw[4, u]
+                         + SL[i, 2, u] * fw[5, u] + SL[i, 3, u] * fw[0, u]
+                         + SL[i, 4, u] * fw[1, u] + SL[i, 5, u] * fw[2, u])
+            add_scaled_row(nl, HG, i, hw, GL, j, qj)
+            if i != j:
+                add_scaled_row(nl, HG, j, hw, GL, i, qcol[i])
+            i = parent[i]
+
+
+@jit
+def transfer_products(nl, GL, qcol, HG, Tphi, hw, Im, T0, rest):
+    """I* = G^T (H G) (M, M, V) and, in the lanes at rest (``rest`` (V,)), the
+    gravity load T0 = G^T T_phi (M, V) (the other lanes keep theirs)."""
+    N, M = GL.shape[0], GL.shape[1]
+    # I* = G^T (H G), each entry summed over j in order (a coordinate's unit row
+    # adds its row of HG to its own row of I* only), symmetric to rounding: the
+    # mean of the two triangles
+    for a in range(M):
+        for b in range(M):
+            for u in range(nl):
+                Im[a, b, u] = 0.0
+            for j in range(N):
+                if qcol[j] >= 0:
+                    if qcol[j] == a:
+                        for u in range(nl):
+                            Im[a, b, u] += HG[j, b, u]
+                    continue
+                for u in range(nl):
+                    Im[a, b, u] += GL[j, a, u] * HG[j, b, u]
+    for a in range(M):
+        for b in range(a):
+            for u in range(nl):
+                v = 0.5 * (Im[a, b, u] + Im[b, a, u])
+                Im[a, b, u] = v
+                Im[b, a, u] = v
+    # T0 = G^T T_phi where at rest (the sums in the order of j)
+    for m in range(M):
+        for u in range(nl):
+            hw[u] = 0.0
+        for j in range(N):
+            for u in range(nl):
+                hw[u] += GL[j, m, u] * Tphi[j, u]
+        for u in range(nl):
+            T0[m, u] = hw[u] if rest[u] else T0[m, u]
+
+
+@jit(inline=True)
+def tree_inertia(nl, parent, order, mass, com, inertia, gravity, FL, SL, GL, qcol, empty, Ic,
+                 HG, Tphi, fw, hw, IL, T0L, rest):
+    """I*_q = G^T H G (``IL`` (M, M, V)) of a tree by composite rigid bodies and,
+    in the lanes at ``rest`` (q' = 0), the gravity load T0 = G^T T_phi (``T0L``
+    (M, V)) from the same composites, for the first ``nl`` of V poses side by
+    side (arrays as :func:`tree_composites`, :func:`inertia_times_transfer`).
+
+    A body's spatial inertia about the world origin, in the screw coordinates
+    [omega; v_O], is ``[[I_O, [h]x], [-[h]x, m 1]]`` (kinetic energy s^T M s / 2):
+    m its mass, h = m c its first moment, I_O its inertia about the origin.  Those
+    ten numbers add over a subtree, so the composite Ic_j of the subtree of joint
+    j gives its momentum for the joint's unit screw (:func:`composite_momentum`),
+    the joint-space inertia H_ij = S_i^T Ic_j S_j (i an ancestor of j, or j) and
+    I*_q = G^T H G; at rest the joint loads of gravity are S_j^T Ic_j [0; -g]
+    (:func:`gravity_load` of the subtree: its weight, as a Newton-Euler pass with
+    the base accelerated by -g)."""
+    tree_composites(nl, parent, order, mass, com, inertia, FL, empty, Ic)
+    inertia_times_transfer(nl, parent, gravity, SL, GL, qcol, empty, Ic, HG, Tphi, fw, hw)
+    transfer_products(nl, GL, qcol, HG, Tphi, hw, IL, T0L, rest)
+
+
+@jit
+def tree_inertia_one(parent, order, mass, com, inertia, F, S, G, I):
+    """I*_q (``I`` (M, M)) of one pose of a tree by composite rigid bodies: the
+    sums of :func:`tree_inertia` for one lane, in the same order (its numbers, bit
+    for bit), from the body frames ``F`` (N, 4, 4), world screws ``S`` (N, 6) and
+    transfer ``G`` (N, M).  A row of G that is a unit row e_m (a coordinate's)
+    takes the unit-row shortcut (it adds the same numbers)."""
+    N, M = G.shape
+    Ic = np.empty((N, 10, 1))          # one lane: the sums of add_subtrees
+    HG = np.zeros((N, M))
+    empty = np.empty(N, np.bool_)
+    qcol = np.empty(N, np.int64)
+    for j in range(N):
+        qcol[j] = unit_row(G, j)
+        empty[j] = is_massless(mass, inertia, j)
+        if empty[j]:
+            for a in range(10):
+                Ic[j, a, 0] = 0.0
+            continue
+        c, Iw = link_world((com[j, 0], com[j, 1], com[j, 2]), inertia_tuple(inertia[j]),
+                           base_tuple(F[j]))
+        composite_into(Ic, j, 0, composite_add(mass[j], c, Iw, ZERO_COMPOSITE))
+    add_subtrees(1, parent, order, empty, Ic)
+    for j in range(N):
+        if empty[j]:
+            continue
+        f0, f1, f2, n0, n1, n2 = composite_momentum(
+            composite_at(Ic, j, 0), (S[j, 0], S[j, 1], S[j, 2]), (S[j, 3], S[j, 4], S[j, 5]))
+        i = j
+        while i >= 0:
+            h = (S[i, 0] * n0 + S[i, 1] * n1 + S[i, 2] * n2 + S[i, 3] * f0 + S[i, 4] * f1
+                 + S[i, 5] * f2)
+            add_scaled_row_one(HG, i, h, G, j, qcol[j])
+            if i != j:
+                add_scaled_row_one(HG, j, h, G, i, qcol[i])
+            i = parent[i]
+    for a in range(M):
+        for b in range(M):
+            x = 0.0
+            for j in range(N):
+                if qcol[j] >= 0:
+                    if qcol[j] == a:
+                        x += HG[j, b]
+                    continue
+                x += G[j, a] * HG[j, b]
+            I[a, b] = x
+    for a in range(M):
+        for b in range(a):
+            v = 0.5 * (I[a, b] + I[b, a])
+            I[a, b] = v
+            I[b, a] = v
+
+
+@jit(inline=True)
+def unit_row(G, j):
+    """m where row j of ``G`` is exactly the unit row e_m, else -1."""
+    m = -1
+    for a in range(G.shape[1]):
+        g = G[j, a]
+        if g == 1.0 and m < 0:
+            m = a
+        elif g != 0.0:
+            return -1
+    return m
+
+
+@jit(inline=True)
+def add_scaled_row_one(HG, i, h, G, j, qj):
+    """HG[i] += h G[j] (:func:`add_scaled_row` for one pose)."""
+    if qj >= 0:
+        HG[i, qj] += h
+    else:
+        for a in range(G.shape[1]):
+            HG[i, a] += h * G[j, a]
 
 
 # --------------------------------------------------------------------------

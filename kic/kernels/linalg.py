@@ -488,6 +488,21 @@ def inverses_and_bounds(A: np.ndarray):
 # become selects), so its numbers are that function's, bit for bit (LU), or to
 # rounding (the Jacobi condition number, whose savings are listed there);
 # tests/test_kernels.py holds the parity tests.
+@jit(inline=True)
+def swap_rows_lanes(X, k, n, piv, width, count):
+    """Row k <-> row ``piv[k, u]`` (> k, or k: none) of each of the first ``count``
+    lanes of ``X`` (n, >= width, V), its first ``width`` columns: a select per
+    lane and row below k (no branch on the lane)."""
+    for i in range(k + 1, n):
+        for c in range(width):
+            for u in range(count):
+                sel = piv[k, u] == i
+                x = X[k, c, u]
+                y = X[i, c, u]
+                X[k, c, u] = y if sel else x
+                X[i, c, u] = x if sel else y
+
+
 @jit
 def lu_factor_lanes(A, n, piv, sign, big, count):
     """:func:`lu_factor` of the first ``count`` lanes of ``A`` (n, n, V), in place:
@@ -506,14 +521,7 @@ def lu_factor_lanes(A, n, piv, sign, big, count):
                 take = v > big[u]
                 big[u] = v if take else big[u]
                 piv[k, u] = i if take else piv[k, u]
-        for i in range(k + 1, n):          # row k <-> row piv[k] (> k), or none
-            for c in range(n):
-                for u in range(count):
-                    sel = piv[k, u] == i
-                    x = A[k, c, u]
-                    y = A[i, c, u]
-                    A[k, c, u] = y if sel else x
-                    A[i, c, u] = x if sel else y
+        swap_rows_lanes(A, k, n, piv, n, count)
         for u in range(count):
             bad = not (big[u] > 0.0) or not np.isfinite(big[u])
             s = -sign[u] if piv[k, u] != k else sign[u]
@@ -534,14 +542,7 @@ def lu_solve_lanes(A, n, piv, X, width, count):
     >= width, V) is overwritten by the solutions, each column by the operations
     of :func:`lu_solve`."""
     for k in range(n):
-        for i in range(k + 1, n):
-            for m in range(width):
-                for u in range(count):
-                    sel = piv[k, u] == i
-                    x = X[k, m, u]
-                    y = X[i, m, u]
-                    X[k, m, u] = y if sel else x
-                    X[i, m, u] = x if sel else y
+        swap_rows_lanes(X, k, n, piv, width, count)
     for i in range(n):
         for c in range(i):
             for m in range(width):

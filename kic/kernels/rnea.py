@@ -11,8 +11,12 @@ joint loads of one pose                  :func:`rnea_one`,          :func:`wrenc
                                          :func:`loads_floats`
 link motion over a batch                 :func:`motion_lanes`       :func:`link_motion`
 joint loads from a given motion          :func:`motion_loads_lanes` :func:`loads_from_motion`
+the same on a tree (parent, order)       :func:`tree_loads`
 =======================================  ========================  =========================
 
+A serial chain is the tree whose joint j has the parent j - 1; a tree (closed
+mechanisms, :mod:`kic.kernels.closed_pose`) walks its joints in ``order``
+(parents before children) and sums each subtree's wrench into its parent.
 A link's motion is the 12-tuple ``(w, v, aw, av)``: angular velocity, velocity of
 the body point at the world origin, and their rates; gravity enters as the base
 acceleration ``-g``.  A body of zero mass with rotational inertia counts (its
@@ -24,11 +28,11 @@ import numpy as np
 
 from .._array import numpy_cross as cross, prefix_sum, suffix_sum
 from .frames import base_tuple, joint_frame_into, rotations
-from .inertia import inertia_tuple
+from .inertia import inertia_tuple, is_massless
 from .jit import jit, plain
 
 __all__ = ["screw_step", "link_wrench", "rnea_one", "motion_lanes", "motion_loads_lanes",
-           "loads_floats", "link_motion", "wrench_loads", "loads_from_motion"]
+           "tree_loads", "loads_floats", "link_motion", "wrench_loads", "loads_from_motion"]
 
 
 @jit(inline=True)
@@ -185,6 +189,53 @@ def motion_loads_lanes(Fc, sR, sv, w, v, aw, av, qdd, grav, use_grav, mass, com,
             tau[j, n] = (sR[0, j, n] * W[3, j, n] + sR[1, j, n] * W[4, j, n]
                          + sR[2, j, n] * W[5, j, n] + sv[0, j, n] * W[0, j, n]
                          + sv[1, j, n] * W[1, j, n] + sv[2, j, n] * W[2, j, n])
+
+
+@jit
+def tree_loads(parent, order, mass, com, inertia, F, S, V, Av, qdd, grav, use_gravity, acc,
+               wrench, tau):
+    """Joint loads ``tau`` (N,) of a tree (joint j moves body j after ``parent[j]``,
+    -1 the ground; ``order`` parents before children) from its velocity-product
+    motion plus the q'' terms: ``F`` (N, 4, 4) the body frames, ``S`` (N, 6) the
+    world screws [a; t] (as :func:`screw_step`), ``V`` (N, 6) the screw
+    velocities (w, v) and ``Av`` (N, 6) their rates at q'' = 0 (aw, av), ``qdd``
+    (N,) the joint accelerations; ``use_gravity``: the base accelerates by
+    ``-grav`` (m/s^2).  ``acc`` (N, 6) (the q'' part of each body's acceleration) and
+    ``wrench`` (N, 6) (force, moment about the origin: each subtree's) are work.
+    A body that carries nothing (:func:`~kic.kernels.inertia.is_massless`) is
+    skipped."""
+    g = (-grav[0], -grav[1], -grav[2]) if use_gravity else (0.0, 0.0, 0.0)
+    for jj in range(order.shape[0]):
+        j = order[jj]
+        p = parent[j]
+        u = qdd[j]
+        if p >= 0:
+            for i in range(6):
+                acc[j, i] = acc[p, i] + S[j, i] * u
+        else:
+            acc[j, 0], acc[j, 1], acc[j, 2] = S[j, 0] * u, S[j, 1] * u, S[j, 2] * u
+            acc[j, 3], acc[j, 4], acc[j, 5] = (g[0] + S[j, 3] * u, g[1] + S[j, 4] * u,
+                                               g[2] + S[j, 5] * u)
+        if is_massless(mass, inertia, j):
+            for i in range(6):
+                wrench[j, i] = 0.0
+            continue
+        (wrench[j, 0], wrench[j, 1], wrench[j, 2], wrench[j, 3], wrench[j, 4],
+         wrench[j, 5]) = link_wrench(
+            mass[j], (com[j, 0], com[j, 1], com[j, 2]), inertia_tuple(inertia[j]),
+            base_tuple(F[j]),
+            (V[j, 0], V[j, 1], V[j, 2], V[j, 3], V[j, 4], V[j, 5],
+             Av[j, 0] + acc[j, 0], Av[j, 1] + acc[j, 1], Av[j, 2] + acc[j, 2],
+             Av[j, 3] + acc[j, 3], Av[j, 4] + acc[j, 4], Av[j, 5] + acc[j, 5]))
+    # backward: each joint transmits the wrench of its subtree
+    for jj in range(order.shape[0] - 1, -1, -1):
+        j = order[jj]
+        tau[j] = (S[j, 0] * wrench[j, 3] + S[j, 1] * wrench[j, 4] + S[j, 2] * wrench[j, 5]
+                  + S[j, 3] * wrench[j, 0] + S[j, 4] * wrench[j, 1] + S[j, 5] * wrench[j, 2])
+        p = parent[j]
+        if p >= 0:
+            for i in range(6):
+                wrench[p, i] += wrench[j, i]
 
 
 # --------------------------------------------------------------------------
