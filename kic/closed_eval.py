@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import re
-from math import isfinite
 
 import numpy as np
 
@@ -661,6 +660,8 @@ class CompiledEvaluation(NumpyEvaluation):
         # a writable copy of the start: numba types a read-only array apart, and
         # each type compiles the kernels' entry again (seconds)
         self._reference = np.array(model.reference_phi)
+        # where :meth:`one` lets the kernel put joint values that no one keeps
+        self._phi = np.empty(self._n_joints)
 
     @property
     def plan(self):
@@ -700,34 +701,40 @@ class CompiledEvaluation(NumpyEvaluation):
         This runs on every one-pose call: its checks are plain Python on plain
         values (a numpy reduction costs a microsecond, a fifth of a five-bar pose)."""
         M = self._dof
+        # ``flags.carray``: C-contiguous, aligned and writable in one look-up; a
+        # float64 array's dtype is numpy's one float64 descriptor (another one, e.g.
+        # byte-swapped, declines: the general path converts it)
         for a in (q, qd, x):
-            if type(a) is not np.ndarray or a.dtype != _F8 or a.shape != M \
-                    or not a.flags.c_contiguous or not a.flags.writeable:
+            if type(a) is not np.ndarray or a.dtype is not _F8 or a.shape != M \
+                    or not a.flags.carray:
                 # x may be the actuators' loads (checked only here: off the common path)
                 if a is x and what == "actuated_forward_dynamics" and type(x) is np.ndarray \
-                        and x.dtype == _F8 and x.shape == act.shape \
-                        and x.flags.c_contiguous and x.flags.writeable:
+                        and x.dtype is _F8 and x.shape == act.shape and x.flags.carray:
                     continue
                 return None
         if start is None:
             phi0, path = self._reference, True
         elif type(start) is np.ndarray and start.shape == self._n_joints \
-                and start.dtype == _F8 and start.flags.writeable:
+                and start.dtype is _F8 and start.flags.carray:
             phi0, path = start, False
         else:
             return None
         plan = self._plan if self._planned else self.plan
         if plan is None:
             return None
-        out, phi_one, status, _ = compiled_closed.one(plan, what, q, qd, x, act, phi0,
-                                                      path, self.block_mode)
+        # phi is read here only, and only with finer modes or limits: else the
+        # evaluation's own scratch array takes it
+        phi_one = self._phi if self.limits is None and not self.refined else \
+            np.empty(self._n_joints)
+        out, status, _, finite = compiled_closed.one(plan, what, q, qd, x, act, phi0, path,
+                                                     self.block_mode, phi_one)
         if status == 0:
             if self.refined and self.off_mode(phi_one, [0])[0]:
                 return None
             if self.limits is not None and not self.limits.within(phi_one):
                 return None            # outside the limits: the general path reports
             # a non-finite result of finite inputs (an overflow) takes the general path
-            return out if all(map(isfinite, out.tolist())) else None
+            return out if finite else None
         if singular and status in _SINGULAR:
             if self.limits is not None and not self.limits.within(phi_one):
                 return None            # outside the limits first: the general path reports
@@ -748,8 +755,9 @@ class CompiledEvaluation(NumpyEvaluation):
         plan, zero = self.plan, np.zeros(self._dof[0])
         phi0, path = (self._reference, True) if start is None else (_laid_out(start), False)
         q, qd = _laid_out(q), _laid_out(qd)
-        bias, phi, status, _ = compiled_closed.one(plan, "inverse_dynamics", q, qd, zero,
-                                                   _NO_ACTUATORS, phi0, path, self.block_mode)
+        phi = np.empty(self._n_joints)
+        bias, status, _, _ = compiled_closed.one(plan, "inverse_dynamics", q, qd, zero,
+                                                 _NO_ACTUATORS, phi0, path, self.block_mode, phi)
         if status != 0:
             return None            # the public path answers, or raises with the report
         I, st = compiled_closed.inertia(plan, phi)[:2]
@@ -774,8 +782,9 @@ class CompiledEvaluation(NumpyEvaluation):
             return None
         q = _laid_out(q)
         # one kernel call: the assembly and the transfer there
-        G, phi, status, _ = compiled_closed.one(self.plan, "transfer", q, q, q, _NO_ACTUATORS,
-                                                _laid_out(start), False, self.block_mode)
+        phi = np.empty(self._n_joints)
+        G, status, _, _ = compiled_closed.one(self.plan, "transfer", q, q, q, _NO_ACTUATORS,
+                                              _laid_out(start), False, self.block_mode, phi)
         if status != 0 or (self.refined and self.off_mode(phi, [0])[0]):
             return None
         return G.reshape(self.system.N, self._dof[0])[act]
@@ -792,8 +801,9 @@ class CompiledEvaluation(NumpyEvaluation):
                 or start.shape != (self.system.N,) or self.plan is None:
             return None
         q = _laid_out(q)
-        _, phi, status, cond = compiled_closed.one(self.plan, "assemble", q, q, q, _NO_ACTUATORS,
-                                                   _laid_out(start), False, self.block_mode)
+        phi = np.empty(self._n_joints)
+        _, status, cond, _ = compiled_closed.one(self.plan, "assemble", q, q, q, _NO_ACTUATORS,
+                                                 _laid_out(start), False, self.block_mode, phi)
         if status == 0 and self.refined and self.off_mode(phi, [0])[0]:
             return None
         return (phi, cond) if status == 0 else None

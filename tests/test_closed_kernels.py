@@ -602,14 +602,37 @@ def test_one_pose_and_batches_share_the_one_compiled_entry():
         out, phis, status, res, cond, sign, act_cond = K._call(
             plan, K._CODE[name], q, qd, x, a, phi, False, mode)
         for t in range(q.shape[0]):
+            phi_one = np.full(N, np.nan)
             got = K.one(plan, name, q[t].copy(), qd[t].copy(), x[t].copy(), a, phi[t].copy(),
-                        False, mode)
-            assert got[2] == status[t] == 0, name
+                        False, mode, phi_one)
+            assert got[1] == status[t] == 0, name
             np.testing.assert_array_equal(got[0], out[t], err_msg=name)
-            np.testing.assert_array_equal(got[1], phis[t], err_msg=name)
-            assert got[3] == (max(cond[t]) if cond.shape[1] else 1.0), name
+            np.testing.assert_array_equal(phi_one, phis[t], err_msg=name)
+            assert got[2] == (max(cond[t]) if cond.shape[1] else 1.0), name
+            assert got[3] is True, name                # every output finite
     assert len(closed_pose.batch.signatures) == 1
     assert not hasattr(closed_pose, "single")
+
+
+@compiled
+def test_one_pose_flags_a_result_that_overflows():
+    """Finite inputs whose one-pose answer overflows: the lean call says so (its
+    ``finite`` flag, no pass over the output in Python), and the model's call
+    then takes the general path, which reports the overflow."""
+    model, plan, q, phi = case("five_bar")
+    M, N = plan.q_idx.shape[0], plan.parent.shape[0]
+    big = np.array([1e308, -1e308])
+    mode = np.zeros(plan.block_row.shape[0] - 1)
+    with np.errstate(over="ignore"):
+        out, status, _, finite = K.one(plan, "forward_dynamics", q[0].copy(), np.zeros(M), big,
+                                       K._EMPTY_I, phi[0].copy(), False, mode, np.empty(N))
+    assert status == 0 and finite is False and not np.isfinite(out).all()
+    out, status, _, finite = K.one(plan, "forward_dynamics", q[0].copy(), np.zeros(M),
+                                   np.zeros(M), K._EMPTY_I, phi[0].copy(), False, mode,
+                                   np.empty(N))
+    assert status == 0 and finite is True
+    with np.errstate(over="ignore"), pytest.raises(kic.ModelError, match="overflows"):
+        model.forward_dynamics(q[0].copy(), np.zeros(M), big)
 
 
 @compiled

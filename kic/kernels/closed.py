@@ -67,6 +67,7 @@ _F8 = np.dtype(np.float64)
 _I8 = np.dtype(np.int64)
 _EMPTY_I = np.zeros(0, np.int64)
 _NAMES = ("", "q", "qd", "qdd or tau", "phi_start")
+_BATCH = np.zeros(0)            # no one-pose phi: the entry evaluates a batch
 
 
 def _rows(a, width: int, name: str) -> np.ndarray:
@@ -107,9 +108,9 @@ def _call(plan, what: int, q, qd, x, act, phi, path: bool, mode=None):
         if a.shape[0] not in (1, n):
             from ..errors import ModelError
             raise ModelError(f"{name} has {a.shape[0]} rows for a batch of {n}")
-    buf, _, _, _, bad = closed_pose.batch(plan.args[0], plan.args[1], what, q.reshape(-1),
-                                          qd.reshape(-1), x.reshape(-1), act, phi.reshape(-1),
-                                          path, _mode(plan, mode), False)
+    buf, _, _, bad = closed_pose.batch(plan.args[0], plan.args[1], what, q.reshape(-1),
+                                       qd.reshape(-1), x.reshape(-1), act, phi.reshape(-1),
+                                       path, _mode(plan, mode), _BATCH)
     if bad:
         from ..errors import ModelError
         raise ModelError(f"{_NAMES[bad]} contains NaN or infinite values")
@@ -127,21 +128,25 @@ _CODE = {"assemble": closed_pose.ASSEMBLE, "inverse_dynamics": closed_pose.INVER
          "actuated_forward_dynamics": closed_pose.ACTUATED_FORWARD_DYNAMICS}
 
 
-def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode) -> tuple:
+def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode, phi) -> tuple:
     """The lean call for one configuration whose arguments the caller has laid
     out already: ``q``, ``qd``, ``x`` float64 C-contiguous (M,), ``phi_start``
-    (N,), ``act`` int64 (Na,) (or empty), ``mode`` float64 (B,) checked once.
+    (N,), ``act`` int64 (Na,) (or empty), ``mode`` float64 (B,) checked once;
+    the pose's joint values are written into ``phi`` (float64 C-contiguous
+    (N,): a caller that reads them only at once may reuse it, one that keeps
+    them passes an array of their own).
     ``what`` names an entry point below ("transfer": ``G^phi_q`` (N * M,) after
     the assembly, row by row; "actuated_forward_dynamics": q'' under the loads
     ``x`` (Na,) of the actuated joints ``act``, ``T_q = (G^a)^T x``).
-    Returns ``(output row, phi, status, worst block condition)``, arrays of
-    their own; NaN inputs still raise ModelError."""
-    out, phi, status, cond, bad = closed_pose.batch(plan.args[0], plan.args[1], _CODE[what],
-                                                    q, qd, x, act, phi_start, path, mode, True)
-    if bad:
+    Returns ``(output row, status, worst block condition, finite)``, the row
+    an array of its own, ``finite`` whether every output is finite (False for
+    a failed pose, or an overflow); NaN inputs still raise ModelError."""
+    out, status, cond, bad = closed_pose.batch(plan.args[0], plan.args[1], _CODE[what], q, qd,
+                                               x, act, phi_start, path, mode, phi)
+    if bad > 0:
         from ..errors import ModelError
         raise ModelError(f"{_NAMES[bad]} contains NaN or infinite values")
-    return out, phi, status, cond
+    return out, status, cond, bad == 0
 
 
 def _split(plan, buf):

@@ -101,14 +101,44 @@ def block_size(P):
 @jit(inline=True)
 def new_work(N, M, R, L, B, nb):
     """The work arrays of one pose (N joints, M coordinates, R reduced rows, L
-    loops, B blocks of at most nb rows), reused by every pose of a call."""
-    return Work(F=np.empty((N, 4, 4)), S=np.empty((N, 6)), X=np.empty((L, 2, 4, 4)),
-                r=np.empty(R), Jr=np.zeros((R, N)), LU=np.empty((B, nb, nb)),
-                piv=np.zeros((B, nb), np.int64), G=np.empty((N, M)), phid=np.empty(N),
-                phidd=np.empty(N), V=np.empty((N, 6)), Av=np.empty((N, 6)),
-                acc=np.empty((N, 6)), fo=np.empty((N, 6)), tau=np.empty(N), vec=np.empty(R),
-                block=np.empty((nb, nb)), block_work=np.empty((nb, nb)),
-                flags=np.zeros(N + 2 * L, np.int64))
+    loops, B blocks of at most nb rows), reused by every pose of a call: views
+    of one float and one int allocation (zeroed), as two allocations cost a
+    one-pose call far less than nineteen."""
+    f = np.zeros(N * (16 + 6 + M + 1 + 1 + 24 + 1) + L * 32 + R * (2 + N) + B * nb * nb
+                 + 2 * nb * nb)
+    k = 0
+    F = f[k:k + 16 * N].reshape((N, 4, 4))
+    k += 16 * N
+    S = f[k:k + 6 * N].reshape((N, 6))
+    k += 6 * N
+    X = f[k:k + 32 * L].reshape((L, 2, 4, 4))
+    k += 32 * L
+    r = f[k:k + R]
+    k += R
+    Jr = f[k:k + R * N].reshape((R, N))
+    k += R * N
+    LU = f[k:k + B * nb * nb].reshape((B, nb, nb))
+    k += B * nb * nb
+    G = f[k:k + N * M].reshape((N, M))
+    k += N * M
+    phid = f[k:k + N]
+    phidd = f[k + N:k + 2 * N]
+    k += 2 * N
+    V = f[k:k + 6 * N].reshape((N, 6))
+    Av = f[k + 6 * N:k + 12 * N].reshape((N, 6))
+    acc = f[k + 12 * N:k + 18 * N].reshape((N, 6))
+    fo = f[k + 18 * N:k + 24 * N].reshape((N, 6))
+    k += 24 * N
+    tau = f[k:k + N]
+    k += N
+    vec = f[k:k + R]
+    k += R
+    block = f[k:k + nb * nb].reshape((nb, nb))
+    block_work = f[k + nb * nb:k + 2 * nb * nb].reshape((nb, nb))
+    i = np.zeros(B * nb + N + 2 * L, np.int64)
+    return Work(F=F, S=S, X=X, r=r, Jr=Jr, LU=LU, piv=i[:B * nb].reshape((B, nb)), G=G,
+                phid=phid, phidd=phidd, V=V, Av=Av, acc=acc, fo=fo, tau=tau, vec=vec,
+                block=block, block_work=block_work, flags=i[B * nb:])
 
 
 @jit(inline=True)
@@ -539,9 +569,18 @@ DynamicsWork = namedtuple("DynamicsWork", [
 
 @jit(inline=True)
 def dynamics_work(M, Na):
-    return DynamicsWork(Tq=np.empty(M), zero=np.zeros(M), Im=np.empty((M, M)),
-                        Ga=np.empty((Na, M)), Gs=np.empty((Na, M)), Gw=np.empty((Na, M)),
-                        rhs=np.empty(max(Na, M)), sol=np.empty(M), At=np.empty((M, M)),
+    """The dynamics' work arrays (M coordinates, Na actuators): views of one float
+    and one int allocation (zeroed)."""
+    nr = max(Na, M)
+    f = np.zeros(M * (3 + 2 * M) + 3 * Na * M + nr)
+    k = 3 * M + M * M                   # after Tq, zero, sol (M each) and Im (M, M)
+    ga = Na * M
+    return DynamicsWork(Tq=f[:M], zero=f[M:2 * M], Im=f[3 * M:k].reshape((M, M)),
+                        Ga=f[k:k + ga].reshape((Na, M)),
+                        Gs=f[k + ga:k + 2 * ga].reshape((Na, M)),
+                        Gw=f[k + 2 * ga:k + 3 * ga].reshape((Na, M)),
+                        rhs=f[k + 3 * ga:k + 3 * ga + nr], sol=f[2 * M:3 * M],
+                        At=f[k + 3 * ga + nr:].reshape((M, M)),
                         pv=np.zeros(M, np.int64))
 
 
@@ -659,7 +698,7 @@ def rows_of(a, width):
 
 
 @jit
-def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
+def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     """The one compiled entry of a closed model's poses, for one pose and for
     batches alike (one compiled function: each level of compiled calls
     re-optimizes and re-emits everything it calls, seconds at first use).
@@ -672,13 +711,15 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
     caller checks that).  ``mode`` (B,) of +1/-1 (0: any), or empty: the
     assembly mode a pose must be in (else OTHER_MODE).
 
-    Returns ``(out, phi, status, condition, bad)``; ``bad`` is 1-4 when q, qd, x
-    or phi0 is not finite (nothing evaluated), else 0.  ``one``: one pose, out
-    (K,) its output row (K as :func:`output_width`), phi (N,), its status and
-    worst block condition.  Else out is the flat buffer (n rows of K + N + 3 +
-    2B: out K | phi N | residual | condition B | det sign B | actuation
-    condition | status) and phi, status, condition are empty or zero (each
-    array handed back to Python costs a few hundred nanoseconds).
+    Returns ``(out, status, condition, bad)``; ``bad`` is 1-4 when q, qd, x or
+    phi0 is not finite (nothing evaluated), else 0.  ``phi_one`` (N,): one pose,
+    its phi written there, out (K,) its output row (K as
+    :func:`output_width`), its status and worst block condition, ``bad`` -1
+    where out is not all finite (its caller then needs no pass over it).
+    ``phi_one`` empty: a batch, out the flat buffer (n rows of K + N + 3 + 2B:
+    out K | phi N | residual | condition B | det sign B | actuation condition |
+    status), status and condition zero.  Each array handed back to Python
+    costs a few hundred nanoseconds: one pose hands back one.
 
     The stages get the plan's and the work's arrays by name here, once: a named
     tuple handed to a helper is copied with a reference count per member, which
@@ -697,22 +738,26 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
     V, Av, phid, phidd, tau, col = W.V, W.Av, W.phid, W.phidd, W.tau, W.vec
     D = dynamics_work(M, Na)
     Tq, Im, rhs, sol = D.Tq, D.Im, D.rhs[:M], D.sol
+    one = phi_one.shape[0] > 0
     bad = first_bad(q, qd, x, phi0)
     if bad:
-        return np.empty(0), np.empty(0), 0, 0.0, bad
+        return np.empty(0), 0, 0.0, bad
     nq, nqd, nphi = rows_of(q, M), rows_of(qd, M), rows_of(phi0, N)
     nx = rows_of(x, Na if what == ACTUATED_FORWARD_DYNAMICS else M)
     n = 1 if one else max(nq, nqd, nx, nphi)
     K = output_width(what, N, M, Na)
     wide = K + N + 3 + 2 * B
-    # one output buffer (each array handed back to Python costs about a microsecond)
-    buf = np.full(n * wide, np.nan)
+    # the poses' locals and, for one pose, its output row in one allocation (the
+    # results are copied out of it); a batch's rows in one output buffer (each
+    # array handed back to Python costs about a microsecond)
+    loc = np.empty(2 * N + N * M + (wide if one else 0))
+    phi, last = loc[:N], loc[N:2 * N]
+    G_last = loc[2 * N:2 * N + N * M].reshape((N, M))
+    buf = loc[2 * N + N * M:] if one else np.empty(n * wide)
+    buf[:] = np.nan
     for t in range(n):
         for b in range(B):
             buf[t * wide + K + N + 1 + B + b] = 0.0
-    phi = np.empty(N)
-    last = np.empty(N)
-    G_last = np.empty((N, M))
     have_last = False
     for t in range(n):
         row = buf[t * wide:(t + 1) * wide]
@@ -804,11 +849,14 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, one):
                 out)
             row[wide - 1] = status
     if not one:
-        return buf, np.empty(0), 0, 0.0, 0
+        return buf, 0, 0.0, 0
     cond = 1.0 if B == 0 else buf[K + N + 1]
     for b in range(1, B):
         cond = max(cond, buf[K + N + 1 + b])
-    return buf[:K].copy(), buf[K:K + N].copy(), int(buf[wide - 1]), cond, 0
+    for j in range(N):
+        phi_one[j] = buf[K + j]
+    # bad -1: the output row is not all finite (a failed pose's NaN, or an overflow)
+    return buf[:K].copy(), int(buf[wide - 1]), cond, 0 if all_finite(buf[:K]) else -1
 
 
 # the stages above run inside compiled entry points only (batch here, the design
