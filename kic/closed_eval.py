@@ -660,8 +660,10 @@ class CompiledEvaluation(NumpyEvaluation):
         # a writable copy of the start: numba types a read-only array apart, and
         # each type compiles the kernels' entry again (seconds)
         self._reference = np.array(model.reference_phi)
-        # where :meth:`one` lets the kernel put joint values that no one keeps
-        self._phi = np.empty(self._n_joints)
+        # where :meth:`one` lets the kernel put joint values that no one keeps: it
+        # reads them only for finer modes or joint limits (then a new array each call)
+        self._phi = None if self.refined or self.limits is not None else \
+            np.empty(self._n_joints)
 
     @property
     def plan(self):
@@ -722,10 +724,7 @@ class CompiledEvaluation(NumpyEvaluation):
         plan = self._plan if self._planned else self.plan
         if plan is None:
             return None
-        # phi is read here only, and only with finer modes or limits: else the
-        # evaluation's own scratch array takes it
-        phi_one = self._phi if self.limits is None and not self.refined else \
-            np.empty(self._n_joints)
+        phi_one = self._phi if self._phi is not None else np.empty(self._n_joints)
         out, status, _, finite = compiled_closed.one(plan, what, q, qd, x, act, phi0, path,
                                                      self.block_mode, phi_one)
         if status == 0:

@@ -141,8 +141,9 @@ def one(plan, what: str, q, qd, x, act, phi_start, path: bool, mode, phi) -> tup
     Returns ``(output row, status, worst block condition, finite)``, the row
     an array of its own, ``finite`` whether every output is finite (False for
     a failed pose, or an overflow); NaN inputs still raise ModelError."""
-    out, status, cond, bad = closed_pose.batch(plan.args[0], plan.args[1], _CODE[what], q, qd,
-                                               x, act, phi_start, path, mode, phi)
+    fbuf, ibuf = plan.args
+    out, status, cond, bad = closed_pose.batch(fbuf, ibuf, _CODE[what], q, qd, x, act,
+                                               phi_start, path, mode, phi)
     if bad > 0:
         from ..errors import ModelError
         raise ModelError(f"{_NAMES[bad]} contains NaN or infinite values")
