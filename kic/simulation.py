@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._array import finite_array
+from .assembly import in_mode
 from .errors import ClosureError, KicError, ModelError, SingularityError, Status
 from .integration import (INTEGRATORS, RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation,
                           SimulationWarning, integration_options, integration_times)
@@ -178,6 +179,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     if run.times is None or (run.times.size and run.times[0] <= t0):
         rec.add(model, t0, y0, phi)
     motion = _Motion(model, t0, y0, phi, threshold=switch_condition, may_cross=run.cross,
+                     models=_Models(model) if run.closed else None,
                      started=time.perf_counter())
     try:
         while True:
@@ -359,6 +361,33 @@ def _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
     return run, t0, np.concatenate([q0, qd0])
 
 
+class _Models:
+    """The models of one mechanism in the coordinate sets a simulation uses, each
+    built once per set and assembly mode (a model takes milliseconds to build; a
+    motion through singular configurations switches back and forth between a
+    few sets), every one with the first model's characteristic length, so that
+    every condition number of the motion is on one scale."""
+
+    def __init__(self, model) -> None:
+        self.length = model.characteristic_length
+        self.built: dict = {tuple(model.coordinate_names): [model]}
+        self.builds = 0             # models built (the first one not counted)
+
+    def get(self, model, names, phi):
+        """The model in the coordinates ``names`` whose assembly mode holds at the
+        joint values ``phi`` (N,): one built before, or a new one with ``phi`` as
+        its reference."""
+        kept = self.built.setdefault(tuple(names), [])
+        for m in kept:
+            if in_mode(m.system.mode(np.asarray(phi, float)[None]), np.array(m.mode, float))[0]:
+                return m
+        new = model.in_coordinates(list(names), reference=phi, name=model.name,
+                                   characteristic_length=self.length)
+        kept.append(new)
+        self.builds += 1
+        return new
+
+
 @dataclass
 class _Motion:
     """Where the integration stands: the model (coordinates) in use, the state at
@@ -375,6 +404,7 @@ class _Motion:
     retries: int = 0            # approaches in shorter steps so far
     recent_step: float | None = None   # the last accepted step size (s)
     nfev: int = 0
+    models: _Models | None = None      # the models in the coordinate sets used so far
     started: float = 0.0        # time.perf_counter() at the start (the wall-time budget)
     steps: int = 0              # accepted steps so far (the step budget)
 
@@ -499,13 +529,13 @@ def _bifurcation(run: _Run, motion: _Motion, end: _End, rec):
     neither serves and the coordinates in use can go on; raises where they
     cannot."""
     model = motion.model
-    crossed = _cross(model, end.t, end.y, end.phi, end.best, motion.history, run.loads,
-                     run.conservative)
+    crossed = _cross(model, motion.models, end.t, end.y, end.phi, end.best, motion.history,
+                     run.loads, run.conservative)
     if crossed is None and run.free and not run.loads:
         # a near pass (the motion turns sharply there: no expansion follows it):
         # integrate it in every joint value, with the closure as constraints
-        crossed = _joint_space_pass(model, end.t, end.y, end.phi, run.t1, run.rtol, run.atol,
-                                    run.times, rec)
+        crossed = _joint_space_pass(model, motion.models, end.t, end.y, end.phi, run.t1,
+                                    run.rtol, run.atol, run.times, rec)
     motion.may_cross = crossed is not None     # a failed crossing: integrate on instead
     if crossed is None and not end.best < model.max_condition:
         raise SingularityError(
@@ -537,7 +567,7 @@ def _switch(run: _Run, motion: _Motion, end: _End, rec) -> None:
     (the rates through the transfer)."""
     model = motion.model
     M = model.dof
-    new = model.in_coordinates(end.names, reference=end.phi, name=model.name)
+    new = motion.models.get(model, end.names, end.phi)
     rate = model.joint_rates(end.y[:M], end.y[M:], start=end.phi)
     idx = new.joint_indices(new.coordinate_names)
     rec.switches.append((end.t, list(model.coordinate_names), list(new.coordinate_names),
@@ -816,7 +846,7 @@ def _accelerations(model, phi, phid, loads):
     return model.joint_rates(q, qd, qdd, start=phi)[1]
 
 
-def _cross(model, t, y, phi, condition, history, loads, conservative):
+def _cross(model, models, t, y, phi, condition, history, loads, conservative):
     """Take the motion across a singular configuration of the mechanism.
 
     Where every set of independent coordinates is singular the two branches of
@@ -865,7 +895,7 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
             continue
         try:
             for _ in range(2):                  # correctors
-                new = model.in_coordinates(names, reference=phi_b, name=model.name)
+                new = models.get(model, names, phi_b)
                 info["jerk"] = (_accelerations(new, phi_b, phid_b, loads) - phidd) / h
                 phi_b, phid_b = _taylor(info, h, model)
         except KicError:
@@ -877,7 +907,7 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
         if np.linalg.norm((phid_b - predicted) * scale) > CROSSING_RTOL * speed:
             return None
         names, best = model.best_coordinates(phi_b)
-        new = model.in_coordinates(names, reference=phi_b, name=model.name)
+        new = models.get(model, names, phi_b)
         idx = new.joint_indices(new.coordinate_names)
         after = _joint_energy(model, phi_b[None], phid_b[None], loads)[0]
         kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], loads)[0]
@@ -895,7 +925,7 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
     return None
 
 
-def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
+def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
     """Integrate a free motion that passes near a singular configuration of the
     mechanism in every joint value: the open chains with the closure as
     constraints (:meth:`kic.ClosedModel.joint_space_dynamics`, Lagrange
@@ -956,7 +986,7 @@ def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
     if kinetic > 0 and kinetic + before - after > 0:
         phid_b = phid_b * np.sqrt((kinetic + before - after) / kinetic)
     names, best = model.best_coordinates(phi_b)
-    new = model.in_coordinates(names, reference=phi_b, name=model.name)
+    new = models.get(model, names, phi_b)
     idx = new.joint_indices(new.coordinate_names)
     for ts, xs in samples:
         rec.add_joints(ts, xs[:N], xs[N:])
