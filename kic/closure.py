@@ -363,10 +363,12 @@ class ClosedModel:
         # of revolute joints), as each set's own call would give
         cond = np.empty(len(sets))
         patterns = s.is_prismatic[deps]
-        for pattern in np.unique(patterns, axis=0):
-            same = np.all(patterns == pattern, axis=1)
+        groups: dict = {}
+        for k, pattern in enumerate(patterns):
+            groups.setdefault(pattern.tobytes(), []).append(k)
+        for same in groups.values():
             cond[same] = scaled_condition(np.moveaxis(J[:, deps[same]], 1, 0), length_rows,
-                                          pattern, s.length)
+                                          patterns[same[0]], s.length)
         best = int(np.argmin(np.where(np.isnan(cond), np.inf, cond)))
         return [s.phi_names[i] for i in sets[best]], float(cond[best])
 

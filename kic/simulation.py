@@ -378,9 +378,11 @@ class _Models:
         joint values ``phi`` (N,): one built before, or a new one with ``phi`` as
         its reference."""
         kept = self.built.setdefault(tuple(names), [])
-        for m in kept:
-            if in_mode(m.system.mode(np.asarray(phi, float)[None]), np.array(m.mode, float))[0]:
-                return m
+        if kept:        # (the models of one set share their blocks: one mode to find)
+            found = kept[0].system.mode(np.asarray(phi, float)[None])
+            for m in kept:
+                if in_mode(found, np.array(m.mode, float))[0]:
+                    return m
         new = model.in_coordinates(list(names), reference=phi, name=model.name,
                                    characteristic_length=self.length)
         kept.append(new)
@@ -1094,7 +1096,13 @@ class _Record:
             else:
                 q = np.array([r[0] for r in self.rates[k:j]])
                 qd = np.array([r[1] for r in self.rates[k:j]])
-                phid[k:j] = m.joint_rates(q, qd, start=phi[k:j])
+                if m.evaluation.compiled:
+                    # pose by pose, compiled (a one-pose call costs microseconds, the
+                    # numpy path's batch about a millisecond per stretch)
+                    for i in range(k, j):
+                        phid[i] = m.joint_rates(q[i - k], qd[i - k], start=phi[i])
+                else:
+                    phid[k:j] = m.joint_rates(q, qd, start=phi[k:j])
             k = j
         return phi[:, self.user], phid[:, self.user], phid
 
