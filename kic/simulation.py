@@ -32,7 +32,7 @@ from .model import ClosedLoopModel
 from .simulate_limits import (BeyondLimit, LimitCrossed, limit_text, limits_of, nearest_limit,
                               without_limits)
 from .settings import (BRIDGE_CONDITION, CROSSING_RTOL, LANDING_TOLERANCE, SWITCH_CONDITION,
-                       INTEGRATION_ATOL, INTEGRATION_RTOL, TINY)
+                       INTEGRATION_ATOL, INTEGRATION_RTOL, LAST_RESORT_CROSSING_RTOL, TINY)
 
 __all__ = ["simulate", "Simulation", "SimulationWarning", "INTEGRATORS", "integration_times",
            "integration_options"]
@@ -49,7 +49,11 @@ CROSS_FROM = BRIDGE_CONDITION / 4    # farther out than this, approach before cr
 CLEAR = BRIDGE_CONDITION / 10        # a near pass ends once some set is this good
 BRIEF_PASS = 0.5             # s: a near pass lasting longer is not a pass
 FURTHEST_CROSSING = 0.1      # rad (or m / L) of motion: the longest expansion across
-CROSSING_TRIES = 11          # expansions of 2, 4, ... 2**11 times the estimated time
+CROSSING_TRIES = 41          # expansions of 2 ... 2**11 times the estimated time,
+CROSSING_GROWTH = 2 ** 0.25  # each this much longer than the last (the first lands
+                             # where the start's mirror image is, on the edge of the
+                             # landing's test: a doubling would multiply the expansion's
+                             # error by 8 for a landing just short of the mirror image)
 COMPILED_BLOCK = 2048        # steps one compiled call records before Python sees them
 MAX_STEPS = 1_000_000        # default work budget: accepted steps (a 2 s five-bar takes
                              # tens to hundreds; a million means max_step or the
@@ -531,13 +535,18 @@ def _bifurcation(run: _Run, motion: _Motion, end: _End, rec):
     neither serves and the coordinates in use can go on; raises where they
     cannot."""
     model = motion.model
-    crossed = _cross(model, motion.models, end.t, end.y, end.phi, end.best, motion.history,
-                     run.loads, run.conservative)
+    crossing = (model, motion.models, end.t, end.y, end.phi, end.best, motion.history,
+                run.loads, run.conservative)
+    crossed = _cross(*crossing, CROSSING_RTOL)
     if crossed is None and run.free and not run.loads:
         # a near pass (the motion turns sharply there: no expansion follows it):
         # integrate it in every joint value, with the closure as constraints
         crossed = _joint_space_pass(model, motion.models, end.t, end.y, end.phi, run.t1,
                                     run.rtol, run.atol, run.times, rec)
+    if crossed is None:
+        # a pass so near that the joint-space matrix fails too, and no coordinates are
+        # regular there: the expansion is the one model left (within a looser bound)
+        crossed = _cross(*crossing, LAST_RESORT_CROSSING_RTOL)
     motion.may_cross = crossed is not None     # a failed crossing: integrate on instead
     if crossed is None and not end.best < model.max_condition:
         raise SingularityError(
@@ -848,7 +857,8 @@ def _accelerations(model, phi, phid, loads):
     return model.joint_rates(q, qd, qdd, start=phi)[1]
 
 
-def _cross(model, models, t, y, phi, condition, history, loads, conservative):
+def _cross(model, models, t, y, phi, condition, history, loads, conservative,
+           rtol: float = CROSSING_RTOL):
     """Take the motion across a singular configuration of the mechanism.
 
     Where every set of independent coordinates is singular the two branches of
@@ -862,9 +872,10 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative):
     (minimum-norm Gauss-Newton) with its rates projected on the closure's
     tangent.  h is a fraction of a millisecond near BRIDGE_CONDITION.  A
     conservative motion keeps its energy across: the rates are scaled to the
-    energy before (the correction is reported).  Returns (model in the best
-    coordinates there, t + h, state, phi, info), or None when no point beyond
-    is regular.
+    energy before (the correction is reported).  The closure may correct the
+    expansion's rates, and the energy change, by at most ``rtol`` (of the speed,
+    of the energy).  Returns (model in the best coordinates there, t + h, state,
+    phi, info), or None when no point beyond is regular or the checks fail.
     """
     M = model.dof
     q, qd = y[:M], y[M:]
@@ -886,7 +897,7 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative):
     before = _joint_energy(model, phi[None], phid[None], loads)[0]
     # twice the estimate first; longer where the estimate fell short (the landing still
     # before the singular configuration), up to FURTHEST_CROSSING of motion
-    for h in 2.0 ** np.arange(1, CROSSING_TRIES + 1) * dt:
+    for h in 2.0 * CROSSING_GROWTH ** np.arange(CROSSING_TRIES) * dt:
         if h * speed > FURTHEST_CROSSING:
             break
         info = {"phi": phi, "phid": phid, "phidd": phidd}
@@ -906,14 +917,14 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative):
         # motion passing near, not through, the singular configuration turns sharply
         # there, and no expansion follows it)
         predicted = phid + h * phidd + h * h / 2 * info["jerk"]
-        if np.linalg.norm((phid_b - predicted) * scale) > CROSSING_RTOL * speed:
+        if np.linalg.norm((phid_b - predicted) * scale) > rtol * speed:
             return None
         names, best = model.best_coordinates(phi_b)
         new = models.get(model, names, phi_b)
         idx = new.joint_indices(new.coordinate_names)
         after = _joint_energy(model, phi_b[None], phid_b[None], loads)[0]
         kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], loads)[0]
-        if conservative and abs(after - before) > CROSSING_RTOL * max(abs(before), kinetic):
+        if conservative and abs(after - before) > rtol * max(abs(before), kinetic):
             return None
         if conservative:
             # the motion keeps its energy across, as everywhere: put back the O(h^3)
