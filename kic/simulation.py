@@ -49,8 +49,8 @@ CROSS_FROM = BRIDGE_CONDITION / 4    # farther out than this, approach before cr
 CLEAR = BRIDGE_CONDITION / 10        # a near pass ends once some set is this good
 BRIEF_PASS = 0.5             # s: a near pass lasting longer is not a pass
 FURTHEST_CROSSING = 0.1      # rad (or m / L) of motion: the longest expansion across
-CROSSING_TRIES = 41          # expansions of 2 ... 2**11 times the estimated time,
-CROSSING_GROWTH = 2 ** 0.25  # each this much longer than the last (the first lands
+CROSSING_TRIES = 21          # expansions of 2 ... 2**11 times the estimated time,
+CROSSING_GROWTH = 2 ** 0.5   # each this much longer than the last (the first lands
                              # where the start's mirror image is, on the edge of the
                              # landing's test: a doubling would multiply the expansion's
                              # error by 8 for a landing just short of the mirror image)
@@ -765,7 +765,8 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     warm = {"phi": phi}
     tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
 
-    fast = model.evaluation.motion_rhs() if closed else None
+    evaluation = model.evaluation if closed else None     # (chosen once per stretch)
+    fast = evaluation.motion_rhs() if closed else None
     limits = limits_of(model) if closed else None
     no_loads = np.zeros(model.N) if closed else None
 
@@ -779,8 +780,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
         if fast is not None:
             # one compiled call (two with applied loads: their joint loads first)
             x = np.ascontiguousarray(x, dtype=float)
-            tl = no_loads if not loads else model.evaluation.joint_loads_at(loads, x,
-                                                                             warm["phi"])
+            tl = no_loads if not loads else evaluation.joint_loads_at(loads, x, warm["phi"])
             f, phi, status, _ = (fast(x, warm["phi"], T, tl) if tl is not None
                                  else (None, None, -1, None))
             if status == 0:
@@ -813,7 +813,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
         number of the coordinates there."""
         if not closed:
             return q, 1.0
-        fast = model.evaluation.track(q, warm["phi"])
+        fast = evaluation.track(q, warm["phi"])
         if fast is not None:
             warm["phi"] = fast[0]
             return fast
@@ -835,11 +835,16 @@ def _taylor(info, dt, model):
     """Joint values and rates dt (s) after the start of a crossing: the motion's
     Taylor expansion (its jerk from the accelerations at both ends, when known),
     put back on the closure."""
+    return _expansion(info, dt, model)[:2]
+
+
+def _expansion(info, dt, model):
+    """:func:`_taylor`, and the closure's residual where it landed."""
     jerk = info.get("jerk", 0.0)
     phi = info["phi"] + dt * info["phid"] + dt * dt / 2 * info["phidd"] + dt ** 3 / 6 * jerk
     phid = info["phid"] + dt * info["phidd"] + dt * dt / 2 * jerk
-    phi, _ = model.project(phi)
-    return phi, _tangent(model, phi, phid)
+    phi, residual = model.project(phi)
+    return phi, _tangent(model, phi, phid), residual
 
 
 def _tangent(model, phi, phid):
@@ -901,8 +906,7 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative,
         if h * speed > FURTHEST_CROSSING:
             break
         info = {"phi": phi, "phid": phid, "phidd": phidd}
-        phi_b, phid_b = _taylor(info, h, model)
-        _, residual = model.project(phi_b)
+        phi_b, phid_b, residual = _expansion(info, h, model)
         names, best = model.best_coordinates(phi_b)
         if not (residual < LANDING_TOLERANCE and best < condition):
             continue
