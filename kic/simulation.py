@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -183,7 +184,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     if run.times is None or (run.times.size and run.times[0] <= t0):
         rec.add(model, t0, y0, phi)
     motion = _Motion(model, t0, y0, phi, threshold=switch_condition, may_cross=run.cross,
-                     models=_Models(model) if run.closed else None,
+                     models=_Models.of(model) if run.closed else None,
                      started=time.perf_counter())
     try:
         while True:
@@ -366,25 +367,41 @@ def _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
 
 
 class _Models:
-    """The models of one mechanism in the coordinate sets a simulation uses, each
+    """The models of one mechanism in the coordinate sets its simulations use, each
     built once per set and assembly mode (a model takes milliseconds to build; a
     motion through singular configurations switches back and forth between a
     few sets), every one with the first model's characteristic length, so that
-    every condition number of the motion is on one scale."""
+    every condition number of the motion is on one scale.  Kept for the model
+    the caller simulates, as long as it lives (:meth:`of`): a model is not
+    changed by its simulations, so the next one of the same model reuses them."""
+
+    _kept: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, model) -> "_Models":
+        """The models kept for ``model`` (new ones for a model not seen before)."""
+        models = cls._kept.get(model)
+        if models is None:
+            models = cls._kept[model] = cls(model)
+        return models
 
     def __init__(self, model) -> None:
         self.length = model.characteristic_length
-        self.built: dict = {tuple(model.coordinate_names): [model]}
-        self.builds = 0             # models built (the first one not counted)
+        self.first = weakref.ref(model)       # (its own entry must not keep it alive)
+        self.built: dict = {}
+        self.builds = 0
 
     def get(self, model, names, phi):
         """The model in the coordinates ``names`` whose assembly mode holds at the
-        joint values ``phi`` (N,): one built before, or a new one with ``phi`` as
-        its reference."""
+        joint values ``phi`` (N,): the first one or one built before, or a new one
+        with ``phi`` as its reference."""
         kept = self.built.setdefault(tuple(names), [])
-        if kept:        # (the models of one set share their blocks: one mode to find)
-            found = kept[0].system.mode(np.asarray(phi, float)[None])
-            for m in kept:
+        first = self.first()
+        candidates = ([first] if first is not None and first.coordinate_names == list(names)
+                      else []) + kept
+        if candidates:  # (the models of one set share their blocks: one mode to find)
+            found = candidates[0].system.mode(np.asarray(phi, float)[None])
+            for m in candidates:
                 if in_mode(found, np.array(m.mode, float))[0]:
                     return m
         new = model.in_coordinates(list(names), reference=phi, name=model.name,

@@ -98,7 +98,8 @@ def test_switches_reuse_one_model_per_coordinate_set_and_mode(monkeypatch):
     few sets of coordinates: each set (in each assembly mode) is modelled once
     (building a model takes milliseconds; the 2 s fall built 17 before), every
     model with the first one's characteristic length (one scale for every
-    condition number of the motion), and the motion is what the independent
+    condition number of the motion), the next simulation of the same model
+    reuses them (and moves alike), and the motion is what the independent
     symmetric solution says up to 0.45 s."""
     fb = mechanisms.five_bar()
     built = []
@@ -115,6 +116,11 @@ def test_switches_reuse_one_model_per_coordinate_set_and_mode(monkeypatch):
     assert len({b[:2] for b in built}) == len(built)          # each set and mode once
     assert {b[2] for b in built} == {fb.characteristic_length}
     assert sim.energy_drift < 1e-8
+    # the models are kept for the model simulated: its next simulation builds none
+    n_built = len(built)
+    again = kic.simulate(fb, (0.0, 2.0), fb.reference, [0.0, 0.0], rtol=1e-10, atol=1e-12)
+    assert len(built) == n_built
+    assert np.array_equal(again.phi, sim.phi)
     t = np.array([0.0, 0.3, 0.32, 0.33, 0.35, 0.4, 0.45])
     early = kic.simulate(fb, (0.0, 0.45), fb.reference, [0.0, 0.0], rtol=1e-10, atol=1e-12,
                          t_eval=t)
