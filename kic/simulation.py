@@ -98,7 +98,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     sharply for an expansion) is integrated there in every joint value, the
     open chains with the closure as constraints
     (:func:`kic.joint_space.joint_space_dynamics`), and recorded in
-    :attr:`Simulation.crossings` as a ``"near pass"``.
+    :attr:`Simulation.crossings` as a ``"near pass"`` (one too near for that is
+    crossed by the expansion, within :data:`kic.settings.LAST_RESORT_CROSSING_RTOL`).
 
     Parameters
     ----------
