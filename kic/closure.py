@@ -47,6 +47,18 @@ __all__ = ["ClosedModel", "ClosedKinematics", "ClosedDynamics", "BodyPose", "Poi
 _FAILURE_MODES = ("raise", "nan")
 
 
+def _positive_length(length) -> float:
+    """A characteristic length given for a model (m): positive and finite."""
+    try:
+        value = float(length)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (np.isfinite(value) and value > 0.0):
+        raise ModelError(f"characteristic_length must be a positive, finite length (m), got "
+                         f"{length!r}")
+    return value
+
+
 class ClosedModel:
     """The dynamic model of a mechanism in chosen coordinates (transferred).
 
@@ -85,8 +97,9 @@ class ClosedModel:
     reference_phi : ndarray (N,)
         The assembled reference configuration.
     characteristic_length : float
-        L (m): the largest distance between two joints at the reference;
-        condition numbers and closure tolerances are made dimensionless with it.
+        L (m): the largest distance between two joints at the reference (or
+        as given to :meth:`in_coordinates`); condition numbers and closure
+        tolerances are made dimensionless with it.
     max_condition : float
         Dimensionless condition number of a dependent-joint Jacobian above
         which a configuration is reported as singular
@@ -99,7 +112,8 @@ class ClosedModel:
     max_condition = MAX_CONDITION
 
     def __init__(self, mech, coordinates, reference=None, guess=None,
-                 cuts: Sequence[str] = (), name: str | None = None, mode=None) -> None:
+                 cuts: Sequence[str] = (), name: str | None = None, mode=None,
+                 length: float | None = None) -> None:
         self.mechanism = mech
         self.name = name or mech.name
         self.guess = guess
@@ -110,6 +124,8 @@ class ClosedModel:
         self.system = LoopSystem(setup, cuts)
         phi0 = self.system.reference_phi(reference, mech.primitive_joints)
         self.system.prepare(phi0)
+        if length is not None:          # one scale for the models of one mechanism
+            self.system.length = _positive_length(length)
         found = self.system.mode(phi0[None])[0]
         defined = np.array([not any(self.system.loops[i].reduction == "svd"
                                     for i in self.system.blocks[b].loops)
@@ -343,8 +359,16 @@ class ClosedModel:
         length_rows = np.concatenate([l.length_rows() for l in s.loops])
         sets = list(combinations(range(self.N), self.dof))
         deps = np.array([[d for d in range(self.N) if d not in c] for c in sets], int)
-        cond = np.array([scaled_condition(J[:, d], length_rows, s.is_prismatic[d], s.length)
-                         for d in deps])
+        # one stacked call per pattern of prismatic dependent joints (one for a linkage
+        # of revolute joints), as each set's own call would give
+        cond = np.empty(len(sets))
+        patterns = s.is_prismatic[deps]
+        groups: dict = {}
+        for k, pattern in enumerate(patterns):
+            groups.setdefault(pattern.tobytes(), []).append(k)
+        for same in groups.values():
+            cond[same] = scaled_condition(np.moveaxis(J[:, deps[same]], 1, 0), length_rows,
+                                          patterns[same[0]], s.length)
         best = int(np.argmin(np.where(np.isnan(cond), np.inf, cond)))
         return [s.phi_names[i] for i in sets[best]], float(cond[best])
 
@@ -528,15 +552,21 @@ class ClosedModel:
         return (T, status.reshape(batch)) if on_failure == "nan" else T
 
     def in_coordinates(self, coordinates, guess=None, name: str | None = None,
-                       reference=None) -> "ClosedModel":
+                       reference=None,
+                       characteristic_length: float | None = None) -> "ClosedModel":
         """The same mechanism modelled in other coordinates (e.g. actuator ones).
 
         Its reference (and so its assembly mode) is this model's reference
-        configuration, or ``reference``: joint values phi (N,) of this model."""
+        configuration, or ``reference``: joint values phi (N,) of this model.
+        ``characteristic_length`` (m): the new model's L (its condition numbers
+        and closure tolerances); default the largest distance between two
+        joints at its reference.  :func:`kic.simulate` passes the first
+        model's, so that every condition of one motion is on one scale."""
         physical = set(self.mechanism.primitive_joints)
         phi = self.reference_phi if reference is None else np.asarray(reference, float)
         ref = {k: phi[i] for k, i in self.system.index.items() if k in physical}
-        return self.mechanism.model(coordinates, reference=ref, guess=guess, name=name)
+        return ClosedModel(self.mechanism, coordinates, reference=ref, guess=guess, name=name,
+                           length=characteristic_length)
 
     def actuator_model(self) -> "ClosedModel":
         """The model in the actuated joints ``self.actuators`` (as many as dof)."""

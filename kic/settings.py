@@ -219,3 +219,12 @@ DIFFERENCE_STEP = 1e-7
 """Central-difference step of the MJCF export's solve for joint offsets: truncation
 ~step^2 and round-off ~eps/step are both ~1e-9 of the unit there."""
 __all__ += ["TYPE_TWO_INVERSE_CONDITION", "CONDITION_PREFILTER", "DIFFERENCE_STEP"]
+
+# ------------------------------------------------------------ simulation (crossings)
+LAST_RESORT_CROSSING_RTOL = 1e-4
+"""A pass of a singular configuration that neither the Taylor crossing (within
+CROSSING_RTOL) nor the integration in every joint value (its energy check) carries is
+crossed by the expansion when the closure corrects its rates by at most this fraction
+of the speed: too near the singular configuration for the joint-space matrix, no
+coordinates regular there, the expansion is the one model left (its energy is put back)."""
+__all__ += ["LAST_RESORT_CROSSING_RTOL"]

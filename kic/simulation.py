@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._array import finite_array
+from .assembly import in_mode
 from .errors import ClosureError, KicError, ModelError, SingularityError, Status
 from .integration import (INTEGRATORS, RETRIES, RETRY_SHRINK, SHORT_STEPS, Simulation,
                           SimulationWarning, integration_options, integration_times)
@@ -31,7 +33,7 @@ from .model import ClosedLoopModel
 from .simulate_limits import (BeyondLimit, LimitCrossed, limit_text, limits_of, nearest_limit,
                               without_limits)
 from .settings import (BRIDGE_CONDITION, CROSSING_RTOL, LANDING_TOLERANCE, SWITCH_CONDITION,
-                       INTEGRATION_ATOL, INTEGRATION_RTOL, TINY)
+                       INTEGRATION_ATOL, INTEGRATION_RTOL, LAST_RESORT_CROSSING_RTOL, TINY)
 
 __all__ = ["simulate", "Simulation", "SimulationWarning", "INTEGRATORS", "integration_times",
            "integration_options"]
@@ -48,7 +50,11 @@ CROSS_FROM = BRIDGE_CONDITION / 4    # farther out than this, approach before cr
 CLEAR = BRIDGE_CONDITION / 10        # a near pass ends once some set is this good
 BRIEF_PASS = 0.5             # s: a near pass lasting longer is not a pass
 FURTHEST_CROSSING = 0.1      # rad (or m / L) of motion: the longest expansion across
-CROSSING_TRIES = 11          # expansions of 2, 4, ... 2**11 times the estimated time
+CROSSING_TRIES = 21          # expansions of 2 ... 2**11 times the estimated time,
+CROSSING_GROWTH = 2 ** 0.5   # each this much longer than the last (the first lands
+                             # where the start's mirror image is, on the edge of the
+                             # landing's test: a doubling would multiply the expansion's
+                             # error by 8 for a landing just short of the mirror image)
 COMPILED_BLOCK = 2048        # steps one compiled call records before Python sees them
 MAX_STEPS = 1_000_000        # default work budget: accepted steps (a 2 s five-bar takes
                              # tens to hundreds; a million means max_step or the
@@ -92,7 +98,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     sharply for an expansion) is integrated there in every joint value, the
     open chains with the closure as constraints
     (:func:`kic.joint_space.joint_space_dynamics`), and recorded in
-    :attr:`Simulation.crossings` as a ``"near pass"``.
+    :attr:`Simulation.crossings` as a ``"near pass"`` (one too near for that is
+    crossed by the expansion, within :data:`kic.settings.LAST_RESORT_CROSSING_RTOL`).
 
     Parameters
     ----------
@@ -178,6 +185,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     if run.times is None or (run.times.size and run.times[0] <= t0):
         rec.add(model, t0, y0, phi)
     motion = _Motion(model, t0, y0, phi, threshold=switch_condition, may_cross=run.cross,
+                     models=_Models.of(model) if run.closed else None,
                      started=time.perf_counter())
     try:
         while True:
@@ -359,6 +367,51 @@ def _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
     return run, t0, np.concatenate([q0, qd0])
 
 
+class _Models:
+    """The models of one mechanism in the coordinate sets its simulations use, each
+    built once per set and assembly mode (a model takes milliseconds to build; a
+    motion through singular configurations switches back and forth between a
+    few sets), every one with the first model's characteristic length, so that
+    every condition number of the motion is on one scale.  Kept for the model
+    the caller simulates, as long as it lives (:meth:`of`): a model is not
+    changed by its simulations, so the next one of the same model reuses them."""
+
+    _kept: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, model) -> "_Models":
+        """The models kept for ``model`` (new ones for a model not seen before)."""
+        models = cls._kept.get(model)
+        if models is None:
+            models = cls._kept[model] = cls(model)
+        return models
+
+    def __init__(self, model) -> None:
+        self.length = model.characteristic_length
+        self.first = weakref.ref(model)       # (its own entry must not keep it alive)
+        self.built: dict = {}
+        self.builds = 0
+
+    def get(self, model, names, phi):
+        """The model in the coordinates ``names`` whose assembly mode holds at the
+        joint values ``phi`` (N,): the first one or one built before, or a new one
+        with ``phi`` as its reference."""
+        kept = self.built.setdefault(tuple(names), [])
+        first = self.first()
+        candidates = ([first] if first is not None and first.coordinate_names == list(names)
+                      else []) + kept
+        if candidates:  # (the models of one set share their blocks: one mode to find)
+            found = candidates[0].system.mode(np.asarray(phi, float)[None])
+            for m in candidates:
+                if in_mode(found, np.array(m.mode, float))[0]:
+                    return m
+        new = model.in_coordinates(list(names), reference=phi, name=model.name,
+                                   characteristic_length=self.length)
+        kept.append(new)
+        self.builds += 1
+        return new
+
+
 @dataclass
 class _Motion:
     """Where the integration stands: the model (coordinates) in use, the state at
@@ -375,6 +428,7 @@ class _Motion:
     retries: int = 0            # approaches in shorter steps so far
     recent_step: float | None = None   # the last accepted step size (s)
     nfev: int = 0
+    models: _Models | None = None      # the models in the coordinate sets used so far
     started: float = 0.0        # time.perf_counter() at the start (the wall-time budget)
     steps: int = 0              # accepted steps so far (the step budget)
 
@@ -499,13 +553,18 @@ def _bifurcation(run: _Run, motion: _Motion, end: _End, rec):
     neither serves and the coordinates in use can go on; raises where they
     cannot."""
     model = motion.model
-    crossed = _cross(model, end.t, end.y, end.phi, end.best, motion.history, run.loads,
-                     run.conservative)
+    crossing = (model, motion.models, end.t, end.y, end.phi, end.best, motion.history,
+                run.loads, run.conservative)
+    crossed = _cross(*crossing, CROSSING_RTOL)
     if crossed is None and run.free and not run.loads:
         # a near pass (the motion turns sharply there: no expansion follows it):
         # integrate it in every joint value, with the closure as constraints
-        crossed = _joint_space_pass(model, end.t, end.y, end.phi, run.t1, run.rtol, run.atol,
-                                    run.times, rec)
+        crossed = _joint_space_pass(model, motion.models, end.t, end.y, end.phi, run.t1,
+                                    run.rtol, run.atol, run.times, rec)
+    if crossed is None:
+        # a pass so near that the joint-space matrix fails too, and no coordinates are
+        # regular there: the expansion is the one model left (within a looser bound)
+        crossed = _cross(*crossing, LAST_RESORT_CROSSING_RTOL)
     motion.may_cross = crossed is not None     # a failed crossing: integrate on instead
     if crossed is None and not end.best < model.max_condition:
         raise SingularityError(
@@ -537,7 +596,7 @@ def _switch(run: _Run, motion: _Motion, end: _End, rec) -> None:
     (the rates through the transfer)."""
     model = motion.model
     M = model.dof
-    new = model.in_coordinates(end.names, reference=end.phi, name=model.name)
+    new = motion.models.get(model, end.names, end.phi)
     rate = model.joint_rates(end.y[:M], end.y[M:], start=end.phi)
     idx = new.joint_indices(new.coordinate_names)
     rec.switches.append((end.t, list(model.coordinate_names), list(new.coordinate_names),
@@ -724,7 +783,8 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     warm = {"phi": phi}
     tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
 
-    fast = model.evaluation.motion_rhs() if closed else None
+    evaluation = model.evaluation if closed else None     # (chosen once per stretch)
+    fast = evaluation.motion_rhs() if closed else None
     limits = limits_of(model) if closed else None
     no_loads = np.zeros(model.N) if closed else None
 
@@ -738,8 +798,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
         if fast is not None:
             # one compiled call (two with applied loads: their joint loads first)
             x = np.ascontiguousarray(x, dtype=float)
-            tl = no_loads if not loads else model.evaluation.joint_loads_at(loads, x,
-                                                                             warm["phi"])
+            tl = no_loads if not loads else evaluation.joint_loads_at(loads, x, warm["phi"])
             f, phi, status, _ = (fast(x, warm["phi"], T, tl) if tl is not None
                                  else (None, None, -1, None))
             if status == 0:
@@ -772,7 +831,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
         number of the coordinates there."""
         if not closed:
             return q, 1.0
-        fast = model.evaluation.track(q, warm["phi"])
+        fast = evaluation.track(q, warm["phi"])
         if fast is not None:
             warm["phi"] = fast[0]
             return fast
@@ -794,11 +853,16 @@ def _taylor(info, dt, model):
     """Joint values and rates dt (s) after the start of a crossing: the motion's
     Taylor expansion (its jerk from the accelerations at both ends, when known),
     put back on the closure."""
+    return _expansion(info, dt, model)[:2]
+
+
+def _expansion(info, dt, model):
+    """:func:`_taylor`, and the closure's residual where it landed."""
     jerk = info.get("jerk", 0.0)
     phi = info["phi"] + dt * info["phid"] + dt * dt / 2 * info["phidd"] + dt ** 3 / 6 * jerk
     phid = info["phid"] + dt * info["phidd"] + dt * dt / 2 * jerk
-    phi, _ = model.project(phi)
-    return phi, _tangent(model, phi, phid)
+    phi, residual = model.project(phi)
+    return phi, _tangent(model, phi, phid), residual
 
 
 def _tangent(model, phi, phid):
@@ -816,7 +880,8 @@ def _accelerations(model, phi, phid, loads):
     return model.joint_rates(q, qd, qdd, start=phi)[1]
 
 
-def _cross(model, t, y, phi, condition, history, loads, conservative):
+def _cross(model, models, t, y, phi, condition, history, loads, conservative,
+           rtol: float = CROSSING_RTOL):
     """Take the motion across a singular configuration of the mechanism.
 
     Where every set of independent coordinates is singular the two branches of
@@ -830,9 +895,10 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
     (minimum-norm Gauss-Newton) with its rates projected on the closure's
     tangent.  h is a fraction of a millisecond near BRIDGE_CONDITION.  A
     conservative motion keeps its energy across: the rates are scaled to the
-    energy before (the correction is reported).  Returns (model in the best
-    coordinates there, t + h, state, phi, info), or None when no point beyond
-    is regular.
+    energy before (the correction is reported).  The closure may correct the
+    expansion's rates, and the energy change, by at most ``rtol`` (of the speed,
+    of the energy).  Returns (model in the best coordinates there, t + h, state,
+    phi, info), or None when no point beyond is regular or the checks fail.
     """
     M = model.dof
     q, qd = y[:M], y[M:]
@@ -854,18 +920,17 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
     before = _joint_energy(model, phi[None], phid[None], loads)[0]
     # twice the estimate first; longer where the estimate fell short (the landing still
     # before the singular configuration), up to FURTHEST_CROSSING of motion
-    for h in 2.0 ** np.arange(1, CROSSING_TRIES + 1) * dt:
+    for h in 2.0 * CROSSING_GROWTH ** np.arange(CROSSING_TRIES) * dt:
         if h * speed > FURTHEST_CROSSING:
             break
         info = {"phi": phi, "phid": phid, "phidd": phidd}
-        phi_b, phid_b = _taylor(info, h, model)
-        _, residual = model.project(phi_b)
+        phi_b, phid_b, residual = _expansion(info, h, model)
         names, best = model.best_coordinates(phi_b)
         if not (residual < LANDING_TOLERANCE and best < condition):
             continue
         try:
             for _ in range(2):                  # correctors
-                new = model.in_coordinates(names, reference=phi_b, name=model.name)
+                new = models.get(model, names, phi_b)
                 info["jerk"] = (_accelerations(new, phi_b, phid_b, loads) - phidd) / h
                 phi_b, phid_b = _taylor(info, h, model)
         except KicError:
@@ -874,14 +939,14 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
         # motion passing near, not through, the singular configuration turns sharply
         # there, and no expansion follows it)
         predicted = phid + h * phidd + h * h / 2 * info["jerk"]
-        if np.linalg.norm((phid_b - predicted) * scale) > CROSSING_RTOL * speed:
+        if np.linalg.norm((phid_b - predicted) * scale) > rtol * speed:
             return None
         names, best = model.best_coordinates(phi_b)
-        new = model.in_coordinates(names, reference=phi_b, name=model.name)
+        new = models.get(model, names, phi_b)
         idx = new.joint_indices(new.coordinate_names)
         after = _joint_energy(model, phi_b[None], phid_b[None], loads)[0]
         kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], loads)[0]
-        if conservative and abs(after - before) > CROSSING_RTOL * max(abs(before), kinetic):
+        if conservative and abs(after - before) > rtol * max(abs(before), kinetic):
             return None
         if conservative:
             # the motion keeps its energy across, as everywhere: put back the O(h^3)
@@ -895,7 +960,7 @@ def _cross(model, t, y, phi, condition, history, loads, conservative):
     return None
 
 
-def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
+def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
     """Integrate a free motion that passes near a singular configuration of the
     mechanism in every joint value: the open chains with the closure as
     constraints (:meth:`kic.ClosedModel.joint_space_dynamics`, Lagrange
@@ -956,7 +1021,7 @@ def _joint_space_pass(model, t, y, phi, t1, rtol, atol, times, rec):
     if kinetic > 0 and kinetic + before - after > 0:
         phid_b = phid_b * np.sqrt((kinetic + before - after) / kinetic)
     names, best = model.best_coordinates(phi_b)
-    new = model.in_coordinates(names, reference=phi_b, name=model.name)
+    new = models.get(model, names, phi_b)
     idx = new.joint_indices(new.coordinate_names)
     for ts, xs in samples:
         rec.add_joints(ts, xs[:N], xs[N:])
@@ -1064,7 +1129,13 @@ class _Record:
             else:
                 q = np.array([r[0] for r in self.rates[k:j]])
                 qd = np.array([r[1] for r in self.rates[k:j]])
-                phid[k:j] = m.joint_rates(q, qd, start=phi[k:j])
+                if m.evaluation.compiled:
+                    # pose by pose, compiled (a one-pose call costs microseconds, the
+                    # numpy path's batch about a millisecond per stretch)
+                    for i in range(k, j):
+                        phid[i] = m.joint_rates(q[i - k], qd[i - k], start=phi[i])
+                else:
+                    phid[k:j] = m.joint_rates(q, qd, start=phi[k:j])
             k = j
         return phi[:, self.user], phid[:, self.user], phid
 
