@@ -133,7 +133,8 @@ class ClosedLoopModel(TransferredModel, Protocol):
     def joint_indices(self, names) -> np.ndarray:
         """Positions of the named joints in phi."""
 
-    def in_coordinates(self, coordinates, guess=None, name=None, reference=None):
+    def in_coordinates(self, coordinates, guess=None, name=None, reference=None,
+                       characteristic_length=None):
         """The same mechanism modelled in other coordinates."""
 
     def best_coordinates(self, phi, max_candidates: int = 5000) -> tuple:

@@ -6,11 +6,12 @@ numpy form side by side, with a parity test per function in ``tests/test_kernels
   rule, LU with partial pivoting, the 2-norm condition number (one definition, made
   dimensionless by a characteristic length), small inverses;
 * :mod:`kic.kernels.frames` -- frames: Rodrigues' rotation, a joint's motion, the
-  serial joint step, a chain's link frames and joint screws;
+  serial joint step, a chain's or a tree's link frames and joint screws;
 * :mod:`kic.kernels.rnea` -- joint loads by the Newton-Euler recursion in world
-  coordinates (link motion, link wrenches);
-* :mod:`kic.kernels.inertia` -- I*, P* and the gravity load by composite sums (one
-  zero-mass convention: a massless body's rotational inertia counts);
+  coordinates (link motion, link wrenches), on a chain and on a tree;
+* :mod:`kic.kernels.inertia` -- I*, P* and the gravity load by composite sums, on a
+  chain and on a tree (one zero-mass convention: a massless body's rotational
+  inertia counts);
 * :mod:`kic.kernels.articulated` -- forward dynamics of a serial chain in O(M) by
   articulated-body inertias (long chains, from :data:`kic.settings.ABA_MIN_JOINTS` on);
 * :mod:`kic.kernels.serial_numba`, :mod:`kic.kernels.serial_numpy` -- the two kernel
