@@ -697,6 +697,29 @@ def rows_of(a, width):
     return a.shape[0] // width if width > 0 else 1
 
 
+@jit(inline=True)
+def keep_pose(phi, G, last, G_last):
+    """Remember a pose (its phi and G^phi_q) as the start of the next on a path."""
+    N, M = G_last.shape
+    for j in range(N):
+        last[j] = phi[j]
+        for m in range(M):
+            G_last[j, m] = G[j, m]
+
+
+@jit(inline=True)
+def one_pose_result(buf, K, N, B, wide, phi_one):
+    """One pose's results from its row of :func:`batch`: (its output row, status,
+    worst block condition, bad), its phi written into ``phi_one``; bad -1 where
+    the output row is not all finite (a failed pose's NaN, or an overflow)."""
+    cond = 1.0 if B == 0 else buf[K + N + 1]
+    for b in range(1, B):
+        cond = max(cond, buf[K + N + 1 + b])
+    for j in range(N):
+        phi_one[j] = buf[K + j]
+    return buf[:K].copy(), int(buf[wide - 1]), cond, 0 if all_finite(buf[:K]) else -1
+
+
 @jit
 def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     """The one compiled entry of a closed model's poses, for one pose and for
@@ -790,11 +813,7 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
         row[wide - 1] = status
         if status != OK:
             continue
-        # a path continues from poses that are regular and in the mode only
-        for j in range(N):
-            last[j] = phi[j]
-            for m in range(M):
-                G_last[j, m] = G[j, m]
+        keep_pose(phi, G, last, G_last)    # a path continues from regular poses in the mode
         have_last = True
         if what == ASSEMBLE:
             continue
@@ -850,13 +869,7 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
             row[wide - 1] = status
     if not one:
         return buf, 0, 0.0, 0
-    cond = 1.0 if B == 0 else buf[K + N + 1]
-    for b in range(1, B):
-        cond = max(cond, buf[K + N + 1 + b])
-    for j in range(N):
-        phi_one[j] = buf[K + j]
-    # bad -1: the output row is not all finite (a failed pose's NaN, or an overflow)
-    return buf[:K].copy(), int(buf[wide - 1]), cond, 0 if all_finite(buf[:K]) else -1
+    return one_pose_result(buf, K, N, B, wide, phi_one)
 
 
 # the stages above run inside compiled entry points only (batch here, the design
