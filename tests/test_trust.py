@@ -239,6 +239,38 @@ def test_a_batch_equals_its_poses_alone_bit_for_bit():
                            zip(q[good], np.array(qd[good]))]), L, err_msg=name)
 
 
+def test_rows_repeating_a_pose_give_the_numbers_of_the_pose_alone():
+    """Several rates or accelerations at one pose (rows repeating the pose before,
+    which the compiled batch assembles once): each row's numbers are those of its
+    pose alone, bit for bit, failed poses (not assembled, singular) included."""
+    rng = np.random.default_rng(21)
+    for name, model, q in _cases():
+        q = np.repeat(q[:12], 3, axis=0)
+        M = q.shape[1]
+        qd, qdd = rng.uniform(-0.5, 0.5, q.shape), rng.uniform(-1.0, 1.0, q.shape)
+        # (numpy's LAPACK rounds a stack and a single matrix differently)
+        same = (np.testing.assert_array_equal if kic.get_backend() == "numba" else
+                lambda a, b, err_msg="": np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12,
+                                                                    err_msg=err_msg))
+        T, st = model.inverse_dynamics(q, qd, qdd, on_failure="nan")
+        alone = [model.inverse_dynamics(p, v, a, on_failure="nan") for p, v, a in zip(q, qd, qdd)]
+        same(T, np.array([a[0] for a in alone]), err_msg=name)
+        np.testing.assert_array_equal(st, np.array([a[1] for a in alone]), err_msg=name)
+        good = st == 0
+        A = model.forward_dynamics(q[good], qd[good], T[good] + 0.1)
+        same(A, np.array([model.forward_dynamics(p, v, t + 0.1) for p, v, t in
+                          zip(q[good], qd[good], T[good])]), err_msg=name)
+        if model.actuators:
+            L = model.actuator_loads(q[good], qd[good], qdd[good], model.actuators)
+            same(L, np.array([model.actuator_loads(p, v, a, model.actuators) for p, v, a in
+                              zip(q[good], qd[good], qdd[good])]), err_msg=name)
+        # one pose, many accelerations: q given once
+        Q1 = np.broadcast_to(q[good][0], (5, M))
+        T1 = model.inverse_dynamics(Q1, qd[:5], qdd[:5])
+        same(T1, np.array([model.inverse_dynamics(q[good][0], v, a)
+                           for v, a in zip(qd[:5], qdd[:5])]))
+
+
 def test_revolute_joints_on_the_reference_branch():
     model = hand_four_bar()
     turn = np.linspace(-np.pi, 3 * np.pi, 97)[:, None]

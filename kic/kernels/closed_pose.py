@@ -698,6 +698,40 @@ def rows_of(a, width):
 
 
 @jit(inline=True)
+def net_loads(actuated, G, act, x, Tq, rhs):
+    """rhs = the applied coordinate loads minus Tq: x itself, or with ``actuated`` the
+    actuators' loads x (Na,) at the coordinates, (G^a)^T x (G^a: rows ``act`` of G)."""
+    for m in range(rhs.shape[0]):
+        if actuated:
+            applied = 0.0
+            for i in range(act.shape[0]):
+                applied += G[act[i], m] * x[i]
+        else:
+            applied = x[m]
+        rhs[m] = applied - Tq[m]
+
+
+@jit(inline=True)
+def clear_rows(buf, n, wide, at, B):
+    """n rows of ``wide`` in buf: NaN but the B determinant signs from ``at`` on, 0."""
+    buf[:] = np.nan
+    for t in range(n):
+        for b in range(B):
+            buf[t * wide + at + b] = 0.0
+
+
+@jit(inline=True)
+def same_as_before(a, w, t, n):
+    """Row t of ``a`` (n flat rows of w; one row serves every t) equals row t - 1."""
+    if n <= 1:
+        return True
+    for i in range(w):
+        if a[w * t + i] != a[w * (t - 1) + i]:
+            return False
+    return True
+
+
+@jit(inline=True)
 def keep_pose(phi, G, last, G_last):
     """Remember a pose (its phi and G^phi_q) as the start of the next on a path."""
     N, M = G_last.shape
@@ -777,42 +811,49 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     phi, last = loc[:N], loc[N:2 * N]
     G_last = loc[2 * N:2 * N + N * M].reshape((N, M))
     buf = loc[2 * N + N * M:] if one else np.empty(n * wide)
-    buf[:] = np.nan
-    for t in range(n):
-        for b in range(B):
-            buf[t * wide + K + N + 1 + B + b] = 0.0
+    clear_rows(buf, n, wide, K + N + 1 + B, B)
     have_last = False
+    # off a path a row with the joint values and start of the row before is that pose
+    # again (the same numbers): its assembly and transfer, still in the work arrays,
+    # serve (several rates, loads or accelerations at one pose)
+    reuse, assembled = not path and what != TRANSFER and what != INERTIA, OK
     for t in range(n):
         row = buf[t * wide:(t + 1) * wide]
         qt = q[M * t:M * (t + 1)] if nq > 1 else q[:M]
-        start(q_idx, phi, qt, phi0[N * t:N * (t + 1)] if nphi > 1 else phi0[:N], last,
-              G_last, path and have_last)
-        row[wide - 1] = OK
-        if what == TRANSFER or what == INERTIA:
-            # given phi: evaluate there (its residual is reported, not corrected)
-            tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S, W.flags)
-            loop_frames(body_a, P.T_a, body_b, P.T_b, F, X, W.flags)
-            closure_residual(loop_k, loop_r, loop_row, U, X, r)
-            closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
-            st, res = OK, worst_residual(row_is_rot, Lc, r, 0, R)
+        if reuse and t > 0 and same_as_before(q, M, t, nq) and same_as_before(phi0, N, t, nphi):
+            row[K:K + N + 1 + 2 * B] = buf[(t - 1) * wide + K:(t - 1) * wide + K + N + 1 + 2 * B]
+            row[wide - 1] = assembled
+            if assembled != OK:
+                continue
         else:
-            for m in range(M):
-                phi[q_idx[m]] = qt[m]
-            st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
-                             loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
-                             row_is_rot, Lc, P.tol, P.max_iter, F, S, X, r, Jr, piv, W.block,
-                             col, phi, W.flags)
-        row[K + N] = res
-        if st == NOT_ASSEMBLED:
-            row[wide - 1] = st
-            continue
-        cond, dsign = row[K + N + 1:K + N + 1 + B], row[K + N + 1 + B:K + N + 1 + 2 * B]
-        st2 = transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, col,
-                       W.block, W.block_work, cond, dsign)
-        status = settled(st, st2, phi, row[K:K + N], dsign, mode)
-        row[wide - 1] = status
-        if status != OK:
-            continue
+            start(q_idx, phi, qt, phi0[N * t:N * (t + 1)] if nphi > 1 else phi0[:N], last,
+                  G_last, path and have_last)
+            row[wide - 1] = OK
+            if what == TRANSFER or what == INERTIA:
+                # given phi: evaluate there (its residual is reported, not corrected)
+                tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S, W.flags)
+                loop_frames(body_a, P.T_a, body_b, P.T_b, F, X, W.flags)
+                closure_residual(loop_k, loop_r, loop_row, U, X, r)
+                closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+                st, res = OK, worst_residual(row_is_rot, Lc, r, 0, R)
+            else:
+                for m in range(M):
+                    phi[q_idx[m]] = qt[m]
+                st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
+                                 loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
+                                 row_is_rot, Lc, P.tol, P.max_iter, F, S, X, r, Jr, piv,
+                                 W.block, col, phi, W.flags)
+            row[K + N] = res
+            if st == NOT_ASSEMBLED:
+                row[wide - 1] = assembled = st
+                continue
+            cond, dsign = row[K + N + 1:K + N + 1 + B], row[K + N + 1 + B:K + N + 1 + 2 * B]
+            st2 = transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G,
+                           col, W.block, W.block_work, cond, dsign)
+            assembled = settled(st, st2, phi, row[K:K + N], dsign, mode)
+            row[wide - 1] = assembled
+            if assembled != OK:
+                continue
         keep_pose(phi, G, last, G_last)    # a path continues from regular poses in the mode
         have_last = True
         if what == ASSEMBLE:
@@ -848,15 +889,7 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
                 out[m] = Tq[m]
         elif what == FORWARD_DYNAMICS or what == ACTUATED_FORWARD_DYNAMICS:
             tree_inertia_one(parent, order, mass, com, inertia, F, S, G, Im)
-            for m in range(M):
-                if what == FORWARD_DYNAMICS:
-                    applied = xt[m]
-                else:
-                    # the actuators' loads at the coordinates: (G^a)^T tau_a
-                    applied = 0.0
-                    for i in range(Na):
-                        applied += G[act[i], m] * xt[i]
-                rhs[m] = applied - Tq[m]
+            net_loads(what == ACTUATED_FORWARD_DYNAMICS, G, act, xt, Tq, rhs)
             if not cholesky_solve(Im, rhs, Im, sol):
                 row[wide - 1] = SINGULAR_DYNAMICS
                 continue
