@@ -795,9 +795,9 @@ class CompiledEvaluation(NumpyEvaluation):
         general path must answer."""
         if start is None:
             start = self._reference
-        if type(q) is not np.ndarray or q.shape != (self.model.dof,) \
+        if type(q) is not np.ndarray or q.shape != self._dof \
                 or q.dtype != _F8 or type(start) is not np.ndarray \
-                or start.shape != (self.system.N,) or self.plan is None:
+                or start.shape != self._n_joints or self.plan is None:
             return None
         q = _laid_out(q)
         phi = np.empty(self._n_joints)
