@@ -35,6 +35,7 @@ from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coor
 from .dynamics import DynamicModel
 from .errors import ModelError, located
 from .joint_space import joint_space_dynamics
+from .kernels import closed as compiled_closed
 from .kinematics import Influence
 from .limits import JointLimits
 from .loops import LoopSystem, scaled_condition
@@ -334,7 +335,8 @@ class ClosedModel:
         wins, ties going to the earlier set in joint order (generalized
         coordinate partitioning: Wehage and Haug 1982, who pivot an LU
         factorization to find a good set; here every set is scored, which is
-        exact for the few joints of a linkage).
+        exact for the few joints of a linkage).  The Jacobian is the compiled
+        kernels' where the model's evaluation is compiled (:meth:`closure_jacobian`).
 
         Raises
         ------
@@ -342,11 +344,28 @@ class ClosedModel:
             More than ``max_candidates`` sets (use a pivoted factorization, e.g.
             :func:`scipy.linalg.qr` with ``pivoting=True``, for large mechanisms).
         """
+        phi = np.asarray(phi, dtype=float).reshape(self.N)
+        sets, deps, groups, length_rows = self._candidate_sets(max_candidates)
+        J = self._closure_jacobians(phi[None])[0]
+        s = self.system
+        # one stacked call per pattern of prismatic dependent joints (one for a linkage
+        # of revolute joints), as each set's own call would give
+        cond = np.empty(len(sets))
+        for same, pattern in groups:
+            cond[same] = scaled_condition(np.moveaxis(J[:, deps[same]], 1, 0), length_rows,
+                                          pattern, s.length)
+        best = int(np.argmin(np.where(np.isnan(cond), np.inf, cond)))
+        return [s.phi_names[i] for i in sets[best]], float(cond[best])
+
+    def _candidate_sets(self, max_candidates: int) -> tuple:
+        """What :meth:`best_coordinates` scores, built once per model: the candidate
+        sets of M joints (in joint order), the dependent joints of each (sets, N - M),
+        the sets grouped by the pattern of prismatic dependent joints ((indices,
+        pattern) pairs), and which closure rows are lengths."""
         from itertools import combinations
         from math import comb
 
         s = self.system
-        phi = np.asarray(phi, dtype=float).reshape(self.N)
         physical = [i for i, n in enumerate(s.phi_names)
                     if n in self.mechanism.primitive_joints]
         if len(physical) != self.N:
@@ -355,22 +374,19 @@ class ClosedModel:
         if comb(self.N, self.dof) > max_candidates:
             raise ModelError(f"{comb(self.N, self.dof)} candidate sets of {self.dof} of "
                              f"{self.N} joints: more than max_candidates={max_candidates}")
-        J = s.jacobian(phi[None])[0]
-        length_rows = np.concatenate([l.length_rows() for l in s.loops])
-        sets = list(combinations(range(self.N), self.dof))
-        deps = np.array([[d for d in range(self.N) if d not in c] for c in sets], int)
-        # one stacked call per pattern of prismatic dependent joints (one for a linkage
-        # of revolute joints), as each set's own call would give
-        cond = np.empty(len(sets))
-        patterns = s.is_prismatic[deps]
-        groups: dict = {}
-        for k, pattern in enumerate(patterns):
-            groups.setdefault(pattern.tobytes(), []).append(k)
-        for same in groups.values():
-            cond[same] = scaled_condition(np.moveaxis(J[:, deps[same]], 1, 0), length_rows,
-                                          patterns[same[0]], s.length)
-        best = int(np.argmin(np.where(np.isnan(cond), np.inf, cond)))
-        return [s.phi_names[i] for i in sets[best]], float(cond[best])
+        built = self.__dict__.get("_candidates")
+        if built is None:
+            sets = list(combinations(range(self.N), self.dof))
+            deps = np.array([[d for d in range(self.N) if d not in c] for c in sets], int)
+            deps = deps.reshape(len(sets), self.N - self.dof)
+            patterns = s.is_prismatic[deps]
+            grouped: dict = {}
+            for k, pattern in enumerate(patterns):
+                grouped.setdefault(pattern.tobytes(), []).append(k)
+            groups = [(np.array(same), patterns[same[0]]) for same in grouped.values()]
+            length_rows = np.concatenate([l.length_rows() for l in s.loops])
+            built = self._candidates = (sets, deps, groups, length_rows)
+        return built
 
     def joint_space_dynamics(self, phi, phid) -> tuple:
         """``(M, b, J, c)`` of ``M phi'' + b = J^T lambda``, ``J phi'' + c = 0`` at
@@ -385,8 +401,19 @@ class ClosedModel:
         phi = np.asarray(phi, dtype=float)
         if phi.shape[-1:] != (self.N,):
             raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
-        J = self.system.jacobian(phi.reshape(-1, self.N))
+        J = self._closure_jacobians(phi.reshape(-1, self.N))
         return J.reshape(phi.shape[:-1] + J.shape[1:])
+
+    def _closure_jacobians(self, phi: np.ndarray) -> np.ndarray:
+        """``dc/dphi`` (n, R, N) at joint values phi (n, N): the compiled kernels'
+        (microseconds a pose) where the model's evaluation is compiled and they
+        cover its closures, else :meth:`kic.loops.LoopSystem.jacobian` (the same
+        matrix to rounding; a tenth of a millisecond a pose and more)."""
+        ev = self.evaluation
+        plan = ev.plan if ev.compiled else None
+        if plan is None:
+            return self.system.jacobian(phi)
+        return compiled_closed.closure_jacobians(plan, phi)
 
     def project(self, phi) -> tuple[np.ndarray, np.ndarray]:
         """The assembled joint values nearest to ``phi`` (..., N), whatever the

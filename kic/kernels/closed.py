@@ -356,3 +356,15 @@ def motion_rhs(plan, mode, start, y, tau, tl) -> tuple:
     float64 C-contiguous (the caller's layout; no checks: the lean call of an
     integrator's every evaluation)."""
     return integrator.motion_rhs(plan.args[0], plan.args[1], mode, start, y, tau, tl)
+
+
+def closure_jacobians(plan, phi) -> np.ndarray:
+    """The reduced closure Jacobian ``dc/dphi`` (n, R, N) at joint values ``phi``
+    (n, N) or (N,), rows in loop order, as :meth:`kic.loops.LoopSystem.jacobian`
+    gives them: Python entry of :func:`kic.kernels.closed_pose.closure_jacobians`."""
+    _require()
+    N = plan.parent.shape[0]
+    phi = _rows(phi, N, "phi")
+    out = np.empty((phi.shape[0], int(plan.loop_r.sum()), N))
+    closed_pose.closure_jacobians(plan.args[0], plan.args[1], phi, out)
+    return out

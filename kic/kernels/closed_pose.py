@@ -905,8 +905,30 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     return one_pose_result(buf, K, N, B, wide, phi_one)
 
 
+@jit(signature="void(f8[::1], i8[::1], f8[:, ::1], f8[:, :, ::1])")
+def closure_jacobians(fbuf, ibuf, phi, out):
+    """The reduced closure Jacobian ``dc/dphi`` at each of the joint values ``phi``
+    (n, N) into ``out`` (n, R, N): the tree's frames and screws
+    (:func:`pose_frames`), then :func:`pose_jacobian`; rows in loop order (loop
+    l's rows after those of the loops before it, as
+    :meth:`kic.loops.LoopSystem.jacobian` numbers them), not in block order.
+    Not finite where phi is not.  What coordinate selection scores, a pose a
+    few microseconds."""
+    P = unpack(fbuf, ibuf)
+    W = work(P)
+    for t in range(phi.shape[0]):
+        pose_frames(P, W, phi[t])
+        pose_jacobian(P, W)
+        k = 0
+        for l in range(P.L):
+            for c in range(P.loop_r[l]):
+                for j in range(P.N):
+                    out[t, k, j] = W.Jr[P.loop_row[l] + c, j]
+                k += 1
+
+
 # the stages above run inside compiled entry points only (batch here, the design
 # batches of closed_lanes, the integrator): compiled without Python's wrappers
 from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
 
-compiled_callers_only(__name__, but=("batch",))
+compiled_callers_only(__name__, but=("batch", "closure_jacobians"))

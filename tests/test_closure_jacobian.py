@@ -1,0 +1,139 @@
+"""The closure Jacobian ``dc/dphi`` that coordinate selection scores
+(:meth:`kic.ClosedModel.closure_jacobian`, :meth:`kic.ClosedModel.best_coordinates`):
+the compiled kernels' (:func:`kic.kernels.closed.closure_jacobians`) against the
+numpy one (:meth:`kic.loops.LoopSystem.jacobian`) on random joint values, and
+against central differences of the closure residual at assembled poses (the
+residual of the numpy loops, reduced by the plan's row projections ``U`` as the
+closed_plan module docstring defines them), for a planar five-bar (one pose loop
+reduced to three rows) and a Stewart platform (six point loops)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kic
+import mechanisms
+from kic.kernels import closed as K
+
+compiled = pytest.mark.skipif(not (K.available and K.load()), reason="needs numba")
+
+
+def _five_bar():
+    fb = mechanisms.five_bar()
+    return fb, fb.assemble(np.array([[2.0, 1.1], [1.9, 1.0], [2.2, 0.8]]))
+
+
+def _stewart():
+    sp = mechanisms.stewart_platform()
+    q = np.array([[0, 0, 0.6, 0, 0, 0], [0.05, -0.03, 0.62, 0.1, -0.05, 0.08],
+                  [-0.04, 0.06, 0.55, -0.2, 0.07, -0.1]])
+    return sp, sp.assemble(q)
+
+
+CASES = [_five_bar, _stewart]
+
+
+def reduced_residual(model, plan, phi: np.ndarray) -> np.ndarray:
+    """The closure residual (R,) at joint values phi (N,), in loop order: the numpy
+    loops' raw residual of each loop (orientation error, position difference)
+    times ``U[l, :k, :r]`` (the plan's row projection)."""
+    raw, _ = model.system.residuals(phi[None])
+    return np.concatenate([r[0] @ plan.U[l, :plan.loop_k[l], :plan.loop_r[l]]
+                           for l, r in enumerate(raw)])
+
+
+@compiled
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_compiled_matches_numpy_on_random_poses(case):
+    model, phi = case()
+    rng = np.random.default_rng(7)
+    P = model.reference_phi + rng.normal(scale=0.4, size=(40, model.N))
+    Jc = K.closure_jacobians(model.evaluation.plan, P)
+    Jn = model.system.jacobian(P)
+    assert Jc.shape == Jn.shape == (40, sum(l.rank for l in model.system.loops), model.N)
+    assert np.abs(Jc - Jn).max() <= 1e-12 * np.abs(Jn).max()
+    # one pose (N,) as a batch of one
+    assert np.array_equal(K.closure_jacobians(model.evaluation.plan, P[3]), Jc[3:4])
+
+
+@compiled
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_compiled_against_finite_differences(case):
+    """At assembled poses the Jacobian is the derivative of the residual (for the
+    orientation rows only there: d vex(R_A R_B^T) is omega_A - omega_B where the
+    two frames agree); a wrong sign, row order or screw fails by O(1)."""
+    model, phi = case()
+    plan = model.evaluation.plan
+    J = K.closure_jacobians(plan, phi)
+    h = 1e-6
+    for k in range(phi.shape[0]):
+        fd = np.empty(J.shape[1:])
+        for j in range(model.N):
+            e = np.zeros(model.N)
+            e[j] = h
+            fd[:, j] = (reduced_residual(model, plan, phi[k] + e)
+                        - reduced_residual(model, plan, phi[k] - e)) / (2 * h)
+        assert np.abs(J[k] - fd).max() <= 1e-8 * np.abs(fd).max()
+
+
+@compiled
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_model_takes_the_compiled_jacobian(case, monkeypatch):
+    """Under the compiled backend the model's Jacobian (and so best_coordinates, in
+    joint coordinates) comes from the kernel; under numpy from the loops; the two
+    agree."""
+    model, phi = case()
+    calls = []
+    kernel = K.closure_jacobians
+    monkeypatch.setattr(K, "closure_jacobians", lambda *a: calls.append(1) or kernel(*a))
+    joints = model.in_coordinates(model.phi_names[:model.dof]) \
+        if model.mechanism.primitive_joints == model.phi_names else None
+    previous = kic.set_backend("numba")
+    try:
+        Jc = model.closure_jacobian(phi)
+        if joints is not None:
+            joints.best_coordinates(phi[0])
+    finally:
+        kic.set_backend(previous)
+    assert len(calls) == (1 if joints is None else 2)
+    previous = kic.set_backend("numpy")
+    try:
+        Jn = model.closure_jacobian(phi)
+        if joints is not None:
+            joints.best_coordinates(phi[0])
+    finally:
+        kic.set_backend(previous)
+    assert len(calls) == (1 if joints is None else 2)
+    assert np.abs(Jc - Jn).max() <= 1e-12 * np.abs(Jn).max()
+
+
+@compiled
+def test_best_coordinates_same_on_both_backends():
+    """The scores of every set agree to rounding on either backend, so the chosen
+    set does too wherever the best two are not within rounding of a tie."""
+    fb = mechanisms.five_bar()
+    rng = np.random.default_rng(3)
+    q = np.stack([rng.uniform(1.6, 2.4, 30), rng.uniform(0.6, 1.4, 30)], axis=-1)
+    phi, status = fb.assemble(q, on_failure="nan")
+    chosen = {}
+    for backend in ("numba", "numpy"):
+        previous = kic.set_backend(backend)
+        try:
+            chosen[backend] = [fb.best_coordinates(p) for p, s in zip(phi, status) if s == 0]
+        finally:
+            kic.set_backend(previous)
+    assert len(chosen["numba"]) > 20
+    for (names_c, cond_c), (names_n, cond_n) in zip(chosen["numba"], chosen["numpy"]):
+        assert cond_c == pytest.approx(cond_n, rel=1e-9)
+        assert names_c == names_n
+
+
+def test_best_coordinates_bad_input():
+    fb = mechanisms.five_bar()
+    with pytest.raises(kic.ModelError, match="max_candidates"):
+        fb.best_coordinates(fb.reference_phi, max_candidates=3)
+    tip = fb.in_coordinates([kic.PointPosition("coupler1", (0.35, 0, 0))])
+    with pytest.raises(kic.ModelError, match="joint coordinates"):
+        tip.best_coordinates(tip.reference_phi)
+    with pytest.raises(kic.ModelError, match="shape"):
+        fb.closure_jacobian(np.zeros(4))
