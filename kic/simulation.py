@@ -705,6 +705,7 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
                                                  tau=run.tau_const, times=times)
         if out is None:
             return None
+        out = _numpy_float(out)
         nfev += out["nfev"]
         limits = limits_of(model)
         if limits is not None:           # the compiled steps do not check limits
@@ -745,6 +746,30 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
                 threshold = stop = min(stop, relax)
             if cond > stop:
                 return _Stretch(t, y, phi, cond, True, nfev, None, threshold, last)
+
+
+def _plain(a) -> np.ndarray:
+    """``a`` with numpy's own float64 dtype object (a view where it is float64).
+    The arrays of kernels that numba loaded from its cache carry an equal but
+    distinct one (so does arithmetic on them), and a model's one-pose compiled
+    calls check the dtype by identity: passed on as they are, the states of the
+    switches, crossings and recorded rates took the numpy path (a millisecond a
+    call, not microseconds)."""
+    return np.asarray(a, dtype=_FLOAT)
+
+
+def _numpy_float(out: dict) -> dict:
+    """The arrays of a compiled stretch as :func:`_plain` gives them."""
+    plain = _plain
+    out["y"], out["phi"] = plain(out["y"]), plain(out["phi"])
+    t, y, phi = out["state"]
+    out["state"] = (t, plain(y), plain(phi))
+    ts, ys, phis = out["samples"]
+    out["samples"] = (ts, plain(ys), plain(phis))
+    return out
+
+
+_FLOAT = np.dtype(np.float64)
 
 
 def _compiled_limits(run: _Run, motion: _Motion, limits, before, out, rec) -> None:
@@ -876,8 +901,8 @@ def _accelerations(model, phi, phid, loads):
     coordinates that are regular there."""
     idx = model.joint_indices(model.coordinate_names)
     q, qd = phi[idx], phid[idx]
-    qdd = model.forward_dynamics(q, qd, np.zeros(model.dof), loads=loads, start=phi)
-    return model.joint_rates(q, qd, qdd, start=phi)[1]
+    qdd = _plain(model.forward_dynamics(q, qd, np.zeros(model.dof), loads=loads, start=phi))
+    return _plain(model.joint_rates(q, qd, qdd, start=phi)[1])
 
 
 def _cross(model, models, t, y, phi, condition, history, loads, conservative,
@@ -903,8 +928,8 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative,
     M = model.dof
     q, qd = y[:M], y[M:]
     try:
-        qdd = model.forward_dynamics(q, qd, np.zeros(M), loads=loads, start=phi)
-        phid, phidd = model.joint_rates(q, qd, qdd, start=phi)
+        qdd = _plain(model.forward_dynamics(q, qd, np.zeros(M), loads=loads, start=phi))
+        phid, phidd = (_plain(a) for a in model.joint_rates(q, qd, qdd, start=phi))
     except KicError:
         return None                     # these coordinates are singular there already
     scale = np.where(model.system.is_prismatic, 1.0 / model.characteristic_length, 1.0)

@@ -137,3 +137,45 @@ def test_best_coordinates_bad_input():
         tip.best_coordinates(tip.reference_phi)
     with pytest.raises(kic.ModelError, match="shape"):
         fb.closure_jacobian(np.zeros(4))
+
+
+# ------------------------------------------------ switching on the compiled path
+@compiled
+def test_switching_passes_kernel_arrays_on_as_numpy_floats(monkeypatch):
+    """numba's arrays from kernels loaded from its cache carry a float64 dtype equal
+    to numpy's but not the same object, and a model's one-pose compiled calls
+    (:meth:`kic.closed_eval.CompiledEvaluation.one`) check it by identity.  With
+    every kernel output given such a dtype (as a warm cache gives it), no array
+    the switching and crossing code passes to a one-pose call may carry it (it
+    would take the numpy path: a millisecond a call)."""
+    import pickle
+
+    from kic import closed_eval
+    from kic.kernels import closed as kernels
+
+    distinct = pickle.loads(pickle.dumps(np.dtype(np.float64)))
+    assert distinct == np.float64 and distinct is not np.dtype(np.float64)
+
+    def cached(a):
+        return a.view(distinct) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
+
+    for name in ("one", "free_motion"):
+        kernel = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, _k=kernel: tuple(
+            cached(x) for x in _k(*a)))
+    seen = []
+    one = closed_eval.CompiledEvaluation.one
+
+    def checked(self, what, q, qd, x, start, *args, **kwargs):
+        seen.append(what)
+        for a in (q, qd, x, start):
+            assert not (isinstance(a, np.ndarray) and a.dtype is distinct), what
+        return one(self, what, q, qd, x, start, *args, **kwargs)
+    monkeypatch.setattr(closed_eval.CompiledEvaluation, "one", checked)
+    fb = mechanisms.five_bar()
+    previous = kic.set_backend("numba")
+    try:
+        sim = kic.simulate(fb, (0.0, 0.9), fb.reference, [0.0, 0.0], rtol=1e-8, atol=1e-10)
+    finally:
+        kic.set_backend(previous)
+    assert sim.switches and sim.crossings and len(seen) > 10
