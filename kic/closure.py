@@ -34,7 +34,7 @@ from .closed_eval import NumpyEvaluation, evaluation_for
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
 from .dynamics import DynamicModel
 from .errors import ModelError, located
-from .joint_space import joint_space_dynamics
+from .joint_space import joint_space_dynamics, kernel_plan
 from .kernels import closed as compiled_closed
 from .kinematics import Influence
 from .limits import JointLimits
@@ -409,8 +409,7 @@ class ClosedModel:
         (microseconds a pose) where the model's evaluation is compiled and they
         cover its closures, else :meth:`kic.loops.LoopSystem.jacobian` (the same
         matrix to rounding; a tenth of a millisecond a pose and more)."""
-        ev = self.evaluation
-        plan = ev.plan if ev.compiled else None
+        plan = kernel_plan(self)
         if plan is None:
             return self.system.jacobian(phi)
         return compiled_closed.closure_jacobians(plan, phi)

@@ -8,8 +8,17 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ModelError
+from .kernels import closed as compiled_closed
 
-__all__ = ["joint_space_dynamics"]
+__all__ = ["joint_space_dynamics", "kernel_plan"]
+
+
+def kernel_plan(model):
+    """The plan of the compiled kernels for ``model`` (a :class:`kic.ClosedModel`)
+    where its evaluation is compiled and the kernels cover its closures, else None
+    (the numpy path answers)."""
+    ev = model.evaluation
+    return ev.plan if ev.compiled else None
 
 
 def joint_space_dynamics(model, phi, phid) -> tuple:
@@ -36,6 +45,11 @@ def joint_space_dynamics(model, phi, phid) -> tuple:
     c : ndarray (..., R)
         The closure's velocity-product accelerations, ``J phi'' + c = 0`` along
         every motion.
+
+    The compiled kernels answer where the model's evaluation is compiled
+    (:func:`kic.kernels.closed.joint_space`: the tree's composite rigid bodies
+    and Newton-Euler pass, a five-bar pose in microseconds), the open chains'
+    numpy models otherwise (the same numbers to rounding).
     """
     phi = np.asarray(phi, dtype=float)
     phid = np.asarray(phid, dtype=float)
@@ -44,6 +58,17 @@ def joint_space_dynamics(model, phi, phid) -> tuple:
                          f"{phi.shape} and {phid.shape}")
     batch = phi.shape[:-1]
     P, V = phi.reshape(-1, model.N), phid.reshape(-1, model.N)
+    plan = kernel_plan(model)
+    M, b, J, c = (_numpy_joint_space(model, P, V) if plan is None
+                  else compiled_closed.joint_space(plan, P, V))
+    R = J.shape[1]
+    return (M.reshape(batch + (model.N, model.N)), b.reshape(batch + (model.N,)),
+            J.reshape(batch + (R, model.N)), c.reshape(batch + (R,)))
+
+
+def _numpy_joint_space(model, P: np.ndarray, V: np.ndarray) -> tuple:
+    """:func:`joint_space_dynamics` at joint values and rates P, V (n, N) from the
+    open chains' numpy models: (M, b, J, c) batch-first."""
     n = P.shape[0]
     M = np.zeros((n, model.N, model.N))
     b = np.zeros((n, model.N))
@@ -56,11 +81,9 @@ def joint_space_dynamics(model, phi, phid) -> tuple:
         M[:, idx[:, None], idx[None, :]] += dyn.I_star
         b[:, idx] += dyn.velocity_term(V[:, idx]) + dyn.gravity_load
     rows, kins = model.system.rows(P, 2, residual=False)
-    R = sum(rw.G[0].shape[1] for rw in rows)
     J = (np.concatenate([model.system.loop_matrix(li, rw, n)
                          for li, rw in zip(model.system.loops, rows)], axis=1)
          if rows else np.zeros((n, 0, model.N)))
     c = (np.concatenate(model.system.bias(rows, kins, V, P, {}), axis=1)
          if rows else np.zeros((n, 0)))
-    return (M.reshape(batch + (model.N, model.N)), b.reshape(batch + (model.N,)),
-            J.reshape(batch + (R, model.N)), c.reshape(batch + (R,)))
+    return M, b, J, c

@@ -368,3 +368,21 @@ def closure_jacobians(plan, phi) -> np.ndarray:
     out = np.empty((phi.shape[0], int(plan.loop_r.sum()), N))
     closed_pose.closure_jacobians(plan.args[0], plan.args[1], phi, out)
     return out
+
+
+def joint_space(plan, phi, phid) -> tuple:
+    """``(H (n, N, N), b (n, N), J (n, R, N), c (n, R))`` of the tree held together
+    by its closures at joint values and rates ``phi``, ``phid`` (n, N) or (N,):
+    ``H phi'' + b = J^T lambda``, ``J phi'' + c = 0`` (closure rows in loop
+    order): Python entry of :func:`kic.kernels.closed_pose.joint_space`."""
+    _require()
+    N = plan.parent.shape[0]
+    phi, phid = _rows(phi, N, "phi"), _rows(phid, N, "phid")
+    if phid.shape != phi.shape:
+        from ..errors import ModelError
+        raise ModelError(f"phi and phid must have the same shape, got {phi.shape} and "
+                         f"{phid.shape}")
+    n, R = phi.shape[0], int(plan.loop_r.sum())
+    H, b, J, c = np.empty((n, N, N)), np.empty((n, N)), np.empty((n, R, N)), np.empty((n, R))
+    closed_pose.joint_space(plan.args[0], plan.args[1], phi, phid, H, b, J, c)
+    return H, b, J, c

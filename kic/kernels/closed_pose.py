@@ -927,8 +927,47 @@ def closure_jacobians(fbuf, ibuf, phi, out):
                 k += 1
 
 
+@jit(signature="void(f8[::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, ::1], "
+               "f8[:, :, ::1], f8[:, ::1])")
+def joint_space(fbuf, ibuf, phi, phid, H, b, J, c):
+    """The tree held together by its closures, in every joint value: at each of
+    the joint values and rates ``phi``, ``phid`` (n, N) the tree's joint-space
+    inertia ``H`` (n, N, N) (:func:`kic.kernels.inertia.tree_inertia_one` with
+    the identity for G), the loads ``b`` (n, N) its joints need at phi'' = 0
+    (velocity products and gravity: :func:`kic.kernels.rnea.tree_loads`), the
+    reduced closure Jacobian ``J`` (n, R, N) and the closure's velocity-product
+    accelerations ``c`` (n, R) (:func:`rates` over the identity, no block
+    solved), rows in loop order as :func:`closure_jacobians`: ``H phi'' + b =
+    J^T lambda``, ``J phi'' + c = 0``."""
+    P = unpack(fbuf, ibuf)
+    W = work(P)
+    N = P.N
+    eye = np.zeros((N, N))
+    for j in range(N):
+        eye[j, j] = 1.0
+    zero = np.zeros(N)
+    for t in range(phi.shape[0]):
+        pose_frames(P, W, phi[t])
+        pose_jacobian(P, W)
+        # phi' = I phid exactly, the screw velocities and the closure rows' velocity
+        # products into W.r (block_row[:1]: no block to solve)
+        rates(P.parent, P.order, P.loop_k, P.loop_r, P.loop_row, P.body_a, P.body_b, P.U,
+              P.dep, P.block_row[:1], W.S, W.X, W.r, W.LU, W.piv, eye, phid[t], zero, W.phid,
+              W.phidd, W.V, W.Av, W.vec)
+        tree_loads(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, W.V, W.Av, zero,
+                   P.gravity, True, W.acc, W.fo, b[t])
+        tree_inertia_one(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, eye, H[t])
+        k = 0
+        for l in range(P.L):
+            for r in range(P.loop_r[l]):
+                c[t, k] = W.r[P.loop_row[l] + r]
+                for j in range(N):
+                    J[t, k, j] = W.Jr[P.loop_row[l] + r, j]
+                k += 1
+
+
 # the stages above run inside compiled entry points only (batch here, the design
 # batches of closed_lanes, the integrator): compiled without Python's wrappers
 from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
 
-compiled_callers_only(__name__, but=("batch", "closure_jacobians"))
+compiled_callers_only(__name__, but=("batch", "closure_jacobians", "joint_space"))
