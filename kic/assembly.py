@@ -130,7 +130,7 @@ def newton(system: LoopSystem, phi: np.ndarray):
     return phi, worst
 
 
-def project(system: LoopSystem, phi: np.ndarray):
+def project(system: LoopSystem, phi: np.ndarray, closure=None):
     """The nearest assembled configurations to joint values ``phi`` (n, N).
 
     Gauss-Newton on *all* joints with minimum-norm steps (lengths divided by
@@ -139,25 +139,44 @@ def project(system: LoopSystem, phi: np.ndarray):
     e.g. to land on the far side of a bifurcation.  Returns (phi, worst scaled
     residual (n,)); a configuration whose residual stays above
     :data:`kic.settings.CLOSURE_TOLERANCE` did not reach the closure.
+
+    ``closure(phi) -> (worst (n,), r (n, R), J (n, R, N))``: the worst scaled
+    residual, the reduced closure rows and their Jacobian at joint values (n, N)
+    (:class:`kic.ClosedModel` passes the compiled kernels'); default the numpy
+    loops' (the worst residual of the raw rows, :meth:`LoopSystem.scaled_residual`).
     """
     phi = np.array(phi, dtype=float)
     scale = np.where(system.is_prismatic, system.length, 1.0)   # joint = scale * x
     worst = np.full(phi.shape[0], np.inf)
     polished = np.zeros(phi.shape[0], bool)
     for _ in range(NEWTON_MAX_ITERATIONS + 2):
-        worst, kins = system.scaled_residual(phi)
+        if closure is None:
+            worst, _ = system.scaled_residual(phi)
+        else:
+            worst, r_all, J_all = closure(phi)
         polished_now = worst < CLOSURE_TOLERANCE
         todo = np.isfinite(worst) & ~(polished_now & polished)
         polished |= polished_now
         if not todo.any():
             break
-        rows, _ = system.rows(phi[todo], 1)
-        n = int(todo.sum())
-        r = np.concatenate([rw.r for rw in rows], axis=1)
-        J = np.concatenate([system.loop_matrix(li, rw, n)
-                            for li, rw in zip(system.loops, rows)], axis=1) * scale
+        if closure is None:
+            r, J = _numpy_rows(system, phi[todo])
+        else:
+            r, J = r_all[todo], J_all[todo]
+        J = J * scale
         phi[todo] -= np.einsum("npr,nr->np", np.linalg.pinv(J), r) * scale
     return phi, worst
+
+
+def _numpy_rows(system: LoopSystem, phi: np.ndarray) -> tuple:
+    """The reduced closure rows (n, R) and their Jacobian (n, R, N) at phi (n, N)
+    from the numpy loops."""
+    rows, _ = system.rows(phi, 1)
+    n = phi.shape[0]
+    r = np.concatenate([rw.r for rw in rows], axis=1)
+    J = np.concatenate([system.loop_matrix(li, rw, n)
+                        for li, rw in zip(system.loops, rows)], axis=1)
+    return r, J
 
 
 def in_mode(found: np.ndarray, mode: np.ndarray) -> np.ndarray:

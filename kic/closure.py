@@ -346,6 +346,10 @@ class ClosedModel:
         """
         phi = np.asarray(phi, dtype=float).reshape(self.N)
         sets, deps, groups, length_rows = self._candidate_sets(max_candidates)
+        key = (phi.tobytes(), use_compiled())
+        last = self.__dict__.get("_last_best")
+        if last is not None and last[0] == key:
+            return list(last[1]), last[2]       # the same pose again (a retry from it)
         J = self._closure_jacobians(phi[None])[0]
         s = self.system
         # one stacked call per pattern of prismatic dependent joints (one for a linkage
@@ -355,38 +359,49 @@ class ClosedModel:
             cond[same] = scaled_condition(np.moveaxis(J[:, deps[same]], 1, 0), length_rows,
                                           pattern, s.length)
         best = int(np.argmin(np.where(np.isnan(cond), np.inf, cond)))
-        return [s.phi_names[i] for i in sets[best]], float(cond[best])
+        names = [s.phi_names[i] for i in sets[best]]
+        self._last_best = (key, tuple(names), float(cond[best]))
+        return names, float(cond[best])
 
     def _candidate_sets(self, max_candidates: int) -> tuple:
         """What :meth:`best_coordinates` scores, built once per model: the candidate
         sets of M joints (in joint order), the dependent joints of each (sets, N - M),
         the sets grouped by the pattern of prismatic dependent joints ((indices,
         pattern) pairs), and which closure rows are lengths."""
-        from itertools import combinations
         from math import comb
 
+        built = self.__dict__.get("_candidates")
+        count = comb(self.N, self.dof)
+        if built is not None and count <= max_candidates:
+            return built
         s = self.system
         physical = [i for i, n in enumerate(s.phi_names)
                     if n in self.mechanism.primitive_joints]
         if len(physical) != self.N:
             raise ModelError("coordinate selection takes a model in joint coordinates, not "
                              f"{self.coordinate_names}")
-        if comb(self.N, self.dof) > max_candidates:
-            raise ModelError(f"{comb(self.N, self.dof)} candidate sets of {self.dof} of "
-                             f"{self.N} joints: more than max_candidates={max_candidates}")
-        built = self.__dict__.get("_candidates")
-        if built is None:
-            sets = list(combinations(range(self.N), self.dof))
-            deps = np.array([[d for d in range(self.N) if d not in c] for c in sets], int)
-            deps = deps.reshape(len(sets), self.N - self.dof)
-            patterns = s.is_prismatic[deps]
-            grouped: dict = {}
-            for k, pattern in enumerate(patterns):
-                grouped.setdefault(pattern.tobytes(), []).append(k)
-            groups = [(np.array(same), patterns[same[0]]) for same in grouped.values()]
-            length_rows = np.concatenate([l.length_rows() for l in s.loops])
-            built = self._candidates = (sets, deps, groups, length_rows)
+        if count > max_candidates:
+            raise ModelError(f"{count} candidate sets of {self.dof} of {self.N} joints: more "
+                             f"than max_candidates={max_candidates}")
+        from itertools import combinations
+        sets = list(combinations(range(self.N), self.dof))
+        deps = np.array([[d for d in range(self.N) if d not in c] for c in sets], int)
+        deps = deps.reshape(len(sets), self.N - self.dof)
+        patterns = s.is_prismatic[deps]
+        grouped: dict = {}
+        for k, pattern in enumerate(patterns):
+            grouped.setdefault(pattern.tobytes(), []).append(k)
+        groups = [(np.array(same), patterns[same[0]]) for same in grouped.values()]
+        built = self._candidates = (sets, deps, groups, self._length_rows())
         return built
+
+    def _length_rows(self) -> np.ndarray:
+        """Which reduced closure rows (R,), in loop order, are lengths (m)."""
+        rows = self.__dict__.get("_lengths")
+        if rows is None:
+            rows = self._lengths = (np.concatenate([l.length_rows() for l in self.system.loops])
+                                    if self.system.loops else np.zeros(0, bool))
+        return rows
 
     def joint_space_dynamics(self, phi, phid) -> tuple:
         """``(M, b, J, c)`` of ``M phi'' + b = J^T lambda``, ``J phi'' + c = 0`` at
@@ -412,7 +427,7 @@ class ClosedModel:
         plan = kernel_plan(self)
         if plan is None:
             return self.system.jacobian(phi)
-        return compiled_closed.closure_jacobians(plan, phi)
+        return compiled_closed.closure_rows(plan, phi)[1]
 
     def project(self, phi) -> tuple[np.ndarray, np.ndarray]:
         """The assembled joint values nearest to ``phi`` (..., N), whatever the
@@ -427,7 +442,17 @@ class ClosedModel:
         phi = np.asarray(phi, dtype=float)
         if phi.shape[-1:] != (self.N,):
             raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
-        out, worst = project(self.system, phi.reshape(-1, self.N))
+        plan = kernel_plan(self)
+        closure = None
+        if plan is not None:
+            # the compiled rows: the worst residual of the reduced rows, lengths over L
+            # (the raw rows beyond them vanish for a loop reduced so)
+            scale = np.where(self._length_rows(), 1.0 / self.system.length, 1.0)
+
+            def closure(p):
+                r, J = compiled_closed.closure_rows(plan, p)
+                return np.abs(r * scale).max(axis=1, initial=0.0), r, J
+        out, worst = project(self.system, phi.reshape(-1, self.N), closure)
         return out.reshape(phi.shape), worst.reshape(phi.shape[:-1])
 
     def assemble(self, q, start=None, on_failure: str = "raise"):
@@ -500,6 +525,19 @@ class ClosedModel:
             raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
         return self.evaluation.block_conditions(phi.reshape(-1, self.N)).reshape(
             phi.shape[:-1])
+
+    def mode_at(self, phi) -> np.ndarray:
+        """The signs of the assembly mode at joint values ``phi`` (..., N): (..., S)
+        of -1, 0, +1, in the fine form of :attr:`mode_parts` (see
+        :meth:`kic.loops.LoopSystem.mode`; from the compiled closure Jacobian where
+        the evaluation is compiled)."""
+        phi = np.asarray(phi, dtype=float)
+        if phi.shape[-1:] != (self.N,):
+            raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
+        P = phi.reshape(-1, self.N)
+        jacobian = None if kernel_plan(self) is None else self._closure_jacobians(P)
+        found = self.system.mode(P, jacobian=jacobian)
+        return found.reshape(phi.shape[:-1] + found.shape[1:])
 
     def transfer_at(self, q, order: int = 2, start=None):
         """Joint values and the transfer at ``q``: ``(phi (n, N), Transfer)`` with

@@ -725,7 +725,7 @@ class LoopSystem:
             f"{cond:.3e}){where}", sigma_min=float(sv[-1]), condition=cond,
             where={"loops": names, "joints": joints}, index=(index,) if batched else None)
 
-    def mode(self, phi: np.ndarray, rows=None) -> np.ndarray:
+    def mode(self, phi: np.ndarray, rows=None, jacobian=None) -> np.ndarray:
         """The assembly mode at phi (n, N): (n, S) of -1, 0, +1, the signs of
         ``det`` of every diagonal block of each block's fine block-triangular form
         (:attr:`mode_parts`; one per block where a block does not refine).
@@ -733,9 +733,11 @@ class LoopSystem:
         Within one assembly mode the signs stay the same; they change only
         where a block is singular, which is where the modes meet.  A block with
         rows reduced per configuration (``reduction == "svd"``) has no defined
-        sign and reports 0."""
+        sign and reports 0.  ``jacobian`` (n, R, N): the closure Jacobian at phi
+        with :meth:`jacobian`'s rows (e.g. the compiled kernels'), read instead of
+        forming the rows here."""
         n = phi.shape[0]
-        if rows is None:
+        if rows is None and jacobian is None:
             rows, _ = self.rows(phi, 1, residual=False)
         out = np.zeros((n, len(self.mode_parts)))
         mats: dict = {}
@@ -744,9 +746,18 @@ class LoopSystem:
             if any(self.loops[i].reduction == "svd" for i in block.loops):
                 continue
             if b not in mats:
-                mats[b] = self.block_matrices(rows, block, n, need_q=False)[0]
+                mats[b] = (self.block_matrices(rows, block, n, need_q=False)[0]
+                           if jacobian is None
+                           else jacobian[:, self._jacobian_rows(block)][:, :, block.joints])
             out[:, k] = np.sign(np.linalg.det(mats[b][:, r][:, :, c]))
         return out
+
+    def _jacobian_rows(self, block: Block) -> np.ndarray:
+        """The rows of :meth:`jacobian` that are a block's rows, in its order (the
+        rows of its loops, loop after loop, as :meth:`block_matrices` stacks them)."""
+        first = np.cumsum([0] + [li.rank for li in self.loops])
+        return np.concatenate([np.arange(first[i], first[i] + self.loops[i].rank)
+                               for i in block.loops]).astype(int)
 
 
 def _point_close_spheres(m, cut_list, keep=()) -> list:

@@ -143,6 +143,9 @@ class ClosedLoopModel(TransferredModel, Protocol):
     def closure_jacobian(self, phi) -> np.ndarray:
         """dc/dphi (..., R, N)."""
 
+    def mode_at(self, phi) -> np.ndarray:
+        """The signs of the assembly mode at joint values phi (..., S)."""
+
     def project(self, phi) -> tuple:
         """The assembled joint values nearest to phi, and the residual."""
 

@@ -401,7 +401,7 @@ class _Models:
         candidates = ([first] if first is not None and first.coordinate_names == list(names)
                       else []) + kept
         if candidates:  # (the models of one set share their blocks: one mode to find)
-            found = candidates[0].system.mode(np.asarray(phi, float)[None])
+            found = candidates[0].mode_at(np.asarray(phi, float)[None])
             for m in candidates:
                 if in_mode(found, np.array(m.mode, float))[0]:
                     return m

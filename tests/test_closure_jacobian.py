@@ -1,6 +1,6 @@
 """The closure Jacobian ``dc/dphi`` that coordinate selection scores
 (:meth:`kic.ClosedModel.closure_jacobian`, :meth:`kic.ClosedModel.best_coordinates`):
-the compiled kernels' (:func:`kic.kernels.closed.closure_jacobians`) against the
+the compiled kernels' (:func:`kic.kernels.closed.closure_rows`) against the
 numpy one (:meth:`kic.loops.LoopSystem.jacobian`) on random joint values, and
 against central differences of the closure residual at assembled poses (the
 residual of the numpy loops, reduced by the plan's row projections ``U`` as the
@@ -48,12 +48,12 @@ def test_compiled_matches_numpy_on_random_poses(case):
     model, phi = case()
     rng = np.random.default_rng(7)
     P = model.reference_phi + rng.normal(scale=0.4, size=(40, model.N))
-    Jc = K.closure_jacobians(model.evaluation.plan, P)
+    Jc = K.closure_rows(model.evaluation.plan, P)[1]
     Jn = model.system.jacobian(P)
     assert Jc.shape == Jn.shape == (40, sum(l.rank for l in model.system.loops), model.N)
     assert np.abs(Jc - Jn).max() <= 1e-12 * np.abs(Jn).max()
     # one pose (N,) as a batch of one
-    assert np.array_equal(K.closure_jacobians(model.evaluation.plan, P[3]), Jc[3:4])
+    assert np.array_equal(K.closure_rows(model.evaluation.plan, P[3])[1], Jc[3:4])
 
 
 @compiled
@@ -64,7 +64,7 @@ def test_compiled_against_finite_differences(case):
     two frames agree); a wrong sign, row order or screw fails by O(1)."""
     model, phi = case()
     plan = model.evaluation.plan
-    J = K.closure_jacobians(plan, phi)
+    J = K.closure_rows(plan, phi)[1]
     h = 1e-6
     for k in range(phi.shape[0]):
         fd = np.empty(J.shape[1:])
@@ -84,8 +84,8 @@ def test_model_takes_the_compiled_jacobian(case, monkeypatch):
     agree."""
     model, phi = case()
     calls = []
-    kernel = K.closure_jacobians
-    monkeypatch.setattr(K, "closure_jacobians", lambda *a: calls.append(1) or kernel(*a))
+    kernel = K.closure_rows
+    monkeypatch.setattr(K, "closure_rows", lambda *a: calls.append(1) or kernel(*a))
     joints = model.in_coordinates(model.phi_names[:model.dof]) \
         if model.mechanism.primitive_joints == model.phi_names else None
     previous = kic.set_backend("numba")
@@ -209,3 +209,57 @@ def test_switching_passes_kernel_arrays_on_as_numpy_floats(monkeypatch):
     finally:
         kic.set_backend(previous)
     assert sim.switches and sim.crossings and len(seen) > 10
+
+
+# ------------------------------------------------------------ projection
+@compiled
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+def test_projection_on_the_compiled_rows(case):
+    """The minimum-norm projection onto the closure (how a crossing lands) iterates
+    on the compiled rows under the compiled backend: it reaches the closure (the
+    numpy loops' residual, raw rows, below the tolerance) at the numpy path's
+    answer to rounding."""
+    from kic.settings import CLOSURE_TOLERANCE
+
+    model, phi = case()
+    rng = np.random.default_rng(5)
+    start = phi + rng.normal(scale=1e-3, size=phi.shape)
+    out = {}
+    for backend in ("numba", "numpy"):
+        previous = kic.set_backend(backend)
+        try:
+            out[backend] = model.project(start)
+        finally:
+            kic.set_backend(previous)
+    (pc, wc), (pn, wn) = out["numba"], out["numpy"]
+    assert np.all(wc < CLOSURE_TOLERANCE) and np.all(wn < CLOSURE_TOLERANCE)
+    assert np.all(model.system.scaled_residual(pc)[0] < CLOSURE_TOLERANCE)
+    assert np.abs(pc - pn).max() < 1e-10
+    assert np.abs(pc - start).max() < 1e-2              # nearby, not elsewhere
+
+
+# ------------------------------------------------------------ assembly mode
+@compiled
+@pytest.mark.parametrize("make", [mechanisms.five_bar, mechanisms.stewart_platform,
+                                  mechanisms.two_arm_object,
+                                  lambda: mechanisms.five_bar(coordinates="tip")],
+                         ids=["five_bar", "stewart", "two_arm_object", "five_bar_tip_refined"])
+def test_mode_at_from_the_compiled_jacobian(make):
+    """The assembly mode's signs from the compiled closure Jacobian (the block rows
+    read from it) are the numpy loops' signs, blocks of several loops and a block
+    that refines into two parts (a five-bar in its tip's coordinates) included,
+    and flip where the elbow does."""
+    model = make()
+    rng = np.random.default_rng(9)
+    phi = model.reference_phi + rng.normal(scale=0.2, size=(40, model.N))
+    found = {}
+    for backend in ("numba", "numpy"):
+        previous = kic.set_backend(backend)
+        try:
+            found[backend] = model.mode_at(phi.reshape(4, 10, model.N))
+        finally:
+            kic.set_backend(previous)
+    assert found["numba"].shape == (4, 10, len(model.mode_parts))
+    assert np.array_equal(found["numba"], found["numpy"])
+    assert np.array_equal(found["numba"].reshape(40, -1), model.system.mode(phi))
+    assert np.array_equal(model.mode_at(model.reference_phi), np.asarray(model.mode, float))

@@ -358,16 +358,18 @@ def motion_rhs(plan, mode, start, y, tau, tl) -> tuple:
     return integrator.motion_rhs(plan.args[0], plan.args[1], mode, start, y, tau, tl)
 
 
-def closure_jacobians(plan, phi) -> np.ndarray:
-    """The reduced closure Jacobian ``dc/dphi`` (n, R, N) at joint values ``phi``
-    (n, N) or (N,), rows in loop order, as :meth:`kic.loops.LoopSystem.jacobian`
-    gives them: Python entry of :func:`kic.kernels.closed_pose.closure_jacobians`."""
+def closure_rows(plan, phi) -> tuple:
+    """The reduced closure residual (n, R) and Jacobian ``dc/dphi`` (n, R, N) at
+    joint values ``phi`` (n, N) or (N,), rows in loop order, as
+    :meth:`kic.loops.LoopSystem.jacobian` gives them: Python entry of
+    :func:`kic.kernels.closed_pose.closure_rows`."""
     _require()
     N = plan.parent.shape[0]
     phi = _rows(phi, N, "phi")
-    out = np.empty((phi.shape[0], int(plan.loop_r.sum()), N))
-    closed_pose.closure_jacobians(plan.args[0], plan.args[1], phi, out)
-    return out
+    n, R = phi.shape[0], int(plan.loop_r.sum())
+    r, J = np.empty((n, R)), np.empty((n, R, N))
+    closed_pose.closure_rows(plan.args[0], plan.args[1], phi, r, J)
+    return r, J
 
 
 def joint_space(plan, phi, phid) -> tuple:

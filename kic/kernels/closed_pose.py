@@ -905,15 +905,15 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     return one_pose_result(buf, K, N, B, wide, phi_one)
 
 
-@jit(signature="void(f8[::1], i8[::1], f8[:, ::1], f8[:, :, ::1])")
-def closure_jacobians(fbuf, ibuf, phi, out):
-    """The reduced closure Jacobian ``dc/dphi`` at each of the joint values ``phi``
-    (n, N) into ``out`` (n, R, N): the tree's frames and screws
-    (:func:`pose_frames`), then :func:`pose_jacobian`; rows in loop order (loop
-    l's rows after those of the loops before it, as
+@jit(signature="void(f8[::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[:, :, ::1])")
+def closure_rows(fbuf, ibuf, phi, r, J):
+    """The reduced closure residual ``r`` (n, R) and Jacobian ``J = dc/dphi``
+    (n, R, N) at each of the joint values ``phi`` (n, N): the tree's frames and
+    screws (:func:`pose_frames`), then :func:`pose_jacobian`; rows in loop order
+    (loop l's rows after those of the loops before it, as
     :meth:`kic.loops.LoopSystem.jacobian` numbers them), not in block order.
-    Not finite where phi is not.  What coordinate selection scores, a pose a
-    few microseconds."""
+    Not finite where phi is not.  What coordinate selection scores and the
+    projection onto the closure iterates on, a pose a few microseconds."""
     P = unpack(fbuf, ibuf)
     W = work(P)
     for t in range(phi.shape[0]):
@@ -922,8 +922,9 @@ def closure_jacobians(fbuf, ibuf, phi, out):
         k = 0
         for l in range(P.L):
             for c in range(P.loop_r[l]):
+                r[t, k] = W.r[P.loop_row[l] + c]
                 for j in range(P.N):
-                    out[t, k, j] = W.Jr[P.loop_row[l] + c, j]
+                    J[t, k, j] = W.Jr[P.loop_row[l] + c, j]
                 k += 1
 
 
@@ -937,7 +938,7 @@ def joint_space(fbuf, ibuf, phi, phid, H, b, J, c):
     (velocity products and gravity: :func:`kic.kernels.rnea.tree_loads`), the
     reduced closure Jacobian ``J`` (n, R, N) and the closure's velocity-product
     accelerations ``c`` (n, R) (:func:`rates` over the identity, no block
-    solved), rows in loop order as :func:`closure_jacobians`: ``H phi'' + b =
+    solved), rows in loop order as :func:`closure_rows`: ``H phi'' + b =
     J^T lambda``, ``J phi'' + c = 0``."""
     P = unpack(fbuf, ibuf)
     W = work(P)
@@ -970,4 +971,4 @@ def joint_space(fbuf, ibuf, phi, phid, H, b, J, c):
 # batches of closed_lanes, the integrator): compiled without Python's wrappers
 from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
 
-compiled_callers_only(__name__, but=("batch", "closure_jacobians", "joint_space"))
+compiled_callers_only(__name__, but=("batch", "closure_rows", "joint_space"))
