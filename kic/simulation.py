@@ -994,8 +994,9 @@ def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
     coordinates is well conditioned again (below :data:`CLEAR`, after
     the worst point) or t1.  The end is put back on the closure (positions by
     minimum-norm Gauss-Newton, rates on its tangent) and its energy restored by
-    scaling the rates (reported as ``energy_jump``).  Returns what :func:`_cross`
-    does, the samples on the way recorded; None where it fails."""
+    scaling the rates (reported as ``energy_jump``).  Integrated at the run's
+    tolerances, at most ``CROSSING_RTOL / 10`` (the energy check's bound).  Returns
+    what :func:`_cross` does, the samples on the way recorded; None where it fails."""
     M, N = model.dof, model.N
     q, qd = y[:M], y[M:]
     try:
@@ -1011,7 +1012,12 @@ def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
         K[:N, :N], K[:N, N:], K[N:, :N] = Mm, J.T, J
         return np.concatenate([x[N:], np.linalg.solve(K, np.concatenate([-b, -c]))[:N]])
 
-    solver = INTEGRATORS["DOP853"](rhs, t, np.concatenate([phi, phid]), t1, rtol=rtol, atol=atol)
+    # within the energy check's bound, whatever the run's tolerance: a pass integrated
+    # at a looser one fails the check by its own error and leaves the motion to
+    # coordinates that are singular there
+    tight = min(rtol, CROSSING_RTOL / 10)
+    solver = INTEGRATORS["DOP853"](rhs, t, np.concatenate([phi, phid]), t1, rtol=tight,
+                                   atol=atol * tight / rtol)
     worst, samples = 0.0, []
     try:
         while solver.status == "running":
