@@ -19,8 +19,10 @@ MuJoCo; kic at its tight tolerance (rtol 1e-10) is printed too.  MuJoCo's error
 is its soft closures' (5.5e-2 rad at its default step of 2 ms, 2.5e-2 at 0.2 ms),
 far above kic's at any tolerance.  Which later passes of the flat configuration
 kic crosses by its Taylor expansion and which it integrates as a near pass (in
-every joint value, about ten times slower) depends on the last digits of the
-motion, so the time at a tolerance jumps where a near pass appears.
+every joint value: compiled right-hand sides stepped by scipy from Python, about
+four times the cost of an evaluation of the compiled integrator) depends on the
+last digits of the motion, so the time at a tolerance jumps where a near pass
+appears (rtol 1e-6 and 1e-7 about 3.5x MuJoCo, 1e-8 to 1e-10 2-2.8x).
 
 The LSODA case: ``single_pose.py``'s 2 s swing about the hanging equilibrium
 (rtol 1e-9, atol 1e-11), ``kic.simulate(method="LSODA")`` (scipy's LSODA over

@@ -60,6 +60,76 @@ def _positive_length(length) -> float:
     return value
 
 
+def _closure_jacobians(model, phi: np.ndarray) -> np.ndarray:
+    """``dc/dphi`` (n, R, N) of ``model`` at joint values phi (n, N): the compiled
+    kernels' (microseconds a pose) where its evaluation is compiled and they cover
+    its closures, else :meth:`kic.loops.LoopSystem.jacobian` (the same matrix to
+    rounding; a tenth of a millisecond a pose and more)."""
+    plan = kernel_plan(model)
+    if plan is None:
+        return model.system.jacobian(phi)
+    return compiled_closed.closure_rows(plan, phi)[1]
+
+
+def _compiled_closure(model):
+    """What :func:`kic.assembly.project` iterates on for ``model``: the compiled
+    rows ``phi -> (worst scaled residual, r, J)`` where its evaluation is compiled
+    (the worst of the reduced rows, lengths over L: the raw rows beyond them vanish
+    for a loop reduced so), else None (the numpy loops')."""
+    plan = kernel_plan(model)
+    if plan is None:
+        return None
+    scale = np.where(_length_rows(model), 1.0 / model.system.length, 1.0)
+
+    def closure(phi):
+        r, J = compiled_closed.closure_rows(plan, phi)
+        return np.abs(r * scale).max(axis=1, initial=0.0), r, J
+    return closure
+
+
+def _length_rows(model) -> np.ndarray:
+    """Which reduced closure rows (R,) of ``model``, in loop order, are lengths (m)."""
+    rows = model.__dict__.get("_lengths")
+    if rows is None:
+        loops = model.system.loops
+        rows = model._lengths = (np.concatenate([l.length_rows() for l in loops])
+                                 if loops else np.zeros(0, bool))
+    return rows
+
+
+def _candidate_sets(model, max_candidates: int) -> tuple:
+    """What :meth:`ClosedModel.best_coordinates` scores, built once per model: the
+    candidate sets of M joints (in joint order), the dependent joints of each
+    (sets, N - M), the sets grouped by the pattern of prismatic dependent joints
+    ((indices, pattern) pairs), and which closure rows are lengths."""
+    from math import comb
+
+    built = model.__dict__.get("_candidates")
+    N, M = model.N, model.dof
+    count = comb(N, M)
+    if built is not None and count <= max_candidates:
+        return built
+    s = model.system
+    physical = [i for i, n in enumerate(s.phi_names) if n in model.mechanism.primitive_joints]
+    if len(physical) != N:
+        raise ModelError("coordinate selection takes a model in joint coordinates, not "
+                         f"{model.coordinate_names}")
+    if count > max_candidates:
+        raise ModelError(f"{count} candidate sets of {M} of {N} joints: more than "
+                         f"max_candidates={max_candidates}")
+    from itertools import combinations
+    sets = list(combinations(range(N), M))
+    deps = np.array([[d for d in range(N) if d not in c] for c in sets], int)
+    deps = deps.reshape(len(sets), N - M)
+    patterns = s.is_prismatic[deps]
+    grouped: dict = {}
+    for k, pattern in enumerate(patterns):
+        grouped.setdefault(pattern.tobytes(), []).append(k)
+    groups = [(np.array(same), patterns[same[0]]) for same in grouped.values()]
+    built = model._candidates = (sets, deps, groups, _length_rows(model))
+    return built
+
+
 class ClosedModel:
     """The dynamic model of a mechanism in chosen coordinates (transferred).
 
@@ -345,12 +415,12 @@ class ClosedModel:
             :func:`scipy.linalg.qr` with ``pivoting=True``, for large mechanisms).
         """
         phi = np.asarray(phi, dtype=float).reshape(self.N)
-        sets, deps, groups, length_rows = self._candidate_sets(max_candidates)
+        sets, deps, groups, length_rows = _candidate_sets(self, max_candidates)
         key = (phi.tobytes(), use_compiled())
         last = self.__dict__.get("_last_best")
         if last is not None and last[0] == key:
             return list(last[1]), last[2]       # the same pose again (a retry from it)
-        J = self._closure_jacobians(phi[None])[0]
+        J = _closure_jacobians(self, phi[None])[0]
         s = self.system
         # one stacked call per pattern of prismatic dependent joints (one for a linkage
         # of revolute joints), as each set's own call would give
@@ -362,46 +432,6 @@ class ClosedModel:
         names = [s.phi_names[i] for i in sets[best]]
         self._last_best = (key, tuple(names), float(cond[best]))
         return names, float(cond[best])
-
-    def _candidate_sets(self, max_candidates: int) -> tuple:
-        """What :meth:`best_coordinates` scores, built once per model: the candidate
-        sets of M joints (in joint order), the dependent joints of each (sets, N - M),
-        the sets grouped by the pattern of prismatic dependent joints ((indices,
-        pattern) pairs), and which closure rows are lengths."""
-        from math import comb
-
-        built = self.__dict__.get("_candidates")
-        count = comb(self.N, self.dof)
-        if built is not None and count <= max_candidates:
-            return built
-        s = self.system
-        physical = [i for i, n in enumerate(s.phi_names)
-                    if n in self.mechanism.primitive_joints]
-        if len(physical) != self.N:
-            raise ModelError("coordinate selection takes a model in joint coordinates, not "
-                             f"{self.coordinate_names}")
-        if count > max_candidates:
-            raise ModelError(f"{count} candidate sets of {self.dof} of {self.N} joints: more "
-                             f"than max_candidates={max_candidates}")
-        from itertools import combinations
-        sets = list(combinations(range(self.N), self.dof))
-        deps = np.array([[d for d in range(self.N) if d not in c] for c in sets], int)
-        deps = deps.reshape(len(sets), self.N - self.dof)
-        patterns = s.is_prismatic[deps]
-        grouped: dict = {}
-        for k, pattern in enumerate(patterns):
-            grouped.setdefault(pattern.tobytes(), []).append(k)
-        groups = [(np.array(same), patterns[same[0]]) for same in grouped.values()]
-        built = self._candidates = (sets, deps, groups, self._length_rows())
-        return built
-
-    def _length_rows(self) -> np.ndarray:
-        """Which reduced closure rows (R,), in loop order, are lengths (m)."""
-        rows = self.__dict__.get("_lengths")
-        if rows is None:
-            rows = self._lengths = (np.concatenate([l.length_rows() for l in self.system.loops])
-                                    if self.system.loops else np.zeros(0, bool))
-        return rows
 
     def joint_space_dynamics(self, phi, phid) -> tuple:
         """``(M, b, J, c)`` of ``M phi'' + b = J^T lambda``, ``J phi'' + c = 0`` at
@@ -416,18 +446,8 @@ class ClosedModel:
         phi = np.asarray(phi, dtype=float)
         if phi.shape[-1:] != (self.N,):
             raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
-        J = self._closure_jacobians(phi.reshape(-1, self.N))
+        J = _closure_jacobians(self, phi.reshape(-1, self.N))
         return J.reshape(phi.shape[:-1] + J.shape[1:])
-
-    def _closure_jacobians(self, phi: np.ndarray) -> np.ndarray:
-        """``dc/dphi`` (n, R, N) at joint values phi (n, N): the compiled kernels'
-        (microseconds a pose) where the model's evaluation is compiled and they
-        cover its closures, else :meth:`kic.loops.LoopSystem.jacobian` (the same
-        matrix to rounding; a tenth of a millisecond a pose and more)."""
-        plan = kernel_plan(self)
-        if plan is None:
-            return self.system.jacobian(phi)
-        return compiled_closed.closure_rows(plan, phi)[1]
 
     def project(self, phi) -> tuple[np.ndarray, np.ndarray]:
         """The assembled joint values nearest to ``phi`` (..., N), whatever the
@@ -442,17 +462,7 @@ class ClosedModel:
         phi = np.asarray(phi, dtype=float)
         if phi.shape[-1:] != (self.N,):
             raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
-        plan = kernel_plan(self)
-        closure = None
-        if plan is not None:
-            # the compiled rows: the worst residual of the reduced rows, lengths over L
-            # (the raw rows beyond them vanish for a loop reduced so)
-            scale = np.where(self._length_rows(), 1.0 / self.system.length, 1.0)
-
-            def closure(p):
-                r, J = compiled_closed.closure_rows(plan, p)
-                return np.abs(r * scale).max(axis=1, initial=0.0), r, J
-        out, worst = project(self.system, phi.reshape(-1, self.N), closure)
+        out, worst = project(self.system, phi.reshape(-1, self.N), _compiled_closure(self))
         return out.reshape(phi.shape), worst.reshape(phi.shape[:-1])
 
     def assemble(self, q, start=None, on_failure: str = "raise"):
@@ -535,7 +545,7 @@ class ClosedModel:
         if phi.shape[-1:] != (self.N,):
             raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
         P = phi.reshape(-1, self.N)
-        jacobian = None if kernel_plan(self) is None else self._closure_jacobians(P)
+        jacobian = None if kernel_plan(self) is None else _closure_jacobians(self, P)
         found = self.system.mode(P, jacobian=jacobian)
         return found.reshape(phi.shape[:-1] + found.shape[1:])
 
