@@ -191,8 +191,10 @@ def loop_frames(body_a, T_a, body_b, T_b, F, X, flags):
     ``flags`` as :func:`tree_frames`)."""
     N = F.shape[0]
     for l in range(body_a.shape[0]):
-        frame_into(placed(F, body_a[l], T_a[l], flags[N + 2 * l] & 1), X[l, 0])
-        frame_into(placed(F, body_b[l], T_b[l], flags[N + 2 * l + 1] & 1), X[l, 1])
+        for side in range(2):       # one placement in the code: half of it to compile
+            body = body_a[l] if side == 0 else body_b[l]
+            T = T_a[l] if side == 0 else T_b[l]
+            frame_into(placed(F, body, T, flags[N + 2 * l + side] & 1), X[l, side])
 
 
 @jit(inline=True)
@@ -320,31 +322,37 @@ def newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi, 
     return True
 
 
+AT_PHI = -1
+"""``max_iter`` of :func:`newton` that takes no step: the frames, residual and
+closure Jacobian at phi as it is (its residual reported, not corrected)."""
+
+
 @jit
 def newton(parent, order, isR, axis, origin, offset, loop_k, loop_r, loop_row, body_a, T_a,
            body_b, T_b, U, dep, block_row, row_is_rot, Lc, tol, max_iter, F, S, X, r, Jr, piv,
            Ab, step, phi, flags):
     """Newton on the dependent joints from phi (q already in place); leaves the
     frames F, screws S, side frames X and closure Jacobian Jr of the final phi
-    (``flags`` as :func:`tree_frames`).  Returns (status, dimensionless worst
-    residual)."""
+    (``flags`` as :func:`tree_frames`); ``max_iter`` :data:`AT_PHI`: no step.
+    Returns (status, dimensionless worst residual).  Each stage is called at
+    one place (a call site compiles the callee's arguments once more)."""
     R = r.shape[0]
     worst = 0.0
     polished = False
-    for it in range(max_iter + 2):
+    for it in range(max(max_iter, 0) + 2):
         tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags)
         loop_frames(body_a, T_a, body_b, T_b, F, X, flags)
         closure_residual(loop_k, loop_r, loop_row, U, X, r)
         worst = worst_residual(row_is_rot, Lc, r, 0, R)
-        if worst < tol and (polished or worst < EXACT_START):
-            closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
-            return OK, worst
-        if it >= max_iter or not np.isfinite(worst):
+        done = max_iter == AT_PHI or (worst < tol and (polished or worst < EXACT_START))
+        if not done and (it >= max_iter or not np.isfinite(worst)):
             return NOT_ASSEMBLED, worst
+        closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+        if done:
+            return OK, worst
         # once within the tolerance, one more full step takes the solution to
         # rounding, so it does not depend on where Newton started
         polished = worst < tol
-        closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
         if not newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi,
                            polished):
             return SINGULAR_BLOCK, worst
@@ -662,15 +670,13 @@ def output_width(what, N, M, Na):
 
 @jit(inline=True)
 def first_bad(q, qd, x, phi0):
-    """1-4 for the first of q, qd, x, phi0 that is not finite, else 0."""
-    if not all_finite(q):
-        return 1
-    if not all_finite(qd):
-        return 2
-    if not all_finite(x):
-        return 3
-    if not all_finite(phi0):
-        return 4
+    """1-4 for the first of q, qd, x, phi0 that is not finite, else 0 (one loop
+    over the four: the check compiled once)."""
+    k = 0
+    for a in (q, qd, x, phi0):
+        k += 1
+        if not all_finite(a):
+            return k
     return 0
 
 
@@ -782,6 +788,9 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     tuple handed to a helper is copied with a reference count per member, which
     made this entry's compiled code three times longer (and its first call
     seconds slower)."""
+    bad = first_bad(q, qd, x, phi0)
+    if bad:     # before the plan's and the work's arrays: an exit that drops none
+        return np.empty(0), 0, 0.0, bad
     P = unpack(fbuf, ibuf)
     N, M, B, R, Na = P.N, P.M, P.B, P.R, act.shape[0]
     parent, order, isR, q_idx, dep, block_row = (P.parent, P.order, P.is_revolute, P.q_idx,
@@ -796,11 +805,12 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     D = dynamics_work(M, Na)
     Tq, Im, rhs, sol = D.Tq, D.Im, D.rhs[:M], D.sol
     one = phi_one.shape[0] > 0
-    bad = first_bad(q, qd, x, phi0)
-    if bad:
-        return np.empty(0), 0, 0.0, bad
     nq, nqd, nphi = rows_of(q, M), rows_of(qd, M), rows_of(phi0, N)
-    nx = rows_of(x, Na if what == ACTUATED_FORWARD_DYNAMICS else M)
+    wx = Na if what == ACTUATED_FORWARD_DYNAMICS else M
+    nx = rows_of(x, wx)
+    # the step from one pose's row to the next: 0 where one row serves every pose
+    sq, sqd, sx, sphi = (M if nq > 1 else 0, M if nqd > 1 else 0, wx if nx > 1 else 0,
+                         N if nphi > 1 else 0)
     n = 1 if one else max(nq, nqd, nx, nphi)
     K = output_width(what, N, M, Na)
     wide = K + N + 3 + 2 * B
@@ -819,30 +829,28 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     reuse, assembled = not path and what != TRANSFER and what != INERTIA, OK
     for t in range(n):
         row = buf[t * wide:(t + 1) * wide]
-        qt = q[M * t:M * (t + 1)] if nq > 1 else q[:M]
+        qt = q[sq * t:sq * t + M]
         if reuse and t > 0 and same_as_before(q, M, t, nq) and same_as_before(phi0, N, t, nphi):
-            row[K:K + N + 1 + 2 * B] = buf[(t - 1) * wide + K:(t - 1) * wide + K + N + 1 + 2 * B]
+            for i in range(K, K + N + 1 + 2 * B):
+                # element by element: an array assigned to a slice compiles numba's
+                # formatting of the shape-mismatch error message (1.6 s at first use)
+                row[i] = buf[(t - 1) * wide + i]
             row[wide - 1] = assembled
             if assembled != OK:
                 continue
         else:
-            start(q_idx, phi, qt, phi0[N * t:N * (t + 1)] if nphi > 1 else phi0[:N], last,
+            start(q_idx, phi, qt, phi0[sphi * t:sphi * t + N], last,
                   G_last, path and have_last)
             row[wide - 1] = OK
-            if what == TRANSFER or what == INERTIA:
-                # given phi: evaluate there (its residual is reported, not corrected)
-                tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S, W.flags)
-                loop_frames(body_a, P.T_a, body_b, P.T_b, F, X, W.flags)
-                closure_residual(loop_k, loop_r, loop_row, U, X, r)
-                closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
-                st, res = OK, worst_residual(row_is_rot, Lc, r, 0, R)
-            else:
+            if what != TRANSFER and what != INERTIA:
                 for m in range(M):
                     phi[q_idx[m]] = qt[m]
-                st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
-                                 loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
-                                 row_is_rot, Lc, P.tol, P.max_iter, F, S, X, r, Jr, piv,
-                                 W.block, col, phi, W.flags)
+            # TRANSFER, INERTIA: at the given phi (its residual reported, not corrected)
+            st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
+                             loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
+                             row_is_rot, Lc, P.tol,
+                             AT_PHI if what == TRANSFER or what == INERTIA else P.max_iter, F,
+                             S, X, r, Jr, piv, W.block, col, phi, W.flags)
             row[K + N] = res
             if st == NOT_ASSEMBLED:
                 row[wide - 1] = assembled = st
@@ -864,16 +872,17 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
                 for m in range(M):
                     out[j * M + m] = G[j, m]
             continue
-        if what == INERTIA:
+        if what == INERTIA or what == FORWARD_DYNAMICS or what == ACTUATED_FORWARD_DYNAMICS:
+            # I* at one call site (rates and loads below leave F, S and G as they are)
             tree_inertia_one(parent, order, mass, com, inertia, F, S, G, Im)
+        if what == INERTIA:
             for a in range(M):
                 for b in range(M):
                     out[a * M + b] = Im[a, b]
             continue
-        wx = Na if what == ACTUATED_FORWARD_DYNAMICS else M
-        xt = x[wx * t:wx * (t + 1)] if nx > 1 else x[:wx]
+        xt = x[sx * t:sx * t + wx]
         rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block_row, S,
-              X, r, LU, piv, G, qd[M * t:M * (t + 1)] if nqd > 1 else qd[:M],
+              X, r, LU, piv, G, qd[sqd * t:sqd * t + M],
               xt if what == RATES or what == INVERSE_DYNAMICS or what == ACTUATOR_LOADS
               else D.zero, phid, phidd, V, Av, col)
         if what == RATES:
@@ -888,7 +897,6 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
             for m in range(M):
                 out[m] = Tq[m]
         elif what == FORWARD_DYNAMICS or what == ACTUATED_FORWARD_DYNAMICS:
-            tree_inertia_one(parent, order, mass, com, inertia, F, S, G, Im)
             net_loads(what == ACTUATED_FORWARD_DYNAMICS, G, act, xt, Tq, rhs)
             if not cholesky_solve(Im, rhs, Im, sol):
                 row[wide - 1] = SINGULAR_DYNAMICS
