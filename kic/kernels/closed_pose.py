@@ -106,39 +106,27 @@ def new_work(N, M, R, L, B, nb):
     one-pose call far less than nineteen."""
     f = np.zeros(N * (16 + 6 + M + 1 + 1 + 24 + 1) + L * 32 + R * (2 + N) + B * nb * nb
                  + 2 * nb * nb)
-    k = 0
-    F = f[k:k + 16 * N].reshape((N, 4, 4))
-    k += 16 * N
-    S = f[k:k + 6 * N].reshape((N, 6))
-    k += 6 * N
+    # arrays of one shape are slices of one view (each reshape is a few hundred
+    # instructions to compile, an index a few dozen)
+    F = f[:16 * N].reshape((N, 4, 4))
+    k = 16 * N
+    screws = f[k:k + 30 * N].reshape((5, N, 6))
+    k += 30 * N
     X = f[k:k + 32 * L].reshape((L, 2, 4, 4))
     k += 32 * L
-    r = f[k:k + R]
-    k += R
     Jr = f[k:k + R * N].reshape((R, N))
     k += R * N
-    LU = f[k:k + B * nb * nb].reshape((B, nb, nb))
-    k += B * nb * nb
     G = f[k:k + N * M].reshape((N, M))
     k += N * M
-    phid = f[k:k + N]
-    phidd = f[k + N:k + 2 * N]
-    k += 2 * N
-    V = f[k:k + 6 * N].reshape((N, 6))
-    Av = f[k + 6 * N:k + 12 * N].reshape((N, 6))
-    acc = f[k + 12 * N:k + 18 * N].reshape((N, 6))
-    fo = f[k + 18 * N:k + 24 * N].reshape((N, 6))
-    k += 24 * N
-    tau = f[k:k + N]
-    k += N
-    vec = f[k:k + R]
-    k += R
-    block = f[k:k + nb * nb].reshape((nb, nb))
-    block_work = f[k + nb * nb:k + 2 * nb * nb].reshape((nb, nb))
+    blocks = f[k:k + (B + 2) * nb * nb].reshape((B + 2, nb, nb))
+    k += (B + 2) * nb * nb
     i = np.zeros(B * nb + N + 2 * L, np.int64)
-    return Work(F=F, S=S, X=X, r=r, Jr=Jr, LU=LU, piv=i[:B * nb].reshape((B, nb)), G=G,
-                phid=phid, phidd=phidd, V=V, Av=Av, acc=acc, fo=fo, tau=tau, vec=vec,
-                block=block, block_work=block_work, flags=i[B * nb:])
+    return Work(F=F, S=screws[0], X=X, r=f[k:k + R], Jr=Jr, LU=blocks[:B],
+                piv=i[:B * nb].reshape((B, nb)), G=G, phid=f[k + R:k + R + N],
+                phidd=f[k + R + N:k + R + 2 * N], V=screws[1], Av=screws[2], acc=screws[3],
+                fo=screws[4], tau=f[k + R + 2 * N:k + R + 3 * N],
+                vec=f[k + R + 3 * N:k + 2 * R + 3 * N], block=blocks[B],
+                block_work=blocks[B + 1], flags=i[B * nb:])
 
 
 @jit(inline=True)
@@ -581,14 +569,12 @@ def dynamics_work(M, Na):
     and one int allocation (zeroed)."""
     nr = max(Na, M)
     f = np.zeros(M * (3 + 2 * M) + 3 * Na * M + nr)
-    k = 3 * M + M * M                   # after Tq, zero, sol (M each) and Im (M, M)
-    ga = Na * M
-    return DynamicsWork(Tq=f[:M], zero=f[M:2 * M], Im=f[3 * M:k].reshape((M, M)),
-                        Ga=f[k:k + ga].reshape((Na, M)),
-                        Gs=f[k + ga:k + 2 * ga].reshape((Na, M)),
-                        Gw=f[k + 2 * ga:k + 3 * ga].reshape((Na, M)),
-                        rhs=f[k + 3 * ga:k + 3 * ga + nr], sol=f[2 * M:3 * M],
-                        At=f[k + 3 * ga + nr:].reshape((M, M)),
+    square = f[:2 * M * M].reshape((2, M, M))          # Im, At
+    ga = f[2 * M * M:2 * M * M + 3 * Na * M].reshape((3, Na, M))     # Ga, Gs, Gw
+    k = 2 * M * M + 3 * Na * M
+    return DynamicsWork(Tq=f[k:k + M], zero=f[k + M:k + 2 * M], Im=square[0], Ga=ga[0],
+                        Gs=ga[1], Gw=ga[2], rhs=f[k + 3 * M:k + 3 * M + nr],
+                        sol=f[k + 2 * M:k + 3 * M], At=square[1],
                         pv=np.zeros(M, np.int64))
 
 
@@ -799,7 +785,9 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
                                                    P.body_b, P.U)
     mass, com, inertia, row_is_rot, Lc, maxc = (P.mass, P.com, P.inertia, P.row_is_rot,
                                                 P.L_char, P.max_condition)
-    W = work(P)
+    # work(P), written out: the plan's tuple is not copied into another scope
+    W = new_work(N, M, R, P.L, B, largest_block(block_row))
+    identity_flags(P.origin, P.offset, P.T_a, P.T_b, W.flags)
     F, S, X, r, Jr, LU, piv, G = W.F, W.S, W.X, W.r, W.Jr, W.LU, W.piv, W.G
     V, Av, phid, phidd, tau, col = W.V, W.Av, W.phid, W.phidd, W.tau, W.vec
     D = dynamics_work(M, Na)
