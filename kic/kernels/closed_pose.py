@@ -725,7 +725,10 @@ def same_as_before(a, w, t, n):
 
 @jit(inline=True)
 def keep_pose(phi, G, last, G_last):
-    """Remember a pose (its phi and G^phi_q) as the start of the next on a path."""
+    """Remember a pose (its phi and G^phi_q) as the start of the next on a path.
+    Copies here and in :func:`batch` go element by element: an array assigned to
+    a slice compiles numba's formatting of its shape-mismatch message (1.6 s of
+    CPU at first use)."""
     N, M = G_last.shape
     for j in range(N):
         last[j] = phi[j]
@@ -819,16 +822,13 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
         row = buf[t * wide:(t + 1) * wide]
         qt = q[sq * t:sq * t + M]
         if reuse and t > 0 and same_as_before(q, M, t, nq) and same_as_before(phi0, N, t, nphi):
-            for i in range(K, K + N + 1 + 2 * B):
-                # element by element: an array assigned to a slice compiles numba's
-                # formatting of the shape-mismatch error message (1.6 s at first use)
+            for i in range(K, K + N + 1 + 2 * B):   # no slice = array: see keep_pose
                 row[i] = buf[(t - 1) * wide + i]
             row[wide - 1] = assembled
             if assembled != OK:
                 continue
         else:
-            start(q_idx, phi, qt, phi0[sphi * t:sphi * t + N], last,
-                  G_last, path and have_last)
+            start(q_idx, phi, qt, phi0[sphi * t:sphi * t + N], last, G_last, path and have_last)
             row[wide - 1] = OK
             if what != TRANSFER and what != INERTIA:
                 for m in range(M):
