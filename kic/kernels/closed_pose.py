@@ -196,14 +196,6 @@ def reduced_row(U, l, c, k, w, p):
     return U[l, 0, c] * p[0] + U[l, 1, c] * p[1] + U[l, 2, c] * p[2]
 
 
-@jit(inline=True)
-def side_rows_dot(X, l, i, k):
-    """Row i of loop l's side-A rotation times row k of its side-B rotation: entry
-    (i, k) of R_A R_B^T."""
-    return X[l, 0, i, 0] * X[l, 1, k, 0] + X[l, 0, i, 1] * X[l, 1, k, 1] \
-        + X[l, 0, i, 2] * X[l, 1, k, 2]
-
-
 @jit
 def closure_residual(loop_k, loop_r, loop_row, U, X, r):
     """Reduced closure residuals r (R,): U^T [vex(R_A R_B^T); p_A - p_B] or U^T (p_A - p_B)
@@ -211,15 +203,22 @@ def closure_residual(loop_k, loop_r, loop_row, U, X, r):
     for l in range(loop_k.shape[0]):
         k = loop_k[l]
         row = loop_row[l]
-        p0 = X[l, 0, 0, 3] - X[l, 1, 0, 3]
-        p1 = X[l, 0, 1, 3] - X[l, 1, 1, 3]
-        p2 = X[l, 0, 2, 3] - X[l, 1, 2, 3]
+        # both sides' frames read once (an entry of a 4-index array is about a
+        # hundred instructions to compile, of a tuple none)
+        a00, a01, a02, a10, a11, a12, a20, a21, a22, ax, ay, az = base_tuple(X[l, 0])
+        b00, b01, b02, b10, b11, b12, b20, b21, b22, bx, by, bz = base_tuple(X[l, 1])
+        p0 = ax - bx
+        p1 = ay - by
+        p2 = az - bz
         if k == 6:
-            # E = R_A R_B^T; vex of its skew part
-            e01, e02, e10 = side_rows_dot(X, l, 0, 1), side_rows_dot(X, l, 0, 2), \
-                side_rows_dot(X, l, 1, 0)
-            e12, e20, e21 = side_rows_dot(X, l, 1, 2), side_rows_dot(X, l, 2, 0), \
-                side_rows_dot(X, l, 2, 1)
+            # E = R_A R_B^T (entry (i, k): row i of R_A times row k of R_B); vex of
+            # its skew part
+            e01 = a00 * b10 + a01 * b11 + a02 * b12
+            e02 = a00 * b20 + a01 * b21 + a02 * b22
+            e10 = a10 * b00 + a11 * b01 + a12 * b02
+            e12 = a10 * b20 + a11 * b21 + a12 * b22
+            e20 = a20 * b00 + a21 * b01 + a22 * b02
+            e21 = a20 * b10 + a21 * b11 + a22 * b12
             w0 = 0.5 * (e21 - e12)
             w1 = 0.5 * (e02 - e20)
             w2 = 0.5 * (e10 - e01)
@@ -323,28 +322,35 @@ def newton(parent, order, isR, axis, origin, offset, loop_k, loop_r, loop_row, b
     frames F, screws S, side frames X and closure Jacobian Jr of the final phi
     (``flags`` as :func:`tree_frames`); ``max_iter`` :data:`AT_PHI`: no step.
     Returns (status, dimensionless worst residual).  Each stage is called at
-    one place (a call site compiles the callee's arguments once more)."""
+    one place, and the function returns at one place (a call site compiles the
+    callee's arguments once more, an exit the release of every argument)."""
     R = r.shape[0]
     worst = 0.0
     polished = False
-    for it in range(max(max_iter, 0) + 2):
+    status = -1                             # iterating
+    it = 0
+    while status < 0:
         tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags)
         loop_frames(body_a, T_a, body_b, T_b, F, X, flags)
         closure_residual(loop_k, loop_r, loop_row, U, X, r)
         worst = worst_residual(row_is_rot, Lc, r, 0, R)
         done = max_iter == AT_PHI or (worst < tol and (polished or worst < EXACT_START))
         if not done and (it >= max_iter or not np.isfinite(worst)):
-            return NOT_ASSEMBLED, worst
-        closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
-        if done:
-            return OK, worst
-        # once within the tolerance, one more full step takes the solution to
-        # rounding, so it does not depend on where Newton started
-        polished = worst < tol
-        if not newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi,
-                           polished):
-            return SINGULAR_BLOCK, worst
-    return NOT_ASSEMBLED, worst
+            status = NOT_ASSEMBLED
+        else:
+            closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
+            # once within the tolerance, one more full step takes the solution to
+            # rounding, so it does not depend on where Newton started
+            polished = worst < tol
+            if done:
+                status = OK
+            elif not newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step,
+                                 phi, polished):
+                status = SINGULAR_BLOCK
+            elif it == max(max_iter, 0) + 1:
+                status = NOT_ASSEMBLED
+        it += 1
+    return status, worst
 
 
 @jit(inline=True)
@@ -600,34 +606,35 @@ def actuator_solve(isR, q_idx, Lc, maxc, G, act, Tq, Ga, Gs, Gw, rhs, sol, Im, A
                 g /= Lc
             Gs[i, m] = g
     cond = condition_leading(Gs, Na, M, Gw)
+    status = SINGULAR_DYNAMICS              # until a solve succeeds (one exit: see newton)
     if not (cond < maxc):
-        return SINGULAR_DYNAMICS, cond
-    if Na == M:
+        pass
+    elif Na == M:
         for i in range(M):
             for m in range(M):
                 At[m, i] = Ga[i, m]
             rhs[i] = Tq[i]
-        if lu_factor(At, M, pv) == 0.0:
-            return SINGULAR_DYNAMICS, cond
-        lu_solve(At, M, pv, rhs)
-        for i in range(M):
-            out[i] = rhs[i]
-        return OK, cond
-    # least-norm loads: tau = G (G^T G)^-1 T_q
-    for a in range(M):
-        for b in range(M):
-            s = 0.0
+        if lu_factor(At, M, pv) != 0.0:
+            lu_solve(At, M, pv, rhs)
+            for i in range(M):
+                out[i] = rhs[i]
+            status = OK
+    else:
+        # least-norm loads: tau = G (G^T G)^-1 T_q
+        for a in range(M):
+            for b in range(M):
+                s = 0.0
+                for i in range(Na):
+                    s += Ga[i, a] * Ga[i, b]
+                Im[a, b] = s
+        if cholesky_solve(Im, Tq, Im, sol):
             for i in range(Na):
-                s += Ga[i, a] * Ga[i, b]
-            Im[a, b] = s
-    if not cholesky_solve(Im, Tq, Im, sol):
-        return SINGULAR_DYNAMICS, cond
-    for i in range(Na):
-        s = 0.0
-        for m in range(M):
-            s += Ga[i, m] * sol[m]
-        out[i] = s
-    return OK, cond
+                s = 0.0
+                for m in range(M):
+                    s += Ga[i, m] * sol[m]
+                out[i] = s
+            status = OK
+    return status, cond
 
 
 @jit(inline=True)
