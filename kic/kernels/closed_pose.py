@@ -47,7 +47,7 @@ __all__ = ["OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_
            "worst_residual", "closure_jacobian", "assemble_pose", "transfer_pose",
            "pose_rates", "rnea", "project", "inertia_pose", "is_massless", "pose_frames",
            "pose_jacobian", "newton_step", "in_mode", "settle", "settled", "actuator_solve",
-           "all_finite", "batch",
+           "all_finite", "batch", "AT_PHI",
            "ASSEMBLE", "INVERSE_DYNAMICS", "FORWARD_DYNAMICS", "ACTUATOR_LOADS", "TRANSFER",
            "INERTIA", "RATES", "ASSEMBLED_TRANSFER", "ACTUATED_FORWARD_DYNAMICS"]
 
