@@ -16,7 +16,9 @@ networkx, matplotlib or numba; ``import mechanisms`` imports networkx).
 ``--compare CHECKOUT`` times another checkout of kic (e.g. an export of the
 main branch) beside this one, case by case, for before/after figures;
 ``--case five-bar`` or ``--case puma`` runs one case (each cold run costs
-tens of seconds of CPU).
+tens of seconds of CPU).  ``--cold-repeats K`` takes the best of K cold runs,
+each with a new empty cache, the checkouts interleaved run by run (a shared,
+loaded machine inflates CPU time: compare figures of one run of this script).
 """
 from __future__ import annotations
 
@@ -80,6 +82,9 @@ def cpu_of(code: str, cache: str | None, backend: str | None = None, root: Path 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=1, help="warm runs (best of)")
+    p.add_argument("--cold-repeats", type=int, default=1,
+                   help="cold runs, each with a new empty cache (best of; interleaved "
+                        "with the --compare checkout's)")
     p.add_argument("--case", choices=("all", "five-bar", "puma"), default="all")
     p.add_argument("--compare", type=Path, default=None, metavar="CHECKOUT",
                    help="another checkout of kic (e.g. the main branch) timed beside this "
@@ -92,12 +97,18 @@ def main(argv=None) -> None:
     print("CPU seconds of the whole process (imports included)")
     print(f"  {'case':52s} {'cold':>7s} {'warm':>7s} {'numpy':>7s}")
     for name, code in cases.items():
+        cold = {label: float("inf") for label, _ in roots}
+        warm = dict(cold)
+        for _ in range(a.cold_repeats):
+            for label, root in roots:            # interleaved: this checkout, the other
+                with tempfile.TemporaryDirectory(prefix="kic-numba-cache-") as cache:
+                    cold[label] = min(cold[label], cpu_of(code, cache, root=root))
+                    warm[label] = min([warm[label]] + [cpu_of(code, cache, root=root)
+                                                       for _ in range(a.repeats)])
         for label, root in roots:
-            with tempfile.TemporaryDirectory(prefix="kic-numba-cache-") as cache:
-                cold = cpu_of(code, cache, root=root)
-                warm = min(cpu_of(code, cache, root=root) for _ in range(a.repeats))
             numpy = cpu_of(code, None, backend="numpy", root=root)
-            print(f"  {name[:52 - len(label)] + label:52s} {cold:7.2f} {warm:7.2f} {numpy:7.2f}")
+            print(f"  {name[:52 - len(label)] + label:52s} {cold[label]:7.2f} "
+                  f"{warm[label]:7.2f} {numpy:7.2f}")
     if a.case != "all":
         return
     imports = min(cpu_of("import kic", None) for _ in range(max(a.repeats, 3)))

@@ -672,3 +672,43 @@ def test_an_empty_batch_gives_empty_outputs():
     out = K.actuator_loads(plan, none, none, none, [0, 1], np.zeros((0, N)))
     assert [a.shape for a in out] == [(0, 2), (0, N), (0,), (0,), (0, B), (0, B), (0,)]
     assert out[2].dtype == np.int64
+
+
+@compiled
+def test_lane_and_condition_stages_are_for_compiled_callers_only():
+    """The design lanes' stages and the condition number's stages run inside
+    compiled entry points only (compiled without Python's wrappers: a Python
+    call raises TypeError); the design batches' entry and the LU functions that
+    Python calls (the parity tests, serial_numba's inverses) still run."""
+    from kic.kernels import closed_lanes
+    with pytest.raises(TypeError, match="compiled callers only"):
+        closed_lanes.block_condition(np.zeros(1, np.int64), np.zeros(1, np.int64),
+                                     np.zeros(1, np.int64), 1.0, np.zeros((1, 1, 1)), 0, 1, 0,
+                                     np.zeros((1, 1)), np.zeros((1, 1)))
+    with pytest.raises(TypeError, match="compiled callers only"):
+        linalg.condition_leading(np.eye(2), 2, 2, np.empty((2, 2)))
+    assert linalg.condition_number(np.diag([2.0, 0.5]), np.empty((2, 2))) == pytest.approx(4.0)
+    A, piv, b = np.array([[0.0, 2.0], [1.0, 1.0]]), np.zeros(2, np.int64), np.array([2.0, 3.0])
+    assert linalg.lu_factor(A, 2, piv) == -1.0
+    linalg.lu_solve(A, 2, piv, b)
+    np.testing.assert_allclose(b, [2.0, 1.0], rtol=1e-15)
+    assert type(closed_lanes.design_loads).__name__ != type(closed_lanes.transfer_lanes).__name__
+
+
+@compiled
+def test_transfer_at_given_joint_values_leaves_them_and_matches_assembly():
+    """G^phi_q at given joint values (the entry's evaluation without a Newton
+    step) is the transfer after an assembly that starts at those values (to
+    rounding: Newton may polish them), and it reports the residual of the values
+    it was given (not corrected)."""
+    model, plan, q, phi = case("five_bar")
+    G_at, status, residual, *_ = K.transfer(plan, phi)
+    from kic.kernels.closed_pose import ASSEMBLED_TRANSFER
+    out = K._call(plan, ASSEMBLED_TRANSFER, q, q, q, K._EMPTY_I, phi, False)
+    assert (status == 0).all() and (out[2] == 0).all()
+    np.testing.assert_allclose(out[1], phi, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(G_at.reshape(len(q), -1), out[0], rtol=1e-12, atol=1e-14)
+    moved = phi.copy()
+    moved[:, 2] += 1e-3
+    _, _, residual_moved, *_ = K.transfer(plan, moved)
+    assert (residual_moved > 1e3 * np.maximum(residual, 1e-300)).all()

@@ -659,3 +659,9 @@ def design_loads(fstack, ibuf, q, qd, x, act, phi0, path, modes, skip, loads, al
                         path, modes[d], skip, O)
     if nq > 0:
         actuation_flush(nq, AW, loads, status, acond, aloads)
+
+
+# the lanes' stages run inside design_loads only: compiled without Python's wrappers
+from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
+
+compiled_callers_only(__name__, but=("design_loads",))

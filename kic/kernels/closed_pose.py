@@ -47,7 +47,7 @@ __all__ = ["OK", "NOT_ASSEMBLED", "SINGULAR_BLOCK", "SINGULAR_DYNAMICS", "OTHER_
            "worst_residual", "closure_jacobian", "assemble_pose", "transfer_pose",
            "pose_rates", "rnea", "project", "inertia_pose", "is_massless", "pose_frames",
            "pose_jacobian", "newton_step", "in_mode", "settle", "settled", "actuator_solve",
-           "all_finite", "batch",
+           "all_finite", "batch", "AT_PHI",
            "ASSEMBLE", "INVERSE_DYNAMICS", "FORWARD_DYNAMICS", "ACTUATOR_LOADS", "TRANSFER",
            "INERTIA", "RATES", "ASSEMBLED_TRANSFER", "ACTUATED_FORWARD_DYNAMICS"]
 
@@ -106,39 +106,27 @@ def new_work(N, M, R, L, B, nb):
     one-pose call far less than nineteen."""
     f = np.zeros(N * (16 + 6 + M + 1 + 1 + 24 + 1) + L * 32 + R * (2 + N) + B * nb * nb
                  + 2 * nb * nb)
-    k = 0
-    F = f[k:k + 16 * N].reshape((N, 4, 4))
-    k += 16 * N
-    S = f[k:k + 6 * N].reshape((N, 6))
-    k += 6 * N
+    # arrays of one shape are slices of one view (each reshape is a few hundred
+    # instructions to compile, an index a few dozen)
+    F = f[:16 * N].reshape((N, 4, 4))
+    k = 16 * N
+    screws = f[k:k + 30 * N].reshape((5, N, 6))
+    k += 30 * N
     X = f[k:k + 32 * L].reshape((L, 2, 4, 4))
     k += 32 * L
-    r = f[k:k + R]
-    k += R
     Jr = f[k:k + R * N].reshape((R, N))
     k += R * N
-    LU = f[k:k + B * nb * nb].reshape((B, nb, nb))
-    k += B * nb * nb
     G = f[k:k + N * M].reshape((N, M))
     k += N * M
-    phid = f[k:k + N]
-    phidd = f[k + N:k + 2 * N]
-    k += 2 * N
-    V = f[k:k + 6 * N].reshape((N, 6))
-    Av = f[k + 6 * N:k + 12 * N].reshape((N, 6))
-    acc = f[k + 12 * N:k + 18 * N].reshape((N, 6))
-    fo = f[k + 18 * N:k + 24 * N].reshape((N, 6))
-    k += 24 * N
-    tau = f[k:k + N]
-    k += N
-    vec = f[k:k + R]
-    k += R
-    block = f[k:k + nb * nb].reshape((nb, nb))
-    block_work = f[k + nb * nb:k + 2 * nb * nb].reshape((nb, nb))
+    blocks = f[k:k + (B + 2) * nb * nb].reshape((B + 2, nb, nb))
+    k += (B + 2) * nb * nb
     i = np.zeros(B * nb + N + 2 * L, np.int64)
-    return Work(F=F, S=S, X=X, r=r, Jr=Jr, LU=LU, piv=i[:B * nb].reshape((B, nb)), G=G,
-                phid=phid, phidd=phidd, V=V, Av=Av, acc=acc, fo=fo, tau=tau, vec=vec,
-                block=block, block_work=block_work, flags=i[B * nb:])
+    return Work(F=F, S=screws[0], X=X, r=f[k:k + R], Jr=Jr, LU=blocks[:B],
+                piv=i[:B * nb].reshape((B, nb)), G=G, phid=f[k + R:k + R + N],
+                phidd=f[k + R + N:k + R + 2 * N], V=screws[1], Av=screws[2], acc=screws[3],
+                fo=screws[4], tau=f[k + R + 2 * N:k + R + 3 * N],
+                vec=f[k + R + 3 * N:k + 2 * R + 3 * N], block=blocks[B],
+                block_work=blocks[B + 1], flags=i[B * nb:])
 
 
 @jit(inline=True)
@@ -191,8 +179,10 @@ def loop_frames(body_a, T_a, body_b, T_b, F, X, flags):
     ``flags`` as :func:`tree_frames`)."""
     N = F.shape[0]
     for l in range(body_a.shape[0]):
-        frame_into(placed(F, body_a[l], T_a[l], flags[N + 2 * l] & 1), X[l, 0])
-        frame_into(placed(F, body_b[l], T_b[l], flags[N + 2 * l + 1] & 1), X[l, 1])
+        for side in range(2):       # one placement in the code: half of it to compile
+            body = body_a[l] if side == 0 else body_b[l]
+            T = T_a[l] if side == 0 else T_b[l]
+            frame_into(placed(F, body, T, flags[N + 2 * l + side] & 1), X[l, side])
 
 
 @jit(inline=True)
@@ -206,14 +196,6 @@ def reduced_row(U, l, c, k, w, p):
     return U[l, 0, c] * p[0] + U[l, 1, c] * p[1] + U[l, 2, c] * p[2]
 
 
-@jit(inline=True)
-def side_rows_dot(X, l, i, k):
-    """Row i of loop l's side-A rotation times row k of its side-B rotation: entry
-    (i, k) of R_A R_B^T."""
-    return X[l, 0, i, 0] * X[l, 1, k, 0] + X[l, 0, i, 1] * X[l, 1, k, 1] \
-        + X[l, 0, i, 2] * X[l, 1, k, 2]
-
-
 @jit
 def closure_residual(loop_k, loop_r, loop_row, U, X, r):
     """Reduced closure residuals r (R,): U^T [vex(R_A R_B^T); p_A - p_B] or U^T (p_A - p_B)
@@ -221,15 +203,22 @@ def closure_residual(loop_k, loop_r, loop_row, U, X, r):
     for l in range(loop_k.shape[0]):
         k = loop_k[l]
         row = loop_row[l]
-        p0 = X[l, 0, 0, 3] - X[l, 1, 0, 3]
-        p1 = X[l, 0, 1, 3] - X[l, 1, 1, 3]
-        p2 = X[l, 0, 2, 3] - X[l, 1, 2, 3]
+        # both sides' frames read once (an entry of a 4-index array is about a
+        # hundred instructions to compile, of a tuple none)
+        a00, a01, a02, a10, a11, a12, a20, a21, a22, ax, ay, az = base_tuple(X[l, 0])
+        b00, b01, b02, b10, b11, b12, b20, b21, b22, bx, by, bz = base_tuple(X[l, 1])
+        p0 = ax - bx
+        p1 = ay - by
+        p2 = az - bz
         if k == 6:
-            # E = R_A R_B^T; vex of its skew part
-            e01, e02, e10 = side_rows_dot(X, l, 0, 1), side_rows_dot(X, l, 0, 2), \
-                side_rows_dot(X, l, 1, 0)
-            e12, e20, e21 = side_rows_dot(X, l, 1, 2), side_rows_dot(X, l, 2, 0), \
-                side_rows_dot(X, l, 2, 1)
+            # E = R_A R_B^T (entry (i, k): row i of R_A times row k of R_B); vex of
+            # its skew part
+            e01 = a00 * b10 + a01 * b11 + a02 * b12
+            e02 = a00 * b20 + a01 * b21 + a02 * b22
+            e10 = a10 * b00 + a11 * b01 + a12 * b02
+            e12 = a10 * b20 + a11 * b21 + a12 * b22
+            e20 = a20 * b00 + a21 * b01 + a22 * b02
+            e21 = a20 * b10 + a21 * b11 + a22 * b12
             w0 = 0.5 * (e21 - e12)
             w1 = 0.5 * (e02 - e20)
             w2 = 0.5 * (e10 - e01)
@@ -320,35 +309,48 @@ def newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi, 
     return True
 
 
+AT_PHI = -1
+"""``max_iter`` of :func:`newton` that takes no step: the frames, residual and
+closure Jacobian at phi as it is (its residual reported, not corrected)."""
+
+
 @jit
 def newton(parent, order, isR, axis, origin, offset, loop_k, loop_r, loop_row, body_a, T_a,
            body_b, T_b, U, dep, block_row, row_is_rot, Lc, tol, max_iter, F, S, X, r, Jr, piv,
            Ab, step, phi, flags):
     """Newton on the dependent joints from phi (q already in place); leaves the
     frames F, screws S, side frames X and closure Jacobian Jr of the final phi
-    (``flags`` as :func:`tree_frames`).  Returns (status, dimensionless worst
-    residual)."""
+    (``flags`` as :func:`tree_frames`); ``max_iter`` :data:`AT_PHI`: no step.
+    Returns (status, dimensionless worst residual).  Each stage is called at
+    one place, and the function returns at one place (a call site compiles the
+    callee's arguments once more, an exit the release of every argument)."""
     R = r.shape[0]
     worst = 0.0
     polished = False
-    for it in range(max_iter + 2):
+    status = -1                             # iterating
+    it = 0
+    while status < 0:
         tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags)
         loop_frames(body_a, T_a, body_b, T_b, F, X, flags)
         closure_residual(loop_k, loop_r, loop_row, U, X, r)
         worst = worst_residual(row_is_rot, Lc, r, 0, R)
-        if worst < tol and (polished or worst < EXACT_START):
+        done = max_iter == AT_PHI or (worst < tol and (polished or worst < EXACT_START))
+        if not done and (it >= max_iter or not np.isfinite(worst)):
+            status = NOT_ASSEMBLED
+        else:
             closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
-            return OK, worst
-        if it >= max_iter or not np.isfinite(worst):
-            return NOT_ASSEMBLED, worst
-        # once within the tolerance, one more full step takes the solution to
-        # rounding, so it does not depend on where Newton started
-        polished = worst < tol
-        closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
-        if not newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step, phi,
-                           polished):
-            return SINGULAR_BLOCK, worst
-    return NOT_ASSEMBLED, worst
+            # once within the tolerance, one more full step takes the solution to
+            # rounding, so it does not depend on where Newton started
+            polished = worst < tol
+            if done:
+                status = OK
+            elif not newton_step(dep, block_row, row_is_rot, Lc, tol, r, Jr, piv, Ab, step,
+                                 phi, polished):
+                status = SINGULAR_BLOCK
+            elif it == max(max_iter, 0) + 1:
+                status = NOT_ASSEMBLED
+        it += 1
+    return status, worst
 
 
 @jit(inline=True)
@@ -573,14 +575,12 @@ def dynamics_work(M, Na):
     and one int allocation (zeroed)."""
     nr = max(Na, M)
     f = np.zeros(M * (3 + 2 * M) + 3 * Na * M + nr)
-    k = 3 * M + M * M                   # after Tq, zero, sol (M each) and Im (M, M)
-    ga = Na * M
-    return DynamicsWork(Tq=f[:M], zero=f[M:2 * M], Im=f[3 * M:k].reshape((M, M)),
-                        Ga=f[k:k + ga].reshape((Na, M)),
-                        Gs=f[k + ga:k + 2 * ga].reshape((Na, M)),
-                        Gw=f[k + 2 * ga:k + 3 * ga].reshape((Na, M)),
-                        rhs=f[k + 3 * ga:k + 3 * ga + nr], sol=f[2 * M:3 * M],
-                        At=f[k + 3 * ga + nr:].reshape((M, M)),
+    square = f[:2 * M * M].reshape((2, M, M))          # Im, At
+    ga = f[2 * M * M:2 * M * M + 3 * Na * M].reshape((3, Na, M))     # Ga, Gs, Gw
+    k = 2 * M * M + 3 * Na * M
+    return DynamicsWork(Tq=f[k:k + M], zero=f[k + M:k + 2 * M], Im=square[0], Ga=ga[0],
+                        Gs=ga[1], Gw=ga[2], rhs=f[k + 3 * M:k + 3 * M + nr],
+                        sol=f[k + 2 * M:k + 3 * M], At=square[1],
                         pv=np.zeros(M, np.int64))
 
 
@@ -606,34 +606,35 @@ def actuator_solve(isR, q_idx, Lc, maxc, G, act, Tq, Ga, Gs, Gw, rhs, sol, Im, A
                 g /= Lc
             Gs[i, m] = g
     cond = condition_leading(Gs, Na, M, Gw)
+    status = SINGULAR_DYNAMICS              # until a solve succeeds (one exit: see newton)
     if not (cond < maxc):
-        return SINGULAR_DYNAMICS, cond
-    if Na == M:
+        pass
+    elif Na == M:
         for i in range(M):
             for m in range(M):
                 At[m, i] = Ga[i, m]
             rhs[i] = Tq[i]
-        if lu_factor(At, M, pv) == 0.0:
-            return SINGULAR_DYNAMICS, cond
-        lu_solve(At, M, pv, rhs)
-        for i in range(M):
-            out[i] = rhs[i]
-        return OK, cond
-    # least-norm loads: tau = G (G^T G)^-1 T_q
-    for a in range(M):
-        for b in range(M):
-            s = 0.0
+        if lu_factor(At, M, pv) != 0.0:
+            lu_solve(At, M, pv, rhs)
+            for i in range(M):
+                out[i] = rhs[i]
+            status = OK
+    else:
+        # least-norm loads: tau = G (G^T G)^-1 T_q
+        for a in range(M):
+            for b in range(M):
+                s = 0.0
+                for i in range(Na):
+                    s += Ga[i, a] * Ga[i, b]
+                Im[a, b] = s
+        if cholesky_solve(Im, Tq, Im, sol):
             for i in range(Na):
-                s += Ga[i, a] * Ga[i, b]
-            Im[a, b] = s
-    if not cholesky_solve(Im, Tq, Im, sol):
-        return SINGULAR_DYNAMICS, cond
-    for i in range(Na):
-        s = 0.0
-        for m in range(M):
-            s += Ga[i, m] * sol[m]
-        out[i] = s
-    return OK, cond
+                s = 0.0
+                for m in range(M):
+                    s += Ga[i, m] * sol[m]
+                out[i] = s
+            status = OK
+    return status, cond
 
 
 @jit(inline=True)
@@ -662,15 +663,13 @@ def output_width(what, N, M, Na):
 
 @jit(inline=True)
 def first_bad(q, qd, x, phi0):
-    """1-4 for the first of q, qd, x, phi0 that is not finite, else 0."""
-    if not all_finite(q):
-        return 1
-    if not all_finite(qd):
-        return 2
-    if not all_finite(x):
-        return 3
-    if not all_finite(phi0):
-        return 4
+    """1-4 for the first of q, qd, x, phi0 that is not finite, else 0 (one loop
+    over the four: the check compiled once)."""
+    k = 0
+    for a in (q, qd, x, phi0):
+        k += 1
+        if not all_finite(a):
+            return k
     return 0
 
 
@@ -733,7 +732,10 @@ def same_as_before(a, w, t, n):
 
 @jit(inline=True)
 def keep_pose(phi, G, last, G_last):
-    """Remember a pose (its phi and G^phi_q) as the start of the next on a path."""
+    """Remember a pose (its phi and G^phi_q) as the start of the next on a path.
+    Copies here and in :func:`batch` go element by element: an array assigned to
+    a slice compiles numba's formatting of its shape-mismatch message (1.6 s of
+    CPU at first use)."""
     N, M = G_last.shape
     for j in range(N):
         last[j] = phi[j]
@@ -782,6 +784,9 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     tuple handed to a helper is copied with a reference count per member, which
     made this entry's compiled code three times longer (and its first call
     seconds slower)."""
+    bad = first_bad(q, qd, x, phi0)
+    if bad:     # before the plan's and the work's arrays: an exit that drops none
+        return np.empty(0), 0, 0.0, bad
     P = unpack(fbuf, ibuf)
     N, M, B, R, Na = P.N, P.M, P.B, P.R, act.shape[0]
     parent, order, isR, q_idx, dep, block_row = (P.parent, P.order, P.is_revolute, P.q_idx,
@@ -790,17 +795,20 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
                                                    P.body_b, P.U)
     mass, com, inertia, row_is_rot, Lc, maxc = (P.mass, P.com, P.inertia, P.row_is_rot,
                                                 P.L_char, P.max_condition)
-    W = work(P)
+    # work(P), written out: the plan's tuple is not copied into another scope
+    W = new_work(N, M, R, P.L, B, largest_block(block_row))
+    identity_flags(P.origin, P.offset, P.T_a, P.T_b, W.flags)
     F, S, X, r, Jr, LU, piv, G = W.F, W.S, W.X, W.r, W.Jr, W.LU, W.piv, W.G
     V, Av, phid, phidd, tau, col = W.V, W.Av, W.phid, W.phidd, W.tau, W.vec
     D = dynamics_work(M, Na)
     Tq, Im, rhs, sol = D.Tq, D.Im, D.rhs[:M], D.sol
     one = phi_one.shape[0] > 0
-    bad = first_bad(q, qd, x, phi0)
-    if bad:
-        return np.empty(0), 0, 0.0, bad
     nq, nqd, nphi = rows_of(q, M), rows_of(qd, M), rows_of(phi0, N)
-    nx = rows_of(x, Na if what == ACTUATED_FORWARD_DYNAMICS else M)
+    wx = Na if what == ACTUATED_FORWARD_DYNAMICS else M
+    nx = rows_of(x, wx)
+    # the step from one pose's row to the next: 0 where one row serves every pose
+    sq, sqd, sx, sphi = (M if nq > 1 else 0, M if nqd > 1 else 0, wx if nx > 1 else 0,
+                         N if nphi > 1 else 0)
     n = 1 if one else max(nq, nqd, nx, nphi)
     K = output_width(what, N, M, Na)
     wide = K + N + 3 + 2 * B
@@ -819,30 +827,25 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
     reuse, assembled = not path and what != TRANSFER and what != INERTIA, OK
     for t in range(n):
         row = buf[t * wide:(t + 1) * wide]
-        qt = q[M * t:M * (t + 1)] if nq > 1 else q[:M]
+        qt = q[sq * t:sq * t + M]
         if reuse and t > 0 and same_as_before(q, M, t, nq) and same_as_before(phi0, N, t, nphi):
-            row[K:K + N + 1 + 2 * B] = buf[(t - 1) * wide + K:(t - 1) * wide + K + N + 1 + 2 * B]
+            for i in range(K, K + N + 1 + 2 * B):   # no slice = array: see keep_pose
+                row[i] = buf[(t - 1) * wide + i]
             row[wide - 1] = assembled
             if assembled != OK:
                 continue
         else:
-            start(q_idx, phi, qt, phi0[N * t:N * (t + 1)] if nphi > 1 else phi0[:N], last,
-                  G_last, path and have_last)
+            start(q_idx, phi, qt, phi0[sphi * t:sphi * t + N], last, G_last, path and have_last)
             row[wide - 1] = OK
-            if what == TRANSFER or what == INERTIA:
-                # given phi: evaluate there (its residual is reported, not corrected)
-                tree_frames(parent, order, isR, P.axis, P.origin, P.offset, phi, F, S, W.flags)
-                loop_frames(body_a, P.T_a, body_b, P.T_b, F, X, W.flags)
-                closure_residual(loop_k, loop_r, loop_row, U, X, r)
-                closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr)
-                st, res = OK, worst_residual(row_is_rot, Lc, r, 0, R)
-            else:
+            if what != TRANSFER and what != INERTIA:
                 for m in range(M):
                     phi[q_idx[m]] = qt[m]
-                st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
-                                 loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
-                                 row_is_rot, Lc, P.tol, P.max_iter, F, S, X, r, Jr, piv,
-                                 W.block, col, phi, W.flags)
+            # TRANSFER, INERTIA: at the given phi (its residual reported, not corrected)
+            st, res = newton(parent, order, isR, P.axis, P.origin, P.offset, loop_k, loop_r,
+                             loop_row, body_a, P.T_a, body_b, P.T_b, U, dep, block_row,
+                             row_is_rot, Lc, P.tol,
+                             AT_PHI if what == TRANSFER or what == INERTIA else P.max_iter, F,
+                             S, X, r, Jr, piv, W.block, col, phi, W.flags)
             row[K + N] = res
             if st == NOT_ASSEMBLED:
                 row[wide - 1] = assembled = st
@@ -864,16 +867,17 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
                 for m in range(M):
                     out[j * M + m] = G[j, m]
             continue
-        if what == INERTIA:
+        if what == INERTIA or what == FORWARD_DYNAMICS or what == ACTUATED_FORWARD_DYNAMICS:
+            # I* at one call site (rates and loads below leave F, S and G as they are)
             tree_inertia_one(parent, order, mass, com, inertia, F, S, G, Im)
+        if what == INERTIA:
             for a in range(M):
                 for b in range(M):
                     out[a * M + b] = Im[a, b]
             continue
-        wx = Na if what == ACTUATED_FORWARD_DYNAMICS else M
-        xt = x[wx * t:wx * (t + 1)] if nx > 1 else x[:wx]
+        xt = x[sx * t:sx * t + wx]
         rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block_row, S,
-              X, r, LU, piv, G, qd[M * t:M * (t + 1)] if nqd > 1 else qd[:M],
+              X, r, LU, piv, G, qd[sqd * t:sqd * t + M],
               xt if what == RATES or what == INVERSE_DYNAMICS or what == ACTUATOR_LOADS
               else D.zero, phid, phidd, V, Av, col)
         if what == RATES:
@@ -888,7 +892,6 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
             for m in range(M):
                 out[m] = Tq[m]
         elif what == FORWARD_DYNAMICS or what == ACTUATED_FORWARD_DYNAMICS:
-            tree_inertia_one(parent, order, mass, com, inertia, F, S, G, Im)
             net_loads(what == ACTUATED_FORWARD_DYNAMICS, G, act, xt, Tq, rhs)
             if not cholesky_solve(Im, rhs, Im, sol):
                 row[wide - 1] = SINGULAR_DYNAMICS

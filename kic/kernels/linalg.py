@@ -694,3 +694,14 @@ def condition_numbers_lanes(A, count, work, norms, gam, cs, sn, pairs, cond, liv
             break
     for u in range(count):
         cond[u] = column_norm_ratio(work[:, :, u].T, m, n)     # lane u's columns as columns
+
+
+# the stages of the condition number run inside compiled callers only: compiled
+# without Python's wrappers (the ones named here are called from Python as well:
+# serial_numba's stacked inverses, and the parity tests of tests/test_kernels.py)
+from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
+
+compiled_callers_only(__name__, but=("lu_factor", "lu_solve", "invert_into", "frobenius_bound",
+                                     "invert_stacked", "lu_factor_lanes", "lu_solve_lanes",
+                                     "lu_solve_columns", "round_robin_pairs",
+                                     "condition_numbers_lanes"))
