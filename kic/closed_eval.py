@@ -53,10 +53,17 @@ from .transfer import closure_transfer
 __all__ = ["NumpyEvaluation", "CompiledEvaluation", "evaluation_for", "design_loads"]
 
 _F8 = np.dtype(np.float64)
+
 _NO_ACTUATORS = np.zeros(0, np.int64)
 # plain ints for the per-call checks (comparing with enum members costs microseconds)
 _UNASSEMBLABLE, _OTHER_MODE = int(Status.UNASSEMBLABLE), int(Status.OTHER_MODE)
 _OUTSIDE_LIMITS = int(Status.OUTSIDE_LIMITS)
+
+
+def _native_float64(a: np.ndarray) -> bool:
+    """``a``'s elements are native float64: numpy's descriptor (one identity look-up,
+    the common case) or an equal one."""
+    return a.dtype is _F8 or a.dtype == _F8
 
 
 def in_caller_batch(exc: KicError, first: int, size: int, batch: tuple) -> KicError:
@@ -704,20 +711,22 @@ class CompiledEvaluation(NumpyEvaluation):
         values (a numpy reduction costs a microsecond, a fifth of a five-bar pose)."""
         M = self._dof
         # ``flags.carray``: C-contiguous, aligned and writable in one look-up; a
-        # float64 array's dtype is numpy's one float64 descriptor (another one, e.g.
-        # byte-swapped, declines: the general path converts it)
+        # float64 array's dtype is mostly numpy's one float64 descriptor, so identity
+        # answers first; an equal descriptor that is another object (arrays made by
+        # compiled kernels loaded from numba's cache carry one) is accepted too, and a
+        # byte-swapped one declines (the general path converts it)
         for a in (q, qd, x):
-            if type(a) is not np.ndarray or a.dtype is not _F8 or a.shape != M \
+            if type(a) is not np.ndarray or not _native_float64(a) or a.shape != M \
                     or not a.flags.carray:
                 # x may be the actuators' loads (checked only here: off the common path)
                 if a is x and what == "actuated_forward_dynamics" and type(x) is np.ndarray \
-                        and x.dtype is _F8 and x.shape == act.shape and x.flags.carray:
+                        and _native_float64(x) and x.shape == act.shape and x.flags.carray:
                     continue
                 return None
         if start is None:
             phi0, path = self._reference, True
         elif type(start) is np.ndarray and start.shape == self._n_joints \
-                and start.dtype is _F8 and start.flags.carray:
+                and _native_float64(start) and start.flags.carray:
             phi0, path = start, False
         else:
             return None
