@@ -668,11 +668,12 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
                 for te in inside:
                     yi = dense(te)
                     rec.add(model, float(te), yi, warm["track"](yi[:M])[0])
-        phi_step, cond = warm["track"](solver.y[:M])
-        history.append((solver.t, cond, solver.y.copy(), phi_step))
+        y_step = solver.y.copy()
+        phi_step, cond, phid = warm["step"](y_step)
+        history.append((solver.t, cond, y_step, phi_step))
         _spend(run, motion, 1, solver.t)
         if run.times is None:
-            rec.add(model, solver.t, solver.y, phi_step)
+            rec.add(model, solver.t, y_step, phi_step, phid)
         if cond <= run.relax:
             threshold = min(threshold, run.relax)
         if switching and cond > threshold:
@@ -778,7 +779,10 @@ def _assembled(model, q, start):
 
 
 def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
-    """The integrator for one stretch in one set of coordinates, and its warm start."""
+    """The integrator for one stretch in one set of coordinates, and its warm start
+    (``warm``: the joint values of the last tracked step, ``track`` (q -> joint
+    values, condition) and ``step`` (y -> joint values, condition, joint rates or
+    None): the tracking of an accepted step)."""
     M = model.dof
     warm = {"phi": phi}
     tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
@@ -787,28 +791,15 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     fast = evaluation.motion_rhs() if closed else None
     limits = limits_of(model) if closed else None
     no_loads = np.zeros(model.N) if closed else None
+    # what is constant for the motion is laid out once: a constant input (none is
+    # zeros) and, without applied loads, the joint loads (none)
+    tau_fixed = None if run.check_tau else np.ascontiguousarray(run.tau_const
+                                                                if run.tau_const is not None
+                                                                else np.zeros(M), dtype=float)
 
-    def rhs(t, x):
+    def general(t, x, T):
+        """The general path's answer (or report) at one state."""
         q, qd = x[:M], x[M:]
-        T = tau_fn(t, q, qd)
-        if check_tau:                  # a constant input was checked once, up front
-            T = np.ascontiguousarray(T, dtype=float)
-            if T.shape != (M,) or not np.all(np.isfinite(T)):
-                raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
-        if fast is not None:
-            # one compiled call (two with applied loads: their joint loads first)
-            x = np.ascontiguousarray(x, dtype=float)
-            tl = no_loads if not loads else evaluation.joint_loads_at(loads, x, warm["phi"])
-            f, phi, status, _ = (fast(x, warm["phi"], T, tl) if tl is not None
-                                 else (None, None, -1, None))
-            if status == 0:
-                if limits is not None and not limits.within(phi):
-                    raise BeyondLimit()     # (the compiled kernel does not check limits)
-                return f
-            if status > 0:
-                raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
-                                       f"t = {t:g} s in the coordinates "
-                                       f"{model.coordinate_names}")
         out = np.empty(2 * M)
         out[:M] = qd
         if closed:
@@ -826,19 +817,65 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
             out[M:] = model.forward_dynamics(q, qd, T, loads=loads)
         return out
 
+    def compiled(t, x, T):
+        """One compiled call (two with applied loads: their joint loads first)."""
+        x = np.ascontiguousarray(x, dtype=float)
+        tl = no_loads if not loads else evaluation.joint_loads_at(loads, x, warm["phi"])
+        if tl is None:
+            return general(t, x, T)
+        f, phi, status, _, _ = fast(x, warm["phi"], T, tl)
+        if status == 0:
+            if limits is not None and not limits.within(phi):
+                raise BeyondLimit()     # (the compiled kernel does not check limits)
+            return f
+        if status > 0:
+            raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
+                                   f"t = {t:g} s in the coordinates {model.coordinate_names}")
+        return general(t, x, T)
+
+    def rhs(t, x):
+        if tau_fixed is not None:
+            T = tau_fixed
+        else:
+            T = np.ascontiguousarray(tau_fn(t, x[:M], x[M:]), dtype=float)
+            if T.shape != (M,) or not np.all(np.isfinite(T)):
+                raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
+        if fast is not None:
+            return compiled(t, x, T)
+        return general(t, x, T)
+
     def track(q):
         """Joint values at q assembled from the last tracked ones, and the condition
         number of the coordinates there."""
         if not closed:
             return q, 1.0
-        fast = evaluation.track(q, warm["phi"])
-        if fast is not None:
-            warm["phi"] = fast[0]
-            return fast
+        found = evaluation.track(q, warm["phi"])
+        if found is not None:
+            warm["phi"] = found[0]
+            return found
         warm["phi"], cond = _assembled(model, q, warm["phi"])
         return warm["phi"], cond
 
+    lean = fast is not None and not evaluation.refined
+    zero_tau = np.zeros(M)
+
+    def step(y):
+        """An accepted step tracked: :func:`track` at its coordinates, with the joint
+        rates where the compiled rhs kernel gives them in the same call (the
+        assembly is the same: from the last tracked joint values, the blocks' mode
+        checked; where the assembly mode is finer than the blocks, :func:`track`
+        checks it)."""
+        if lean:
+            _, phi, status, cond, phid = fast(np.ascontiguousarray(y, dtype=float), warm["phi"],
+                                              zero_tau, no_loads)
+            if status == 0:
+                warm["phi"] = phi
+                return phi, cond, phid
+        phi, cond = track(y[:M])
+        return phi, cond, None
+
     warm["track"] = track
+    warm["step"] = step
     solver = INTEGRATORS[run.method](rhs, t, y, t1, rtol=run.rtol, atol=run.atol,
                                   max_step=max_step, first_step=first)
     return solver, warm
@@ -1052,20 +1089,24 @@ class _Record:
         self.closed = closed
         self.user = model.joint_indices(model.coordinate_names) if closed else None
         self.t, self.phi, self.rates, self.models = [], [], [], []
+        self.joint_rates: list = []     # every joint's rates where known at the sample
         self.switches: list = []
         self.crossings: list = []
 
-    def add(self, model, t, y, phi):
+    def add(self, model, t, y, phi, phid=None):
+        """A sample at time t (s): the state y in ``model``'s coordinates, the joint
+        values phi and, where the tracking gave them, the joint rates phid."""
         M = model.dof
         self.t.append(float(t))
         self.models.append(model)
         self.phi.append(np.array(phi, float) if self.closed else y[:M].copy())
         self.rates.append((y[:M].copy(), y[M:].copy()))
+        self.joint_rates.append(phid)
 
     def truncate(self, t) -> None:
         """Drop the samples after time t (s)."""
         keep = sum(1 for ti in self.t if ti <= t)
-        for seq in (self.t, self.phi, self.rates, self.models):
+        for seq in (self.t, self.phi, self.rates, self.models, self.joint_rates):
             del seq[keep:]
 
     def add_joints(self, t, phi, phid):
@@ -1074,6 +1115,7 @@ class _Record:
         self.models.append(None)
         self.phi.append(np.array(phi, float))
         self.rates.append((None, np.array(phid, float)))
+        self.joint_rates.append(None)
 
     def result(self, model, loads, tau, nfev) -> "Simulation":
         """The Simulation; where its energy record fails, the motion with NaN
@@ -1130,10 +1172,13 @@ class _Record:
                 q = np.array([r[0] for r in self.rates[k:j]])
                 qd = np.array([r[1] for r in self.rates[k:j]])
                 if m.evaluation.compiled:
-                    # pose by pose, compiled (a one-pose call costs microseconds, the
-                    # numpy path's batch about a millisecond per stretch)
+                    # the tracking's rates where it gave them, else pose by pose,
+                    # compiled (a one-pose call costs microseconds, the numpy path's
+                    # batch about a millisecond per stretch)
                     for i in range(k, j):
-                        phid[i] = m.joint_rates(q[i - k], qd[i - k], start=phi[i])
+                        known = self.joint_rates[i]
+                        phid[i] = known if known is not None else m.joint_rates(
+                            q[i - k], qd[i - k], start=phi[i])
                 else:
                     phid[k:j] = m.joint_rates(q, qd, start=phi[k:j])
             k = j
