@@ -639,8 +639,10 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
             raise
         return _Stretch(t, y, phi, np.inf, True, 0, None, threshold)
     cond = current_condition(history)
+    times, relax, track, step = run.times, run.relax, warm["track"], warm["step"]
+    y_step = np.array(y, float)           # the last accepted state (the solver's own copy)
     while solver.status == "running":
-        t_old, y_old, phi_old = solver.t, solver.y.copy(), warm["phi"]
+        t_old, y_old, phi_old = solver.t, y_step, warm["phi"]
         try:
             solver.step()
         except BeyondLimit:
@@ -661,21 +663,23 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
                                "small)")
             return _Stretch(solver.t, solver.y.copy(), warm["phi"], np.inf, True, solver.nfev,
                             None, threshold, solver.step_size)
-        if run.times is not None:
-            inside = run.times[(run.times > t_old) & (run.times <= solver.t)]
+        if times is not None:
+            inside = times[(times > t_old) & (times <= solver.t)]
             if inside.size:
                 dense = solver.dense_output()
                 for te in inside:
                     yi = dense(te)
-                    rec.add(model, float(te), yi, warm["track"](yi[:M])[0])
+                    rec.add(model, float(te), yi, track(yi[:M])[0])
         y_step = solver.y.copy()
-        phi_step, cond, phid = warm["step"](y_step)
+        phi_step, cond, phid = step(y_step)
         history.append((solver.t, cond, y_step, phi_step))
-        _spend(run, motion, 1, solver.t)
-        if run.times is None:
+        motion.steps += 1                      # (the budget's checks: only where they may fail)
+        if motion.steps > run.max_steps or run.wall_time is not None:
+            _spend(run, motion, 0, solver.t)
+        if times is None:
             rec.add(model, solver.t, y_step, phi_step, phid)
-        if cond <= run.relax:
-            threshold = min(threshold, run.relax)
+        if cond <= relax:
+            threshold = min(threshold, relax)
         if switching and cond > threshold:
             return _Stretch(solver.t, solver.y.copy(), phi_step, cond, True, solver.nfev, None,
                             threshold, solver.step_size)
@@ -844,6 +848,13 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
             return compiled(t, x, T)
         return general(t, x, T)
 
+    def lean_rhs(t, x):
+        """:func:`rhs` of a constant input without applied loads or limits: one
+        compiled call (anything unusual takes :func:`rhs`)."""
+        f, _, status, _, _ = fast(np.ascontiguousarray(x, dtype=float), warm["phi"],
+                                  tau_fixed, no_loads)
+        return f if status == 0 else rhs(t, x)
+
     def track(q):
         """Joint values at q assembled from the last tracked ones, and the condition
         number of the coordinates there."""
@@ -876,7 +887,9 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
 
     warm["track"] = track
     warm["step"] = step
-    solver = INTEGRATORS[run.method](rhs, t, y, t1, rtol=run.rtol, atol=run.atol,
+    fun = lean_rhs if (fast is not None and tau_fixed is not None and not loads
+                       and limits is None) else rhs
+    solver = INTEGRATORS[run.method](fun, t, y, t1, rtol=run.rtol, atol=run.atol,
                                   max_step=max_step, first_step=first)
     return solver, warm
 
