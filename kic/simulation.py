@@ -639,7 +639,7 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
             raise
         return _Stretch(t, y, phi, np.inf, True, 0, None, threshold)
     cond = current_condition(history)
-    times, relax, track, step = run.times, run.relax, warm["track"], warm["step"]
+    times, relax, step = run.times, run.relax, warm["step"]
     y_step = np.array(y, float)           # the last accepted state (the solver's own copy)
     while solver.status == "running":
         t_old, y_old, phi_old = solver.t, y_step, warm["phi"]
@@ -669,7 +669,7 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
                 dense = solver.dense_output()
                 for te in inside:
                     yi = dense(te)
-                    rec.add(model, float(te), yi, track(yi[:M])[0])
+                    rec.add(model, float(te), yi, *step(yi)[::2])
         y_step = solver.y.copy()
         phi_step, cond, phid = step(y_step)
         history.append((solver.t, cond, y_step, phi_step))
