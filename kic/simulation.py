@@ -1084,15 +1084,24 @@ def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
 def _joint_energy(model, phi, phid, loads):
     """Kinetic + potential (+ conservative loads) energy from the joint values and
     rates of every open chain (n,): no coordinates involved."""
+    return _joint_energies(model, phi, phid, loads)[1]
+
+
+def _joint_energies(model, phi, phid, loads):
+    """(kinetic energy, :func:`_joint_energy`) (n,) each, in one pass over the
+    open chains (each chain's model at phi built once)."""
     E = np.zeros(phi.shape[0])
+    kinetic = np.zeros(phi.shape[0])
     for chain, idx in model.open_chains:
         if not chain.has_inertia:
             continue            # a chain without mass (one leading to a cut joint): no energy
         dyn = chain.dynamics(phi[:, idx])
-        E = E + dyn.kinetic_energy(phid[:, idx]) + dyn.potential_energy
+        ke = dyn.kinetic_energy(phid[:, idx])
+        kinetic = kinetic + ke
+        E = E + ke + dyn.potential_energy
     if loads:
         E = E + model.loads_energy_at(loads, phi)
-    return E
+    return kinetic, E
 
 
 class _Record:
@@ -1203,8 +1212,7 @@ class _Record:
         if not K:
             return np.zeros(0), 0.0
         if self.closed:
-            energy = _joint_energy(model, phi, rates, loads)
-            ke = energy - _joint_energy(model, phi, np.zeros_like(phi), loads)
+            ke, energy = _joint_energies(model, phi, rates, loads)
         else:
             dyn = model.dynamics(phi)
             ke = dyn.kinetic_energy(rates)
