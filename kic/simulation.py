@@ -1144,7 +1144,9 @@ class _Record:
         energies and a SimulationWarning (a finished motion is never lost)."""
         K = len(self.t)
         t = np.array(self.t)
-        phi = np.array(self.phi).reshape(K, -1)
+        # float64 asked for: numpy's own descriptor (the compiled kernels' arrays carry
+        # numba's, which the one-pose compiled path declines: ~1 ms a pose instead)
+        phi = np.array(self.phi, float).reshape(K, -1)
         conservative = tau is None and (loads is None or loads.conservative)
         step = "rates"
         try:
@@ -1191,8 +1193,8 @@ class _Record:
             if m is None:
                 phid[k:j] = [r[1] for r in self.rates[k:j]]
             else:
-                q = np.array([r[0] for r in self.rates[k:j]])
-                qd = np.array([r[1] for r in self.rates[k:j]])
+                q = np.array([r[0] for r in self.rates[k:j]], float)
+                qd = np.array([r[1] for r in self.rates[k:j]], float)
                 if m.evaluation.compiled:
                     # the tracking's rates where it gave them, else pose by pose,
                     # compiled (a one-pose call costs microseconds, the numpy path's

@@ -74,3 +74,36 @@ def test_rhs_answers_as_a_function_of_the_state(hanging):
     # and the rates it gives are the model's
     np.testing.assert_allclose(answers[0][4], fb.joint_rates(q0, y[2:], start=starts[0]),
                                rtol=0, atol=1e-14)
+
+
+def test_the_record_takes_the_compiled_one_pose_path(monkeypatch):
+    """The record's joint rates where the motion ran compiled (arrays made by the
+    compiled kernels, whose float64 descriptor may be numba's, not numpy's own)
+    are evaluated by the compiled one-pose path, not the general one (about 1 ms
+    a pose: most of a 2 s fall's time); the simulation's arrays are numpy's
+    float64.  The five-bar's fall through its flat configuration, which
+    switches coordinates and crosses."""
+    from kic.closed_eval import CompiledEvaluation
+    from kic.simulation import _Record
+    fb = mechanisms.five_bar()
+    general = {"calls": 0, "recording": False}
+    assembled, result = CompiledEvaluation.assembled, _Record.result
+
+    def counted(self, *a, **kw):
+        general["calls"] += general["recording"]
+        return assembled(self, *a, **kw)
+
+    def recording(self, *a, **kw):
+        general["recording"] = True
+        try:
+            return result(self, *a, **kw)
+        finally:
+            general["recording"] = False
+    monkeypatch.setattr(CompiledEvaluation, "assembled", counted)
+    monkeypatch.setattr(_Record, "result", recording)
+    sim = kic.simulate(fb, (0.0, 1.0), fb.reference, [0.0, 0.0], rtol=1e-10, atol=1e-12)
+    monkeypatch.undo()
+    assert sim.switches and sim.crossings and len(sim.t) > 50
+    assert general["calls"] == 0
+    for a in (sim.t, sim.q, sim.qd, sim.phi, sim.energy):
+        assert a.dtype is np.dtype(np.float64)
