@@ -784,9 +784,7 @@ def _assembled(model, q, start):
 
 def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     """The integrator for one stretch in one set of coordinates, and its warm start
-    (``warm``: the joint values of the last tracked step, ``track`` (q -> joint
-    values, condition) and ``step`` (y -> joint values, condition, joint rates or
-    None): the tracking of an accepted step)."""
+    (``track``: q -> joint values, condition; ``step``: y -> those and the rates)."""
     M = model.dof
     warm = {"phi": phi}
     tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
@@ -795,15 +793,30 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     fast = evaluation.motion_rhs() if closed else None
     limits = limits_of(model) if closed else None
     no_loads = np.zeros(model.N) if closed else None
-    # what is constant for the motion is laid out once: a constant input (none is
-    # zeros) and, without applied loads, the joint loads (none)
-    tau_fixed = None if run.check_tau else np.ascontiguousarray(run.tau_const
-                                                                if run.tau_const is not None
-                                                                else np.zeros(M), dtype=float)
+    # a constant input (none: zeros) laid out once for the whole motion
+    tau_fixed = None if check_tau else np.ascontiguousarray(
+        run.tau_const if run.tau_const is not None else np.zeros(M), dtype=float)
 
-    def general(t, x, T):
-        """The general path's answer (or report) at one state."""
+    def rhs(t, x):
         q, qd = x[:M], x[M:]
+        T = tau_fixed if tau_fixed is not None else tau_fn(t, q, qd)
+        if check_tau:                  # a constant input was checked once, up front
+            T = np.ascontiguousarray(T, dtype=float)
+            if T.shape != (M,) or not np.all(np.isfinite(T)):
+                raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
+        if fast is not None:
+            # one compiled call (two with applied loads: their joint loads first)
+            x = np.ascontiguousarray(x, dtype=float)
+            tl = no_loads if not loads else evaluation.joint_loads_at(loads, x, warm["phi"])
+            f, phi, status = (0, 0, -1) if tl is None else fast(x, warm["phi"], T, tl)[:3]
+            if status == 0:
+                if limits is not None and not limits.within(phi):
+                    raise BeyondLimit()     # (the compiled kernel does not check limits)
+                return f
+            if status > 0:
+                raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
+                                       f"t = {t:g} s in the coordinates "
+                                       f"{model.coordinate_names}")
         out = np.empty(2 * M)
         out[:M] = qd
         if closed:
@@ -821,36 +834,8 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
             out[M:] = model.forward_dynamics(q, qd, T, loads=loads)
         return out
 
-    def compiled(t, x, T):
-        """One compiled call (two with applied loads: their joint loads first)."""
-        x = np.ascontiguousarray(x, dtype=float)
-        tl = no_loads if not loads else evaluation.joint_loads_at(loads, x, warm["phi"])
-        if tl is None:
-            return general(t, x, T)
-        f, phi, status, _, _ = fast(x, warm["phi"], T, tl)
-        if status == 0:
-            if limits is not None and not limits.within(phi):
-                raise BeyondLimit()     # (the compiled kernel does not check limits)
-            return f
-        if status > 0:
-            raise SingularityError(f"{Status(int(status)).name.lower()} configuration at "
-                                   f"t = {t:g} s in the coordinates {model.coordinate_names}")
-        return general(t, x, T)
-
-    def rhs(t, x):
-        if tau_fixed is not None:
-            T = tau_fixed
-        else:
-            T = np.ascontiguousarray(tau_fn(t, x[:M], x[M:]), dtype=float)
-            if T.shape != (M,) or not np.all(np.isfinite(T)):
-                raise ModelError(f"tau(t={t:g}) returned {T!r}, expected {M} finite values")
-        if fast is not None:
-            return compiled(t, x, T)
-        return general(t, x, T)
-
     def lean_rhs(t, x):
-        """:func:`rhs` of a constant input without applied loads or limits: one
-        compiled call (anything unusual takes :func:`rhs`)."""
+        """rhs of a constant input, no loads, no limits: one compiled call."""
         f, _, status, _, _ = fast(np.ascontiguousarray(x, dtype=float), warm["phi"],
                                   tau_fixed, no_loads)
         return f if status == 0 else rhs(t, x)
@@ -860,33 +845,27 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
         number of the coordinates there."""
         if not closed:
             return q, 1.0
-        found = evaluation.track(q, warm["phi"])
-        if found is not None:
-            warm["phi"] = found[0]
-            return found
+        fast = evaluation.track(q, warm["phi"])
+        if fast is not None:
+            warm["phi"] = fast[0]
+            return fast
         warm["phi"], cond = _assembled(model, q, warm["phi"])
         return warm["phi"], cond
 
     lean = fast is not None and not evaluation.refined
-    zero_tau = np.zeros(M)
 
     def step(y):
-        """An accepted step tracked: :func:`track` at its coordinates, with the joint
-        rates where the compiled rhs kernel gives them in the same call (the
-        assembly is the same: from the last tracked joint values, the blocks' mode
-        checked; where the assembly mode is finer than the blocks, :func:`track`
-        checks it)."""
+        """track(y[:M]) and the rates, by the compiled rhs's call where it serves."""
         if lean:
             _, phi, status, cond, phid = fast(np.ascontiguousarray(y, dtype=float), warm["phi"],
-                                              zero_tau, no_loads)
+                                              tau_fixed if tau_fixed is not None
+                                              else np.zeros(M), no_loads)
             if status == 0:
                 warm["phi"] = phi
                 return phi, cond, phid
-        phi, cond = track(y[:M])
-        return phi, cond, None
+        return (*track(y[:M]), None)
 
-    warm["track"] = track
-    warm["step"] = step
+    warm["track"], warm["step"] = track, step
     fun = lean_rhs if (fast is not None and tau_fixed is not None and not loads
                        and limits is None) else rhs
     solver = INTEGRATORS[run.method](fun, t, y, t1, rtol=run.rtol, atol=run.atol,
@@ -1088,8 +1067,7 @@ def _joint_energy(model, phi, phid, loads):
 
 
 def _joint_energies(model, phi, phid, loads):
-    """(kinetic energy, :func:`_joint_energy`) (n,) each, in one pass over the
-    open chains (each chain's model at phi built once)."""
+    """(kinetic energy, :func:`_joint_energy`) (n,) each, in one pass over the chains."""
     E = np.zeros(phi.shape[0])
     kinetic = np.zeros(phi.shape[0])
     for chain, idx in model.open_chains:
@@ -1116,8 +1094,7 @@ class _Record:
         self.crossings: list = []
 
     def add(self, model, t, y, phi, phid=None):
-        """A sample at time t (s): the state y in ``model``'s coordinates, the joint
-        values phi and, where the tracking gave them, the joint rates phid."""
+        """A sample: time t (s), state y in model's coordinates, phi, rates phid if known."""
         M = model.dof
         self.t.append(float(t))
         self.models.append(model)
@@ -1144,8 +1121,7 @@ class _Record:
         energies and a SimulationWarning (a finished motion is never lost)."""
         K = len(self.t)
         t = np.array(self.t)
-        # float64 asked for: numpy's own descriptor (the compiled kernels' arrays carry
-        # numba's, which the one-pose compiled path declines: ~1 ms a pose instead)
+        # numpy's own float64 (kernels' arrays may carry numba's: one() declines those)
         phi = np.array(self.phi, float).reshape(K, -1)
         conservative = tau is None and (loads is None or loads.conservative)
         step = "rates"
@@ -1196,9 +1172,8 @@ class _Record:
                 q = np.array([r[0] for r in self.rates[k:j]], float)
                 qd = np.array([r[1] for r in self.rates[k:j]], float)
                 if m.evaluation.compiled:
-                    # the tracking's rates where it gave them, else pose by pose,
-                    # compiled (a one-pose call costs microseconds, the numpy path's
-                    # batch about a millisecond per stretch)
+                    # the tracking's rates, else pose by pose, compiled (a one-pose call
+                    # costs microseconds, the numpy path's batch a millisecond a stretch)
                     for i in range(k, j):
                         known = self.joint_rates[i]
                         phid[i] = known if known is not None else m.joint_rates(
