@@ -33,9 +33,17 @@ the four tree joints with the loop as a constraint), so the printout also gives
 each side's final error against a tight reference, LSODA's own counts over each
 right-hand side alone (steps, evaluations, Jacobians by differences, steps in
 Adams and in BDF mode), the CPU time of one right-hand side call, and kic's
-assembly at each accepted step (the branch tracking).  LSODA switches to BDF on
-kic's four states (their spectrum is purely imaginary, +-7.8i and +-6.0i) but
-stays with Adams on Pinocchio's eight: kic takes about 1.8x the steps.
+tracking of each accepted step (one more call of the compiled right-hand side:
+the joint values, condition and rates the record keeps).  LSODA switches to BDF
+on kic's four states (their spectrum is purely imaginary, +-7.8i and +-6.0i) but
+stays with Adams on Pinocchio's eight: kic takes about 1.8x the steps.  The
+switch is LSODA's stiffness test, not noise in kic's right-hand side (which
+answers to rounding whatever the assembly's start): it first turns to BDF at a
+turning point of the swing, where the rates' error weights fall towards atol,
+and stays there; kic's system linearized (no rounding at all) switches too, and
+an offset of the angles by a constant (the same dynamics, other error weights)
+decides it on either side (printed: kic stays with Adams at +-1 rad, Pinocchio
+turns to BDF at +1 rad).
 
 Printed: CPU time (min of ``--repeats``) of each and their ratio, for kic's numba
 backend (and its numpy one with ``--numpy``); the joint angles of each against the
@@ -254,16 +262,20 @@ def against_mujoco(fb, t_end, oracle, gap, args) -> None:
 
 def lsoda_steps(fun, y0, t_end: float, rtol: float, atol: float) -> dict:
     """scipy's LSODA stepped over ``fun`` alone: its steps, evaluations, Jacobians by
-    differences, and how many steps each of its methods took (Adams, BDF)."""
+    differences, how many steps each of its methods took (Adams, BDF), and the
+    time and state of its first BDF step (None if none)."""
     from scipy.integrate import LSODA
     solver = LSODA(fun, 0.0, y0, t_end, rtol=rtol, atol=atol)
-    used = [0, 0, 0]
+    used, first_bdf = [0, 0, 0], None
     while solver.status == "running":
         solver.step()
-        used[solver._lsoda_solver._integrator.iwork[18]] += 1   # LSODA's MUSED
+        method = solver._lsoda_solver._integrator.iwork[18]     # LSODA's MUSED
+        used[method] += 1
+        if method == 2 and first_bdf is None:
+            first_bdf = (solver.t, solver.y.copy())
     iwork = solver._lsoda_solver._integrator.iwork
     return {"steps": int(iwork[10]), "nfev": int(iwork[11]), "njev": int(iwork[12]),
-            "adams": used[1], "bdf": used[2]}
+            "adams": used[1], "bdf": used[2], "first_bdf": first_bdf}
 
 
 def cpu_per_call(fn, loops: int = 2000) -> float:
@@ -337,6 +349,7 @@ def lsoda_case(repeats: int) -> None:
         counts["kic"] = lsoda_steps(kic_rhs, y0, T_SIM, S_RTOL, S_ATOL)
         per_call["kic"] = cpu_per_call(lambda: kic_rhs(0.0, y0))
     track = cpu_per_call(lambda: fb.evaluation.track(q0, phi0))
+    why = lsoda_switch(fast, phi0, y0, pin_rhs, x0, nq) if fast is not None else None
     print(f"  Pinocchio, LSODA over constraintDynamics: {best['pin'] * 1e3:7.2f} ms, "
           f"{runs['pin'].nfev} evaluations, {runs['pin'].t.size - 1} steps, final state error "
           f"{best['pin error']:.1e}")
@@ -353,8 +366,50 @@ def lsoda_case(repeats: int) -> None:
             print(f"    LSODA over {label:20s}: {c['steps']} steps ({c['adams']} Adams, "
                   f"{c['bdf']} BDF), {c['nfev']} evaluations, {c['njev']} Jacobians by "
                   f"differences; {per_call[key] * 1e6:.1f} us per rhs call")
-    print(f"    kic's assembly at each accepted step (tracking the branch): "
-          f"{track * 1e6:.1f} us per step")
+    print(f"    kic's tracking of each accepted step (joint values, condition, rates: one "
+          f"call of the compiled rhs): {per_call.get('kic', np.nan) * 1e6:.1f} us per step "
+          f"(the assembly alone, evaluation.track: {track * 1e6:.1f} us)")
+    if why is not None:
+        print(why)
+
+
+def lsoda_switch(fast, phi0, y0, pin_rhs, x0, nq: int) -> str:
+    """Why LSODA turns to BDF on kic's four states: where it first does, and its
+    choice on the same systems with the angles offset by a constant (the same
+    dynamics; only the error weights rtol |y| + atol of the angles change) and on
+    kic's system linearized at the start (no rounding in the rhs at all)."""
+    from single_pose import ATOL as S_ATOL, RTOL as S_RTOL, T_SIM
+    tau, tl = np.zeros(2), np.zeros(phi0.size)
+
+    def kic_rhs(t, y):
+        return fast(np.ascontiguousarray(y), phi0, tau, tl)[0]
+    h, J = 1e-6, np.empty((4, 4))
+    for i in range(4):                                  # central differences
+        e = np.zeros(4)
+        e[i] = h
+        J[:, i] = (kic_rhs(0.0, y0 + e) - kic_rhs(0.0, y0 - e)) / (2 * h)
+    f0 = kic_rhs(0.0, y0)
+
+    def bdf(fun, y, offset=None):
+        shift = np.zeros(y.size) if offset is None else offset
+        return lsoda_steps(lambda t, x: fun(t, x - shift), y + shift, T_SIM, S_RTOL,
+                           S_ATOL)["bdf"]
+    base = lsoda_steps(kic_rhs, y0, T_SIM, S_RTOL, S_ATOL)
+    lines = []
+    if base["first_bdf"] is not None:
+        t, y = base["first_bdf"]
+        lines.append(f"    why BDF: LSODA's stiffness test (a Lipschitz estimate from its corrector's "
+                     f"convergence, in the error-weighted norm) first turns it to BDF at "
+                     f"t = {t:.3f} s, a turning point (crank rates {np.abs(y[2:]).max():.3f} "
+                     "rad/s: their weights fall towards atol), and it stays there")
+    angles = lambda n, c: np.r_[np.full(n, c), np.zeros(n)]         # noqa: E731
+    lines.append(f"      BDF steps: kic {base['bdf']}; kic's system linearized at the start "
+                 f"(no rounding noise) {bdf(lambda t, y: J @ (y - y0) + f0, y0)}; angles "
+                 f"offset by +1 rad: kic {bdf(kic_rhs, y0, angles(2, 1.0))}, Pinocchio "
+                 f"{bdf(pin_rhs, x0, angles(nq, 1.0))}; by -1 rad: kic "
+                 f"{bdf(kic_rhs, y0, angles(2, -1.0))}, Pinocchio "
+                 f"{bdf(pin_rhs, x0, angles(nq, -1.0))}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -639,8 +639,10 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
             raise
         return _Stretch(t, y, phi, np.inf, True, 0, None, threshold)
     cond = current_condition(history)
+    times, relax, step = run.times, run.relax, warm["step"]
+    y_step = np.array(y, float)           # the last accepted state (the solver's own copy)
     while solver.status == "running":
-        t_old, y_old, phi_old = solver.t, solver.y.copy(), warm["phi"]
+        t_old, y_old, phi_old = solver.t, y_step, warm["phi"]
         try:
             solver.step()
         except BeyondLimit:
@@ -661,20 +663,23 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
                                "small)")
             return _Stretch(solver.t, solver.y.copy(), warm["phi"], np.inf, True, solver.nfev,
                             None, threshold, solver.step_size)
-        if run.times is not None:
-            inside = run.times[(run.times > t_old) & (run.times <= solver.t)]
+        if times is not None:
+            inside = times[(times > t_old) & (times <= solver.t)]
             if inside.size:
                 dense = solver.dense_output()
                 for te in inside:
                     yi = dense(te)
-                    rec.add(model, float(te), yi, warm["track"](yi[:M])[0])
-        phi_step, cond = warm["track"](solver.y[:M])
-        history.append((solver.t, cond, solver.y.copy(), phi_step))
-        _spend(run, motion, 1, solver.t)
-        if run.times is None:
-            rec.add(model, solver.t, solver.y, phi_step)
-        if cond <= run.relax:
-            threshold = min(threshold, run.relax)
+                    rec.add(model, float(te), yi, *step(yi)[::2])
+        y_step = solver.y.copy()
+        phi_step, cond, phid = step(y_step)
+        history.append((solver.t, cond, y_step, phi_step))
+        motion.steps += 1                      # (the budget's checks: only where they may fail)
+        if motion.steps > run.max_steps or run.wall_time is not None:
+            _spend(run, motion, 0, solver.t)
+        if times is None:
+            rec.add(model, solver.t, y_step, phi_step, phid)
+        if cond <= relax:
+            threshold = min(threshold, relax)
         if switching and cond > threshold:
             return _Stretch(solver.t, solver.y.copy(), phi_step, cond, True, solver.nfev, None,
                             threshold, solver.step_size)
@@ -803,7 +808,8 @@ def _assembled(model, q, start):
 
 
 def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
-    """The integrator for one stretch in one set of coordinates, and its warm start."""
+    """The integrator for one stretch in one set of coordinates, and its warm start
+    (``track``: q -> joint values, condition; ``step``: y -> those and the rates)."""
     M = model.dof
     warm = {"phi": phi}
     tau_fn, check_tau, loads, closed = run.tau_fn, run.check_tau, run.loads, run.closed
@@ -812,10 +818,13 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
     fast = evaluation.motion_rhs() if closed else None
     limits = limits_of(model) if closed else None
     no_loads = np.zeros(model.N) if closed else None
+    # a constant input (none: zeros) laid out once for the whole motion
+    tau_fixed = None if check_tau else np.ascontiguousarray(
+        run.tau_const if run.tau_const is not None else np.zeros(M), dtype=float)
 
     def rhs(t, x):
         q, qd = x[:M], x[M:]
-        T = tau_fn(t, q, qd)
+        T = tau_fixed if tau_fixed is not None else tau_fn(t, q, qd)
         if check_tau:                  # a constant input was checked once, up front
             T = np.ascontiguousarray(T, dtype=float)
             if T.shape != (M,) or not np.all(np.isfinite(T)):
@@ -824,8 +833,7 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
             # one compiled call (two with applied loads: their joint loads first)
             x = np.ascontiguousarray(x, dtype=float)
             tl = no_loads if not loads else evaluation.joint_loads_at(loads, x, warm["phi"])
-            f, phi, status, _ = (fast(x, warm["phi"], T, tl) if tl is not None
-                                 else (None, None, -1, None))
+            f, phi, status = (0, 0, -1) if tl is None else fast(x, warm["phi"], T, tl)[:3]
             if status == 0:
                 if limits is not None and not limits.within(phi):
                     raise BeyondLimit()     # (the compiled kernel does not check limits)
@@ -851,6 +859,12 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
             out[M:] = model.forward_dynamics(q, qd, T, loads=loads)
         return out
 
+    def lean_rhs(t, x):
+        """rhs of a constant input, no loads, no limits: one compiled call."""
+        f, _, status, _, _ = fast(np.ascontiguousarray(x, dtype=float), warm["phi"],
+                                  tau_fixed, no_loads)
+        return f if status == 0 else rhs(t, x)
+
     def track(q):
         """Joint values at q assembled from the last tracked ones, and the condition
         number of the coordinates there."""
@@ -863,8 +877,23 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
         warm["phi"], cond = _assembled(model, q, warm["phi"])
         return warm["phi"], cond
 
-    warm["track"] = track
-    solver = INTEGRATORS[run.method](rhs, t, y, t1, rtol=run.rtol, atol=run.atol,
+    lean = fast is not None and not evaluation.refined
+
+    def step(y):
+        """track(y[:M]) and the rates, by the compiled rhs's call where it serves."""
+        if lean:
+            _, phi, status, cond, phid = fast(np.ascontiguousarray(y, dtype=float), warm["phi"],
+                                              tau_fixed if tau_fixed is not None
+                                              else np.zeros(M), no_loads)
+            if status == 0:
+                warm["phi"] = phi
+                return phi, cond, phid
+        return (*track(y[:M]), None)
+
+    warm["track"], warm["step"] = track, step
+    fun = lean_rhs if (fast is not None and tau_fixed is not None and not loads
+                       and limits is None) else rhs
+    solver = INTEGRATORS[run.method](fun, t, y, t1, rtol=run.rtol, atol=run.atol,
                                   max_step=max_step, first_step=first)
     return solver, warm
 
@@ -1065,15 +1094,23 @@ def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
 def _joint_energy(model, phi, phid, loads):
     """Kinetic + potential (+ conservative loads) energy from the joint values and
     rates of every open chain (n,): no coordinates involved."""
+    return _joint_energies(model, phi, phid, loads)[1]
+
+
+def _joint_energies(model, phi, phid, loads):
+    """(kinetic energy, :func:`_joint_energy`) (n,) each, in one pass over the chains."""
     E = np.zeros(phi.shape[0])
+    kinetic = np.zeros(phi.shape[0])
     for chain, idx in model.open_chains:
         if not chain.has_inertia:
             continue            # a chain without mass (one leading to a cut joint): no energy
         dyn = chain.dynamics(phi[:, idx])
-        E = E + dyn.kinetic_energy(phid[:, idx]) + dyn.potential_energy
+        ke = dyn.kinetic_energy(phid[:, idx])
+        kinetic = kinetic + ke
+        E = E + ke + dyn.potential_energy
     if loads:
         E = E + model.loads_energy_at(loads, phi)
-    return E
+    return kinetic, E
 
 
 class _Record:
@@ -1083,20 +1120,23 @@ class _Record:
         self.closed = closed
         self.user = model.joint_indices(model.coordinate_names) if closed else None
         self.t, self.phi, self.rates, self.models = [], [], [], []
+        self.joint_rates: list = []     # every joint's rates where known at the sample
         self.switches: list = []
         self.crossings: list = []
 
-    def add(self, model, t, y, phi):
+    def add(self, model, t, y, phi, phid=None):
+        """A sample: time t (s), state y in model's coordinates, phi, rates phid if known."""
         M = model.dof
         self.t.append(float(t))
         self.models.append(model)
         self.phi.append(np.array(phi, float) if self.closed else y[:M].copy())
         self.rates.append((y[:M].copy(), y[M:].copy()))
+        self.joint_rates.append(phid)
 
     def truncate(self, t) -> None:
         """Drop the samples after time t (s)."""
         keep = sum(1 for ti in self.t if ti <= t)
-        for seq in (self.t, self.phi, self.rates, self.models):
+        for seq in (self.t, self.phi, self.rates, self.models, self.joint_rates):
             del seq[keep:]
 
     def add_joints(self, t, phi, phid):
@@ -1105,13 +1145,15 @@ class _Record:
         self.models.append(None)
         self.phi.append(np.array(phi, float))
         self.rates.append((None, np.array(phid, float)))
+        self.joint_rates.append(None)
 
     def result(self, model, loads, tau, nfev) -> "Simulation":
         """The Simulation; where its energy record fails, the motion with NaN
         energies and a SimulationWarning (a finished motion is never lost)."""
         K = len(self.t)
         t = np.array(self.t)
-        phi = np.array(self.phi).reshape(K, -1)
+        # numpy's own float64 (kernels' arrays may carry numba's: one() declines those)
+        phi = np.array(self.phi, float).reshape(K, -1)
         conservative = tau is None and (loads is None or loads.conservative)
         step = "rates"
         try:
@@ -1158,13 +1200,15 @@ class _Record:
             if m is None:
                 phid[k:j] = [r[1] for r in self.rates[k:j]]
             else:
-                q = np.array([r[0] for r in self.rates[k:j]])
-                qd = np.array([r[1] for r in self.rates[k:j]])
+                q = np.array([r[0] for r in self.rates[k:j]], float)
+                qd = np.array([r[1] for r in self.rates[k:j]], float)
                 if m.evaluation.compiled:
-                    # pose by pose, compiled (a one-pose call costs microseconds, the
-                    # numpy path's batch about a millisecond per stretch)
+                    # the tracking's rates, else pose by pose, compiled (a one-pose call
+                    # costs microseconds, the numpy path's batch a millisecond a stretch)
                     for i in range(k, j):
-                        phid[i] = m.joint_rates(q[i - k], qd[i - k], start=phi[i])
+                        known = self.joint_rates[i]
+                        phid[i] = known if known is not None else m.joint_rates(
+                            q[i - k], qd[i - k], start=phi[i])
                 else:
                     phid[k:j] = m.joint_rates(q, qd, start=phi[k:j])
             k = j
@@ -1176,8 +1220,7 @@ class _Record:
         if not K:
             return np.zeros(0), 0.0
         if self.closed:
-            energy = _joint_energy(model, phi, rates, loads)
-            ke = energy - _joint_energy(model, phi, np.zeros_like(phi), loads)
+            ke, energy = _joint_energies(model, phi, rates, loads)
         else:
             dyn = model.dynamics(phi)
             ke = dyn.kinetic_energy(rates)

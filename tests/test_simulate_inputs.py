@@ -154,7 +154,7 @@ def test_a_failed_energy_record_keeps_the_motion(fb, monkeypatch):
 
     def broken(*args, **kw):
         raise kic.ModelError("chain x has zero total mass")
-    monkeypatch.setattr(simulate_module, "_joint_energy", broken)
+    monkeypatch.setattr(simulate_module, "_joint_energies", broken)
     with pytest.warns(simulate_module.SimulationWarning, match="energy record failed"):
         sim = _run(fb, t_span=(0.0, 0.3))
     np.testing.assert_array_equal(sim.q, good.q)

@@ -220,7 +220,9 @@ def motion_rhs(fbuf, ibuf, mode, start, y, tau, tl):
     """The right-hand side f = (q', q'') (2M,) at the state y = (q, q') (see
     :func:`free_rhs`) in one call, for integrators stepped from Python; returns
     (f, the joint values assembled from ``start``, status, worst block
-    condition)."""
+    condition, the joint rates phi' (N,) there): the call that evaluates the
+    motion at a trial point also tracks it at an accepted step (its joint values,
+    condition and rates, which the record of the motion keeps)."""
     P = unpack(fbuf, ibuf)
     W = work(P)
     D = dynamics_work(P.M, 0)
@@ -232,7 +234,7 @@ def motion_rhs(fbuf, ibuf, mode, start, y, tau, tl):
     worst = 1.0
     for c in range(P.B):
         worst = max(worst, cond[c])
-    return f, phi, st, worst
+    return f, phi, st, worst, W.phid.copy()
 
 
 @jit
