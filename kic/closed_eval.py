@@ -191,6 +191,16 @@ class NumpyEvaluation:
         :meth:`CompiledEvaluation.actuator_jacobian`)."""
         return None
 
+    def closure_rows(self, phi):
+        """The closure's reduced residual and Jacobian at joint values, or None (see
+        :meth:`CompiledEvaluation.closure_rows`)."""
+        return None
+
+    def joint_space(self, phi, phid):
+        """The joint-space dynamics' terms, or None (see
+        :meth:`CompiledEvaluation.joint_space`)."""
+        return None
+
     # ----------------------------------------------------------- arguments
     def start(self, start, n: int):
         """An explicit warm start as (n, N) or (1, N) rows, checked; None stays None."""
@@ -684,6 +694,21 @@ class CompiledEvaluation(NumpyEvaluation):
             self._planned = True
         return self._plan
 
+    def closure_rows(self, phi: np.ndarray) -> tuple | None:
+        """The reduced closure residual (n, R) and Jacobian ``dc/dphi`` (n, R, N) at
+        joint values ``phi`` (n, N), rows in loop order as
+        :meth:`kic.loops.LoopSystem.jacobian` gives them, by the compiled kernels
+        (microseconds a pose); None where they do not cover the closures."""
+        plan = self.plan
+        return None if plan is None else compiled_closed.closure_rows(plan, phi)
+
+    def joint_space(self, phi: np.ndarray, phid: np.ndarray) -> tuple | None:
+        """``(M, b, J, c)`` of :func:`kic.joint_space.joint_space_dynamics` at joint
+        values and rates (n, N) by the compiled kernels; None where they do not
+        cover the closures."""
+        plan = self.plan
+        return None if plan is None else compiled_closed.joint_space(plan, phi, phid)
+
     def off_mode(self, phi, status) -> np.ndarray:
         """Poses a kernel assembled (status OK) outside the finer mode (n,)."""
         status = np.asarray(status).reshape(-1)
@@ -879,10 +904,11 @@ class CompiledEvaluation(NumpyEvaluation):
     def motion_rhs(self):
         """The right-hand side of the motion as one compiled call per evaluation,
         for integrators stepped from Python: ``rhs(y, start, tau, joint_loads) ->
-        (f, phi, status, condition)`` with ``y = (q, q')`` (2M,), the joint values
+        (f, phi, status, condition, phid)`` with ``y = (q, q')`` (2M,), the joint values
         assembled from ``start`` (N,), the input ``tau`` (M,) and ``joint_loads``
         (N,) float64 C-contiguous (not checked: the caller lays them out once);
-        ``f = (q', q'')``, the worst block condition number.  None where the
+        ``f = (q', q'')``, the worst block condition number and the joint rates
+        ``phid`` (N,) (an accepted step's tracking).  None where the
         compiled path does not serve.  Where the assembly mode is finer than the
         blocks (:attr:`refined`), the kernel checks the blocks' signs only: every
         evaluation starts from the caller's ``start`` near it, and the caller

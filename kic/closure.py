@@ -34,8 +34,7 @@ from .closed_eval import NumpyEvaluation, evaluation_for
 from .coordinates import BodyPose, CoordinateFunction, PointPosition, apply_coordinates
 from .dynamics import DynamicModel
 from .errors import ModelError, located
-from .joint_space import joint_space_dynamics, kernel_plan
-from .kernels import closed as compiled_closed
+from .joint_space import joint_space_dynamics
 from .kinematics import Influence
 from .limits import JointLimits
 from .loops import LoopSystem, scaled_condition
@@ -65,10 +64,8 @@ def _closure_jacobians(model, phi: np.ndarray) -> np.ndarray:
     kernels' (microseconds a pose) where its evaluation is compiled and they cover
     its closures, else :meth:`kic.loops.LoopSystem.jacobian` (the same matrix to
     rounding; a tenth of a millisecond a pose and more)."""
-    plan = kernel_plan(model)
-    if plan is None:
-        return model.system.jacobian(phi)
-    return compiled_closed.closure_rows(plan, phi)[1]
+    rows = model.evaluation.closure_rows(phi)
+    return model.system.jacobian(phi) if rows is None else rows[1]
 
 
 def _compiled_closure(model):
@@ -76,13 +73,13 @@ def _compiled_closure(model):
     rows ``phi -> (worst scaled residual, r, J)`` where its evaluation is compiled
     (the worst of the reduced rows, lengths over L: the raw rows beyond them vanish
     for a loop reduced so), else None (the numpy loops')."""
-    plan = kernel_plan(model)
-    if plan is None:
+    ev = model.evaluation
+    if not ev.compiled or ev.plan is None:
         return None
     scale = np.where(_length_rows(model), 1.0 / model.system.length, 1.0)
 
     def closure(phi):
-        r, J = compiled_closed.closure_rows(plan, phi)
+        r, J = ev.closure_rows(phi)
         return np.abs(r * scale).max(axis=1, initial=0.0), r, J
     return closure
 
@@ -545,7 +542,8 @@ class ClosedModel:
         if phi.shape[-1:] != (self.N,):
             raise ModelError(f"phi must have shape (..., {self.N}), got {phi.shape}")
         P = phi.reshape(-1, self.N)
-        jacobian = None if kernel_plan(self) is None else _closure_jacobians(self, P)
+        rows = self.evaluation.closure_rows(P)
+        jacobian = None if rows is None else rows[1]
         found = self.system.mode(P, jacobian=jacobian)
         return found.reshape(phi.shape[:-1] + found.shape[1:])
 

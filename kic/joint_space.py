@@ -8,17 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ModelError
-from .kernels import closed as compiled_closed
 
-__all__ = ["joint_space_dynamics", "kernel_plan"]
-
-
-def kernel_plan(model):
-    """The plan of the compiled kernels for ``model`` (a :class:`kic.ClosedModel`)
-    where its evaluation is compiled and the kernels cover its closures, else None
-    (the numpy path answers)."""
-    ev = model.evaluation
-    return ev.plan if ev.compiled else None
+__all__ = ["joint_space_dynamics"]
 
 
 def joint_space_dynamics(model, phi, phid) -> tuple:
@@ -58,9 +49,8 @@ def joint_space_dynamics(model, phi, phid) -> tuple:
                          f"{phi.shape} and {phid.shape}")
     batch = phi.shape[:-1]
     P, V = phi.reshape(-1, model.N), phid.reshape(-1, model.N)
-    plan = kernel_plan(model)
-    M, b, J, c = (_numpy_joint_space(model, P, V) if plan is None
-                  else compiled_closed.joint_space(plan, P, V))
+    compiled = model.evaluation.joint_space(P, V)
+    M, b, J, c = _numpy_joint_space(model, P, V) if compiled is None else compiled
     R = J.shape[1]
     return (M.reshape(batch + (model.N, model.N)), b.reshape(batch + (model.N,)),
             J.reshape(batch + (R, model.N)), c.reshape(batch + (R,)))

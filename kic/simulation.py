@@ -627,7 +627,6 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
     most that), or a trial point failed."""
     model, t, y, phi = motion.model, motion.t, motion.y, motion.phi
     threshold, history, switching = motion.threshold, motion.history, run.switching
-    M = model.dof
     try:
         solver, warm = _solver(run, model, t, y, t_end, max_step, first, phi)
     except BeyondLimit:
@@ -710,7 +709,6 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
                                                  tau=run.tau_const, times=times)
         if out is None:
             return None
-        out = _numpy_float(out)
         nfev += out["nfev"]
         limits = limits_of(model)
         if limits is not None:           # the compiled steps do not check limits
@@ -751,30 +749,6 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
                 threshold = stop = min(stop, relax)
             if cond > stop:
                 return _Stretch(t, y, phi, cond, True, nfev, None, threshold, last)
-
-
-def _plain(a) -> np.ndarray:
-    """``a`` with numpy's own float64 dtype object (a view where it is float64).
-    The arrays of kernels that numba loaded from its cache carry an equal but
-    distinct one (so does arithmetic on them), and a model's one-pose compiled
-    calls check the dtype by identity: passed on as they are, the states of the
-    switches, crossings and recorded rates took the numpy path (a millisecond a
-    call, not microseconds)."""
-    return np.asarray(a, dtype=_FLOAT)
-
-
-def _numpy_float(out: dict) -> dict:
-    """The arrays of a compiled stretch as :func:`_plain` gives them."""
-    plain = _plain
-    out["y"], out["phi"] = plain(out["y"]), plain(out["phi"])
-    t, y, phi = out["state"]
-    out["state"] = (t, plain(y), plain(phi))
-    ts, ys, phis = out["samples"]
-    out["samples"] = (ts, plain(ys), plain(phis))
-    return out
-
-
-_FLOAT = np.dtype(np.float64)
 
 
 def _compiled_limits(run: _Run, motion: _Motion, limits, before, out, rec) -> None:
@@ -930,8 +904,8 @@ def _accelerations(model, phi, phid, loads):
     coordinates that are regular there."""
     idx = model.joint_indices(model.coordinate_names)
     q, qd = phi[idx], phid[idx]
-    qdd = _plain(model.forward_dynamics(q, qd, np.zeros(model.dof), loads=loads, start=phi))
-    return _plain(model.joint_rates(q, qd, qdd, start=phi)[1])
+    qdd = model.forward_dynamics(q, qd, np.zeros(model.dof), loads=loads, start=phi)
+    return model.joint_rates(q, qd, qdd, start=phi)[1]
 
 
 def _cross(model, models, t, y, phi, condition, history, loads, conservative,
@@ -957,8 +931,8 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative,
     M = model.dof
     q, qd = y[:M], y[M:]
     try:
-        qdd = _plain(model.forward_dynamics(q, qd, np.zeros(M), loads=loads, start=phi))
-        phid, phidd = (_plain(a) for a in model.joint_rates(q, qd, qdd, start=phi))
+        qdd = model.forward_dynamics(q, qd, np.zeros(M), loads=loads, start=phi)
+        phid, phidd = model.joint_rates(q, qd, qdd, start=phi)
     except KicError:
         return None                     # these coordinates are singular there already
     scale = np.where(model.system.is_prismatic, 1.0 / model.characteristic_length, 1.0)
@@ -971,7 +945,7 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative,
         slope = (1 / pts[1][1] - 1 / pts[0][1]) / (pts[1][0] - pts[0][0])
         if slope < 0:
             dt = (1 / pts[1][1]) / -slope
-    before = _joint_energy(model, phi[None], phid[None], loads)[0]
+    before = _joint_energies(model, phi[None], phid[None], loads)[1][0]
     # twice the estimate first; longer where the estimate fell short (the landing still
     # before the singular configuration), up to FURTHEST_CROSSING of motion
     for h in 2.0 * CROSSING_GROWTH ** np.arange(CROSSING_TRIES) * dt:
@@ -998,8 +972,8 @@ def _cross(model, models, t, y, phi, condition, history, loads, conservative,
         names, best = model.best_coordinates(phi_b)
         new = models.get(model, names, phi_b)
         idx = new.joint_indices(new.coordinate_names)
-        after = _joint_energy(model, phi_b[None], phid_b[None], loads)[0]
-        kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], loads)[0]
+        after = _joint_energies(model, phi_b[None], phid_b[None], loads)[1][0]
+        kinetic = after - _joint_energies(model, phi_b[None], 0 * phid_b[None], loads)[1][0]
         if conservative and abs(after - before) > rtol * max(abs(before), kinetic):
             return None
         if conservative:
@@ -1032,7 +1006,7 @@ def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
         phid = model.joint_rates(q, qd, start=phi)
     except KicError:
         return None
-    before = _joint_energy(model, phi[None], phid[None], None)[0]
+    before = _joint_energies(model, phi[None], phid[None], None)[1][0]
 
     def rhs(_, x):
         Mm, b, J, c = model.joint_space_dynamics(x[:N], x[N:])
@@ -1074,8 +1048,8 @@ def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
     if not residual < LANDING_TOLERANCE:
         return None
     phid_b = _tangent(model, phi_b, solver.y[N:])
-    after = _joint_energy(model, phi_b[None], phid_b[None], None)[0]
-    kinetic = after - _joint_energy(model, phi_b[None], 0 * phid_b[None], None)[0]
+    after = _joint_energies(model, phi_b[None], phid_b[None], None)[1][0]
+    kinetic = after - _joint_energies(model, phi_b[None], 0 * phid_b[None], None)[1][0]
     if not abs(after - before) <= CROSSING_RTOL * max(abs(before), kinetic):
         return None
     if kinetic > 0 and kinetic + before - after > 0:
@@ -1091,14 +1065,9 @@ def _joint_space_pass(model, models, t, y, phi, t1, rtol, atol, times, rec):
     return new, solver.t, np.concatenate([phi_b[idx], phid_b[idx]]), phi_b, info
 
 
-def _joint_energy(model, phi, phid, loads):
-    """Kinetic + potential (+ conservative loads) energy from the joint values and
-    rates of every open chain (n,): no coordinates involved."""
-    return _joint_energies(model, phi, phid, loads)[1]
-
-
 def _joint_energies(model, phi, phid, loads):
-    """(kinetic energy, :func:`_joint_energy`) (n,) each, in one pass over the chains."""
+    """(kinetic energy, kinetic + potential (+ conservative loads) energy) (n,) each
+    from the joint values and rates of every open chain: no coordinates involved."""
     E = np.zeros(phi.shape[0])
     kinetic = np.zeros(phi.shape[0])
     for chain, idx in model.open_chains:
@@ -1152,7 +1121,6 @@ class _Record:
         energies and a SimulationWarning (a finished motion is never lost)."""
         K = len(self.t)
         t = np.array(self.t)
-        # numpy's own float64 (kernels' arrays may carry numba's: one() declines those)
         phi = np.array(self.phi, float).reshape(K, -1)
         conservative = tau is None and (loads is None or loads.conservative)
         step = "rates"

@@ -170,45 +170,86 @@ def test_joint_space_compiled_matches_numpy(make):
 
 
 # ------------------------------------------------ switching on the compiled path
-@compiled
-def test_switching_passes_kernel_arrays_on_as_numpy_floats(monkeypatch):
-    """numba's arrays from kernels loaded from its cache carry a float64 dtype equal
-    to numpy's but not the same object, and a model's one-pose compiled calls
-    (:meth:`kic.closed_eval.CompiledEvaluation.one`) check it by identity.  With
-    every kernel output given such a dtype (as a warm cache gives it), no array
-    the switching and crossing code passes to a one-pose call may carry it (it
-    would take the numpy path: a millisecond a call)."""
+def _equal_float64():
+    """A float64 descriptor equal to numpy's but another object, as the arrays of
+    numba's kernels loaded from its cache carry."""
     import pickle
-
-    from kic import closed_eval
-    from kic.kernels import closed as kernels
-
     distinct = pickle.loads(pickle.dumps(np.dtype(np.float64)))
     assert distinct == np.float64 and distinct is not np.dtype(np.float64)
+    return distinct
 
-    def cached(a):
-        return a.view(distinct) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
 
-    for name in ("one", "free_motion"):
-        kernel = getattr(kernels, name)
-        monkeypatch.setattr(kernels, name, lambda *a, _k=kernel: tuple(
-            cached(x) for x in _k(*a)))
-    seen = []
-    one = closed_eval.CompiledEvaluation.one
-
-    def checked(self, what, q, qd, x, start, *args, **kwargs):
-        seen.append(what)
-        for a in (q, qd, x, start):
-            assert not (isinstance(a, np.ndarray) and a.dtype is distinct), what
-        return one(self, what, q, qd, x, start, *args, **kwargs)
-    monkeypatch.setattr(closed_eval.CompiledEvaluation, "one", checked)
+@compiled
+def test_one_pose_takes_an_equal_float64_descriptor(monkeypatch):
+    """A model's one-pose compiled path (:meth:`kic.closed_eval.CompiledEvaluation.one`)
+    takes arrays whose float64 descriptor is equal to numpy's but another object,
+    with the same numbers bit for bit; byte-swapped arrays go the general path (which
+    converts them) and give the same answer to rounding."""
     fb = mechanisms.five_bar()
+    distinct = _equal_float64()
+    calls = []
+    one = K.one
+    monkeypatch.setattr(K, "one", lambda *a: calls.append(1) or one(*a))
+    q = fb.reference[fb.joint_indices(fb.coordinate_names)] + 0.1
+    qd, qdd = np.array([0.7, -0.4]), np.array([1.5, 2.0])
     previous = kic.set_backend("numba")
     try:
-        sim = kic.simulate(fb, (0.0, 0.9), fb.reference, [0.0, 0.0], rtol=1e-8, atol=1e-10)
+        plain = fb.inverse_dynamics(q, qd, qdd)
+        assert len(calls) == 1
+        same = fb.inverse_dynamics(q.view(distinct), qd.view(distinct), qdd.view(distinct))
+        assert len(calls) == 2
+        np.testing.assert_array_equal(same, plain)
+        swapped = [a.astype(a.dtype.newbyteorder()) for a in (q, qd, qdd)]
+        converted = fb.inverse_dynamics(*swapped)
+        assert len(calls) == 2
+        np.testing.assert_allclose(converted, plain, rtol=1e-12, atol=1e-12)
     finally:
         kic.set_backend(previous)
-    assert sim.switches and sim.crossings and len(seen) > 10
+
+
+@compiled
+def test_fall_does_not_depend_on_where_kernels_came_from(monkeypatch):
+    """The five-bar's fall through its flat configuration (coordinate switches and
+    crossings) gives the same motion bit for bit whether the kernels' arrays carry
+    numpy's float64 descriptor (kernels compiled in the process) or an equal other
+    one (kernels loaded from numba's cache): the one-pose calls of the switching,
+    crossing and record code take the compiled path either way."""
+    from kic import closed_eval
+    fb = mechanisms.five_bar()
+    distinct = _equal_float64()
+    one, declined, reached = closed_eval.CompiledEvaluation.one, [], []
+
+    def counted(self, *a, **kw):
+        out = one(self, *a, **kw)
+        declined[-1] += out is None
+        reached[-1] += any(isinstance(x, np.ndarray) and x.dtype is distinct for x in a)
+        return out
+    monkeypatch.setattr(closed_eval.CompiledEvaluation, "one", counted)
+
+    def fall():
+        declined.append(0)
+        reached.append(0)
+        return kic.simulate(fb, (0.0, 0.9), fb.reference, [0.0, 0.0], rtol=1e-8,
+                            atol=1e-10)
+
+    previous = kic.set_backend("numba")
+    try:
+        compiled_here = fall()
+        for name in ("one", "free_motion"):
+            kernel = getattr(K, name)
+            monkeypatch.setattr(K, name, lambda *a, _k=kernel: tuple(
+                a.view(distinct) if isinstance(a, np.ndarray) and a.dtype == np.float64
+                else a for a in _k(*a)))
+        from_cache = fall()
+    finally:
+        kic.set_backend(previous)
+    assert compiled_here.switches and compiled_here.crossings
+    # the planted descriptor reaches one-pose calls, and none declines (a decline
+    # would take the general path: a millisecond a call, other rounding)
+    assert reached[1] > 0 and declined == [0, 0]
+    for name in ("t", "q", "qd", "phi", "energy"):
+        np.testing.assert_array_equal(getattr(from_cache, name),
+                                      getattr(compiled_here, name), err_msg=name)
 
 
 # ------------------------------------------------------------ projection

@@ -351,7 +351,7 @@ def free_motion(plan, mode, t: float, t_end: float, y, phi, tau, tl, times, h_ab
 
 def motion_rhs(plan, mode, start, y, tau, tl) -> tuple:
     """Python entry of :func:`kic.kernels.integrator.motion_rhs`: (f (2M,), phi (N,),
-    status, worst block condition) at the state ``y`` (2M,), assembled from
+    status, worst block condition, phi' (N,)) at the state ``y`` (2M,), assembled from
     ``start`` (N,), under the input ``tau`` (M,) and joint loads ``tl`` (N,), all
     float64 C-contiguous (the caller's layout; no checks: the lean call of an
     integrator's every evaluation)."""
