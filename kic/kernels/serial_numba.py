@@ -35,12 +35,12 @@ import math
 
 import numpy as np
 
-from ..settings import ABA_MIN_JOINTS
+from ..settings import ABA_MIN_JOINTS, ONE_POSE_STACK_FLOATS
 from . import jit as _registry
 from .articulated import aba_buffers, aba_one
 from .frames import frames_into, pose_lanes
 from .inertia import gravity_one, inertia_one as inertia_pose, link_world_into, power_one
-from .jit import jit
+from .jit import jit, stack_vector
 from .linalg import cholesky_solve, invert_stacked
 from .rnea import motion_lanes, motion_loads_lanes, rnea_one
 
@@ -275,16 +275,48 @@ def _shapes(M, a, b, c, out):
 
 # one signature per entry point: any other input type (a list, a read-only or
 # strided array, another dtype) raises TypeError at the call and the caller takes
-# its validating path; nothing new is compiled
-@jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
-def _rnea1(P, q, qd, qdd, out):
-    base, isR, O, mass, com, Iloc, grav = _unpack(P)
-    M = mass.shape[0]
-    if not _shapes(M, q, qd, qdd, out):
+# its validating path; nothing new is compiled.  Their work is on the stack (bare:
+# no allocation, no reference counting of the arguments, the GIL held).
+@jit(signature="b1(f8[::1], b1, f8[::1], f8[::1], f8[::1], f8[::1])", bare=True)
+def _dynamics1(P, forward, q, qd, x, out):
+    """One configuration: the joint loads ``out`` at rates ``qd`` and accelerations
+    ``x`` (``forward`` False), or the accelerations ``out`` under the loads ``x``
+    (``forward`` True: q'' = I*^-1 (x - bias), the bias the loads at q'' = 0).  One
+    entry point and one call of the Newton-Euler recursion for both: a first use
+    compiles the recursion once (about half of its cost)."""
+    M = _dof(P)
+    need = M * (M + 43) if forward else 24 * M
+    if not _shapes(M, q, qd, x, out) or need > ONE_POSE_STACK_FLOATS:
         return False
-    v3, R, W, _, _ = _inverse_work(M)
-    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, True, v3[:M], v3[M:2 * M], R,
-             v3[2 * M:], W, out)
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
+    w = stack_vector(need)
+    # the Newton-Euler work: frames A, t, p (M, 3), R (M, 3, 3), wrenches W (M, 6)
+    v3 = w[:9 * M].reshape((3 * M, 3))
+    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
+    R = w[9 * M:18 * M].reshape((M, 3, 3))
+    W = w[18 * M:24 * M].reshape((M, 6))
+    rates = x
+    if forward:
+        rates = w[24 * M:25 * M]
+        for j in range(M):
+            rates[j] = 0.0
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, rates, True, A, t, R, p, W, out)
+    if forward:
+        # I* (M, M) from the frames just made: centroids c (M, 3), world inertias
+        # Iw (M, 3, 3) and columns (M, 6) after the zero rates
+        k = 25 * M
+        c = w[k:k + 3 * M].reshape((M, 3))
+        Iw = w[k + 3 * M:k + 12 * M].reshape((M, 3, 3))
+        cols = w[k + 12 * M:k + 18 * M].reshape((M, 6))
+        I = w[k + 18 * M:k + 18 * M + M * M].reshape((M, M))
+        link_world_into(R, p, com, Iloc, c, Iw)
+        inertia_pose(mass, c, Iw, A, t, cols, I)
+        for j in range(M):
+            out[j] = x[j] - out[j]
+        # factored in place (its lower triangle), solved in place (each b[i] is read
+        # before x[i] is written)
+        if not cholesky_solve(I, out, I, out):
+            return False
     return _finite(M, out)
 
 
@@ -311,13 +343,6 @@ def _inertia1(P, q, out):
     link_world_into(R, p, com, Iloc, c, Iw)
     inertia_pose(mass, c, Iw, A, t, cols, out)
     return _finite(M * M, out.ravel())
-
-
-@jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
-def _forward1(P, q, qd, tau, out):
-    M = _dof(P)
-    return (_shapes(M, q, qd, tau, out)
-            and _forward_one(_unpack(P), _forward_work(M), q, qd, tau, out) and _finite(M, out))
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
@@ -489,7 +514,7 @@ def forward_dynamics(d, q, qd, tau):
 def inverse_dynamics_one(d, q, qd, qdd, out) -> bool:
     """Joint loads of one configuration into ``out`` (M,)."""
     try:
-        return _rnea1(d.packed, q, qd, qdd, out)
+        return _dynamics1(d.packed, False, q, qd, qdd, out)
     except TypeError:                    # not a float64 vector: the caller validates
         return False
 
@@ -513,6 +538,8 @@ def inertia_one(d, q, out) -> bool:
 def forward_dynamics_one(d, q, qd, tau, out) -> bool:
     """q'' of one configuration into ``out`` (M,)."""
     try:
-        return (_aba1 if d.dof >= ABA_MIN_JOINTS else _forward1)(d.packed, q, qd, tau, out)
+        if d.dof >= ABA_MIN_JOINTS:
+            return _aba1(d.packed, q, qd, tau, out)
+        return _dynamics1(d.packed, True, q, qd, tau, out)
     except TypeError:
         return False
