@@ -320,29 +320,30 @@ def _dynamics1(P, forward, q, qd, x, out):
     return _finite(M, out)
 
 
-@jit(signature="b1(f8[::1], f8[::1], f8[::1])")
+@jit(signature="b1(f8[::1], f8[::1], f8[::1])", bare=True)
 def _gravity1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if q.shape[0] != M or out.shape[0] != M:
+    if q.shape[0] != M or out.shape[0] != M or 18 * M > ONE_POSE_STACK_FLOATS:
         return False
-    A, t, R, p = _frames_work(np.empty(18 * M), M)
+    A, t, R, p = _frames_work(stack_vector(18 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     gravity_one(mass, com, grav, A, t, R, p, out)
     return _finite(M, out)
 
 
-@jit(signature="b1(f8[::1], f8[::1], f8[:, ::1])")
+@jit(signature="b1(f8[::1], f8[::1], f8[:, ::1])", bare=True)
 def _inertia1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if q.shape[0] != M or out.shape[0] != M or out.shape[1] != M:
+    if (q.shape[0] != M or out.shape[0] != M or out.shape[1] != M
+            or 36 * M > ONE_POSE_STACK_FLOATS):
         return False
-    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
+    A, t, R, p, c, Iw, cols = _inertia_work(stack_vector(36 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     link_world_into(R, p, com, Iloc, c, Iw)
     inertia_pose(mass, c, Iw, A, t, cols, out)
-    return _finite(M * M, out.ravel())
+    return _finite(M * M, out.reshape(M * M))
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
