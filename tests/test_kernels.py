@@ -329,7 +329,7 @@ def test_inertia_power_gravity_compiled_equal_numpy_and_floats(seed, M):
         np.testing.assert_allclose(c.T, state.c[..., n], atol=1e-14)
         np.testing.assert_allclose(Iw, state.I[..., n].transpose(2, 0, 1), atol=1e-14)
         I = np.empty((M, M))
-        inertia.inertia_one(d.mass, c, Iw, A, t, np.empty((M, 6)), I)
+        inertia.inertia_one(d.mass, d.com, d.inertia, R, p, A, t, np.empty((M, 6)), I)
         P = np.empty((M, M, M))
         inertia.power_one(d.mass, c, Iw, A, t, np.empty(M), np.empty((M, 3)),
                           np.empty((M, 3, 3)), np.empty((M, 3, 3)), np.empty((M, M, 3)),

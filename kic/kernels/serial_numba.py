@@ -18,13 +18,20 @@ Layout: the chain is one packed float64 vector (:func:`pack`, ``ChainData.packed
 inputs ``q, qd, ...`` are (N, M) float64 (made C-contiguous here); outputs are
 batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
 
-What a first call compiles (numba, PUMA 560, empty cache, CPU): one pose's inverse
-dynamics its entry point and :func:`kic.kernels.rnea.rnea_one`; forward dynamics
-its entry point (the solve inline) and ``rnea_one``, ``link_world_into`` and
-``inertia_one``.  Each compiled function is typed, lowered and optimized once, and
-its code is linked into every entry point that calls it and optimized and
-translated there again, so a compiled function between an entry point and the
-building blocks is paid twice: the drivers here are inline in their entry points.
+What a first call compiles (numba, PUMA 560, empty cache): one pose's inverse and
+forward dynamics share one entry point (:func:`_dynamics1`, the solve inline), which
+calls :func:`kic.kernels.rnea.rnea_one` once (forward dynamics' bias is the loads at
+q'' = 0) and :func:`kic.kernels.inertia.inertia_one`; the first of the two calls
+compiles the three, the second nothing.  Each compiled function is typed, lowered
+and optimized once, and its code is linked into every entry point that calls it
+and optimized and translated there again, so a compiled function between an entry
+point and the building blocks is paid twice: the drivers here are inline in their
+entry points.  numba's inlining of a function (``inline=True``) costs a copy and a
+retyping of its code at each call site, more than the link of a compiled one for a
+large function called once (``rnea_one``, ``inertia_one``).  The one-pose entry
+points allocate nothing (their work on the stack, :func:`kic.kernels.jit.stack_vector`)
+and are compiled bare (:func:`kic.kernels.jit.jit`): a call from Python costs
+about 0.2 us less.
 The building blocks of the closed models' batched kernels (link frames, screw
 motion, joint loads from a given motion) are batch last, (3, M, N), walked
 joint by joint over the batch.
@@ -113,11 +120,10 @@ def _frames_work(w, M):
 
 @jit(inline=True)
 def _inertia_work(w, M):
-    """Views of ``w[:36 M]``: the frames A, t, R, p (as :func:`_frames_work`), then
-    centroids c (M, 3), world inertias Iw (M, 3, 3) and columns (M, 6), as
-    :func:`kic.kernels.inertia.link_world_into` and ``inertia_one`` fill them."""
-    v3, m3, cols, _, _ = _work(w, M, 4, 2, 1, 0)
-    return v3[:M], v3[M:2 * M], m3[:M], v3[2 * M:3 * M], v3[3 * M:], m3[M:], cols
+    """Views of ``w[:24 M]``: the frames A, t, R, p (as :func:`_frames_work`), then
+    I*'s columns (M, 6) (:func:`kic.kernels.inertia.inertia_one`)."""
+    v3, R, cols, _, _ = _work(w, M, 3, 1, 1, 0)
+    return v3[:M], v3[M:2 * M], R, v3[2 * M:], cols
 
 
 @jit(inline=True)
@@ -131,10 +137,10 @@ def _inverse_work(M):
 @jit(inline=True)
 def _forward_work(M):
     """The work of :func:`_forward_one`, views of one allocation (:func:`_work`): the
-    frames A, t, p and centroids c (M, 3) as one (4 M, 3) array, R and the world
-    inertias Iw (M, 3, 3), link wrenches W and I*'s columns (M, 6), I* and its factor
-    (M, M), then the bias and zero rates (M)."""
-    return _work(np.empty(M * (2 * M + 44)), M, 4, 2, 2, 2)
+    frames A, t, p (M, 3) as one (3 M, 3) array, R (M, 3, 3), link wrenches W and
+    I*'s columns (M, 6), I* (M, M) (factored in place), then the bias and zero rates
+    (M)."""
+    return _work(np.empty(M * (M + 32)), M, 3, 1, 2, 1)
 
 
 @jit(inline=True)
@@ -157,18 +163,15 @@ def _forward_one(chain, work, q, qd, tau, out):
     base, isR, O, mass, com, Iloc, grav = chain
     v3, m3, v6, sq, rest = work
     M = q.shape[0]
-    A, t, p, c = v3[:M], v3[M:2 * M], v3[2 * M:3 * M], v3[3 * M:]
-    R, Iw = m3[:M], m3[M:]
+    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
     bias, zero = rest[:M], rest[M:2 * M]
     for j in range(M):
         zero[j] = 0.0
-    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, R, p, v6[:M], bias)
-    link_world_into(R, p, com, Iloc, c, Iw)
-    I = sq[:M]
-    inertia_pose(mass, c, Iw, A, t, v6[M:], I)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, m3, p, v6[:M], bias)
+    inertia_pose(mass, com, Iloc, m3, p, A, t, v6[M:], sq)
     for j in range(M):
         bias[j] = tau[j] - bias[j]
-    return cholesky_solve(I, bias, sq[M:], out)
+    return cholesky_solve(sq, bias, sq, out)
 
 
 @jit(inline=True)
@@ -209,18 +212,19 @@ def _gravity(P, q, out):
 def _inertia(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
+    A, t, R, p, cols = _inertia_work(np.empty(24 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
-        link_world_into(R, p, com, Iloc, c, Iw)
-        inertia_pose(mass, c, Iw, A, t, cols, out[n])
+        inertia_pose(mass, com, Iloc, R, p, A, t, cols, out[n])
 
 
 @jit
 def _inertia_power(P, q, with_inertia, I_out, P_out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
+    A, t, R, p, cols = _inertia_work(np.empty(24 * M), M)
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
     S0 = np.empty(M)
     S1 = np.empty((M, 3))
     S2 = np.empty((M, 3, 3))
@@ -232,7 +236,7 @@ def _inertia_power(P, q, with_inertia, I_out, P_out):
         frames_into(base, isR, O, q[n], A, t, R, p)
         link_world_into(R, p, com, Iloc, c, Iw)
         if with_inertia:
-            inertia_pose(mass, c, Iw, A, t, cols, I_out[n])
+            inertia_pose(mass, com, Iloc, R, p, A, t, cols, I_out[n])
         power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, P_out[n])
 
 
@@ -285,7 +289,7 @@ def _dynamics1(P, forward, q, qd, x, out):
     entry point and one call of the Newton-Euler recursion for both: a first use
     compiles the recursion once (about half of its cost)."""
     M = _dof(P)
-    need = M * (M + 43) if forward else 24 * M
+    need = M * (M + 31) if forward else 24 * M
     if not _shapes(M, q, qd, x, out) or need > ONE_POSE_STACK_FLOATS:
         return False
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
@@ -302,15 +306,10 @@ def _dynamics1(P, forward, q, qd, x, out):
             rates[j] = 0.0
     rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, rates, True, A, t, R, p, W, out)
     if forward:
-        # I* (M, M) from the frames just made: centroids c (M, 3), world inertias
-        # Iw (M, 3, 3) and columns (M, 6) after the zero rates
-        k = 25 * M
-        c = w[k:k + 3 * M].reshape((M, 3))
-        Iw = w[k + 3 * M:k + 12 * M].reshape((M, 3, 3))
-        cols = w[k + 12 * M:k + 18 * M].reshape((M, 6))
-        I = w[k + 18 * M:k + 18 * M + M * M].reshape((M, M))
-        link_world_into(R, p, com, Iloc, c, Iw)
-        inertia_pose(mass, c, Iw, A, t, cols, I)
+        # I* (M, M) from the frames just made, its columns (M, 6) after the zero rates
+        cols = w[25 * M:31 * M].reshape((M, 6))
+        I = w[31 * M:].reshape((M, M))
+        inertia_pose(mass, com, Iloc, R, p, A, t, cols, I)
         for j in range(M):
             out[j] = x[j] - out[j]
         # factored in place (its lower triangle), solved in place (each b[i] is read
@@ -337,12 +336,11 @@ def _inertia1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
     if (q.shape[0] != M or out.shape[0] != M or out.shape[1] != M
-            or 36 * M > ONE_POSE_STACK_FLOATS):
+            or 24 * M > ONE_POSE_STACK_FLOATS):
         return False
-    A, t, R, p, c, Iw, cols = _inertia_work(stack_vector(36 * M), M)
+    A, t, R, p, cols = _inertia_work(stack_vector(24 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
-    link_world_into(R, p, com, Iloc, c, Iw)
-    inertia_pose(mass, c, Iw, A, t, cols, out)
+    inertia_pose(mass, com, Iloc, R, p, A, t, cols, out)
     return _finite(M * M, out.reshape(M * M))
 
 
