@@ -480,3 +480,55 @@ def test_compilation_notice_once_when_cold_and_never_when_warm(tmp_path):
                            env=env, check=True).stderr for _ in range(2)]
     assert runs[0].count("kic: compiling kernels") == 1 and str(tmp_path) in runs[0]
     assert "kic:" not in runs[1]
+
+
+@needs_numba
+def test_view_and_stack_vector_compiled_equal_plain():
+    """jit.view: the C-contiguous array of a shape at an offset of a vector, sharing
+    its data (compiled: no slice, reshape or checks) as numpy's slice and reshape
+    give it; jit.stack_vector: n floats on the stack of a compiled function."""
+    import numba
+    assert jit.load()
+    view, stack = serial_numba.view, serial_numba.stack_vector    # bound at load()
+
+    def carve(w, M):
+        a, b, c = view(w, 1, (M,)), view(w, 1 + M, (M, 3)), view(w, 1 + 4 * M, (2, M, 3))
+        a[0] = -1.0                                   # written through to w
+        s = stack(3 * M)
+        for i in range(3 * M):
+            s[i] = b[i // 3, i % 3] + c[1, i // 3, i % 3]
+        total = 0.0
+        for i in range(3 * M):
+            total += s[i]
+        return a.sum(), b[M - 1, 2], c[1, 0, 1], total
+
+    M = 4
+    w = np.arange(1.0 + 10 * M)
+    compiled = numba.njit(carve)(w.copy(), M)
+    plain = jit.plain("kic.kernels.jit", "view")
+    b, c = plain(w, 1 + M, (M, 3)), plain(w, 1 + 4 * M, (2, M, 3))
+    a = plain(w, 1, (M,)).copy()
+    a[0] = -1.0
+    assert np.shares_memory(b, w) and b.flags.c_contiguous
+    assert compiled == (a.sum(), b[M - 1, 2], c[1, 0, 1], (b + c[1]).sum())
+    assert jit.plain("kic.kernels.jit", "stack_vector")(5).shape == (5,)
+
+
+@needs_numba
+def test_kernels_imported_after_load_compile(tmp_path):
+    """The compiled backend chosen before any chain exists: the serial kernels'
+    module is imported after load() and still compiles (its jit.view and
+    jit.stack_vector are the compiled ones), with the numpy kernels' numbers."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, kic; kic.set_backend('numba'); "
+            "assert 'kic.kernels.serial_numba' not in sys.modules; import mechanisms; "
+            "arm = mechanisms.puma560(); q = np.full(6, 0.3); "
+            "run = lambda: np.concatenate([arm.inverse_dynamics(q, q, q), "
+            "arm.forward_dynamics(q, q, q), arm.gravity_load(q), arm.dynamics(q).I_star[0]]); "
+            "a = run(); kic.set_backend('numpy'); b = run(); "
+            "assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (a, b)")
+    env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)                  # compiled, not loaded
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)

@@ -20,7 +20,7 @@ import sys
 import types
 import warnings
 
-__all__ = ["available", "compiled_callers_only", "jit", "load", "plain", "stack_vector"]
+__all__ = ["available", "compiled_callers_only", "jit", "load", "plain", "stack_vector", "view"]
 
 available = importlib.util.find_spec("numba") is not None
 """numba is installed (imported, and kernels compiled, on first use)."""
@@ -234,10 +234,12 @@ def load() -> bool:
         _key[id(compiled)] = (module, name)
         _kept.append(compiled)
         replacements[id(fn)] = compiled
-    stack = _stack_vector_intrinsic(numba)
-    _key[id(stack)] = (__name__, "stack_vector")
-    _kept.append(stack)
-    replacements[id(stack_vector)] = stack
+    for name, make in (("stack_vector", _stack_vector_intrinsic), ("view", _view_intrinsic)):
+        compiled = make(numba)
+        _key[id(compiled)] = (__name__, name)
+        _kept.append(compiled)
+        replacements[id(_plain[(__name__, name)])] = compiled
+        globals()[name] = compiled       # for kernel modules imported from now on
     _bind(replacements)
     _loaded = True
     _install_notice()
@@ -282,6 +284,58 @@ def _stack_vector_intrinsic(numba):
         return array_type(n), codegen
 
     return stack_vector
+
+
+def view(w, start, shape):
+    """The C-contiguous array of ``shape`` (a tuple of ints) that starts at
+    ``w[start]`` in the 1-D C-contiguous ``w``: ``w[start:start + size].reshape(shape)``
+    without its checks (compiled: a pointer and the strides, none of the code of a
+    slice and a reshape, which cost a first compilation some 25 ms each); the caller
+    keeps it inside ``w``."""
+    size = 1
+    for n in shape:
+        size *= n
+    return w[start:start + size].reshape(shape)
+
+
+_plain[(__name__, "view")] = view
+
+
+def _view_intrinsic(numba):
+    """The compiled :func:`view`: a view sharing ``w``'s data and owner."""
+    from numba.core import cgutils, types
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.extending import intrinsic
+    from numba.np.arrayobj import populate_array
+
+    @intrinsic
+    def view(typingctx, w, start, shape):
+        if not (isinstance(w, types.Array) and w.ndim == 1 and w.layout == "C"
+                and isinstance(start, types.Integer) and isinstance(shape, types.UniTuple)
+                and isinstance(shape.dtype, types.Integer)):
+            return None
+        result = types.Array(w.dtype, shape.count, "C")
+
+        def codegen(context, builder, sig, args):
+            source_type, start_type, shape_type = sig.args
+            source = context.make_array(source_type)(context, builder, args[0])
+            offset = context.cast(builder, args[1], start_type, types.intp)
+            dims = [context.cast(builder, n, shape_type.dtype, types.intp)
+                    for n in cgutils.unpack_tuple(builder, args[2])]
+            itemsize = context.get_constant(
+                types.intp, context.get_abi_sizeof(context.get_data_type(w.dtype)))
+            strides = [itemsize]
+            for n in reversed(dims[1:]):
+                strides.insert(0, builder.mul(strides[0], n))
+            array = context.make_array(result)(context, builder)
+            populate_array(array, data=builder.gep(source.data, [offset]), shape=dims,
+                           strides=strides, itemsize=itemsize, meminfo=source.meminfo,
+                           parent=source.parent)
+            return impl_ret_borrowed(context, builder, result, array._getvalue())
+
+        return result(w, start, shape), codegen
+
+    return view
 
 
 _noticed = False

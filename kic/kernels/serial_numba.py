@@ -47,7 +47,7 @@ from . import jit as _registry
 from .articulated import aba_buffers, aba_one
 from .frames import frames_into, pose_lanes
 from .inertia import gravity_one, inertia_one as inertia_pose, link_world_into, power_one
-from .jit import jit, stack_vector
+from .jit import jit, stack_vector, view
 from .linalg import cholesky_solve, invert_stacked
 from .rnea import motion_lanes, motion_loads_lanes, rnea_one
 
@@ -67,8 +67,8 @@ def load() -> bool:
 # --------------------------------------------------------------------------
 # Every compiled kernel takes the chain as one packed float64 vector (each array
 # argument costs a call from Python some 0.05-0.15 us) and its work as views of one
-# allocation (one allocation costs about as much as a joint's arithmetic).  Views
-# are made by as few reshapes as possible: each reshape site costs compile time.
+# allocation (one allocation costs about as much as a joint's arithmetic), made by
+# kic.kernels.jit.view (a slice and a reshape cost a first compilation some 35 ms).
 def pack(base, isR, O, mass, com, Iloc, grav) -> np.ndarray:
     """A chain's constants in one float64 vector: base (3, 4) then origins (M, 3, 4);
     centroids (M, 3) then gravity (3); inertias (M, 3, 3); masses (M); 1.0 for a
@@ -87,67 +87,37 @@ def _dof(P):
 def _unpack(P):
     """The views (base, isR, O, mass, com, Iloc, grav) of a :func:`pack` vector."""
     M = _dof(P)
-    k = 12 * (M + 1)
-    placements = P[:k].reshape((M + 1, 3, 4))          # base, then the origins
-    points = P[k:k + 3 * (M + 1)].reshape((M + 1, 3))   # centroids, then gravity
-    k += 3 * (M + 1)
-    Iloc = P[k:k + 9 * M].reshape((M, 3, 3))
-    k += 9 * M
-    return (placements[0], P[k + M:k + 2 * M], placements[1:], P[k:k + M], points[:M],
-            Iloc, points[M])
-
-
-@jit(inline=True)
-def _work(w, M, rows3, mats3, rows6, squares):
-    """Views of ``w``: ``rows3`` (M, 3) blocks as one (rows3 M, 3) array, ``mats3``
-    (M, 3, 3) blocks, ``rows6`` (M, 6) blocks, ``squares`` (M, M) blocks, each set
-    stacked along its first axis, then the rest of ``w`` (vectors)."""
-    a = 3 * rows3 * M
-    b = a + 9 * mats3 * M
-    c = b + 6 * rows6 * M
-    d = c + squares * M * M
-    return (w[:a].reshape((rows3 * M, 3)), w[a:b].reshape((mats3 * M, 3, 3)),
-            w[b:c].reshape((rows6 * M, 6)), w[c:d].reshape((squares * M, M)), w[d:])
+    k = 12 * (M + 1)                     # after base and origins: centroids, gravity
+    m = k + 12 * M + 3                   # after the inertias: masses, then isR
+    return (view(P, 0, (3, 4)), view(P, m + M, (M,)), view(P, 12, (M, 3, 4)),
+            view(P, m, (M,)), view(P, k, (M, 3)), view(P, k + 3 * M + 3, (M, 3, 3)),
+            view(P, k + 3 * M, (3,)))
 
 
 @jit(inline=True)
 def _frames_work(w, M):
     """Views A, t (M, 3), R (M, 3, 3), p (M, 3) of ``w[:18 M]``, the frames as
-    :func:`kic.kernels.frames.frames_into` fills them."""
-    v3, R, _, _, _ = _work(w, M, 3, 1, 0, 0)
-    return v3[:M], v3[M:2 * M], R, v3[2 * M:]
-
-
-@jit(inline=True)
-def _inertia_work(w, M):
-    """Views of ``w[:24 M]``: the frames A, t, R, p (as :func:`_frames_work`), then
-    I*'s columns (M, 6) (:func:`kic.kernels.inertia.inertia_one`)."""
-    v3, R, cols, _, _ = _work(w, M, 3, 1, 1, 0)
-    return v3[:M], v3[M:2 * M], R, v3[2 * M:], cols
-
-
-@jit(inline=True)
-def _inverse_work(M):
-    """The work of the joint loads (:func:`kic.kernels.rnea.rnea_one`), views of one
-    allocation (:func:`_work`): the frames A, t, p (M, 3) as one (3 M, 3) array, R
-    (M, 3, 3), the link wrenches W (M, 6)."""
-    return _work(np.empty(24 * M), M, 3, 1, 1, 0)
+    :func:`kic.kernels.frames.frames_into` fills them, then a (M, 6) view of
+    ``w[18 M:24 M]`` (the link wrenches of :func:`kic.kernels.rnea.rnea_one`, I*'s
+    columns of :func:`kic.kernels.inertia.inertia_one`)."""
+    return (view(w, 0, (M, 3)), view(w, 3 * M, (M, 3)), view(w, 6 * M, (M, 3, 3)),
+            view(w, 15 * M, (M, 3)), view(w, 18 * M, (M, 6)))
 
 
 @jit(inline=True)
 def _forward_work(M):
-    """The work of :func:`_forward_one`, views of one allocation (:func:`_work`): the
-    frames A, t, p (M, 3) as one (3 M, 3) array, R (M, 3, 3), link wrenches W and
-    I*'s columns (M, 6), I* (M, M) (factored in place), then the bias and zero rates
-    (M)."""
-    return _work(np.empty(M * (M + 32)), M, 3, 1, 2, 1)
+    """The work of :func:`_forward_one`, views of one allocation: the frames and
+    link wrenches (:func:`_frames_work`), I*'s columns (M, 6), I* (M, M) (factored
+    in place), then the bias and zero rates (M)."""
+    w = np.empty(M * (M + 32))
+    return (_frames_work(w, M), view(w, 24 * M, (M, 6)), view(w, 30 * M, (M, M)),
+            view(w, M * (M + 30), (M,)), view(w, M * (M + 31), (M,)))
 
 
 @jit(inline=True)
 def _aba_work(M):
     """The work of :func:`_aba_one`: the frames' views, then the recursion's buffers."""
-    A, t, R, p = _frames_work(np.empty(18 * M), M)
-    return A, t, R, p, aba_buffers(M)
+    return _frames_work(np.empty(24 * M), M)[:4] + (aba_buffers(M),)
 
 
 # The two forward dynamics of one configuration are inline: an entry point that calls
@@ -161,17 +131,15 @@ def _forward_one(chain, work, q, qd, tau, out):
     """q'' = I*^-1 (tau - bias) of one configuration into ``out``; False if I* fails
     the rule."""
     base, isR, O, mass, com, Iloc, grav = chain
-    v3, m3, v6, sq, rest = work
+    (A, t, R, p, W), cols, I, bias, zero = work
     M = q.shape[0]
-    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
-    bias, zero = rest[:M], rest[M:2 * M]
     for j in range(M):
         zero[j] = 0.0
-    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, m3, p, v6[:M], bias)
-    inertia_pose(mass, com, Iloc, m3, p, A, t, v6[M:], sq)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, R, p, W, bias)
+    inertia_pose(mass, com, Iloc, R, p, A, t, cols, I)
     for j in range(M):
         bias[j] = tau[j] - bias[j]
-    return cholesky_solve(sq, bias, sq, out)
+    return cholesky_solve(I, bias, I, out)
 
 
 @jit(inline=True)
@@ -191,8 +159,7 @@ def _aba_one(chain, work, q, qd, tau, out):
 def _rnea(P, q, qd, qdd, use_gravity, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    v3, R, W, _, _ = _inverse_work(M)
-    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
+    A, t, R, p, W = _frames_work(np.empty(24 * M), M)
     for n in range(N):
         rnea_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], qdd[n], use_gravity, A, t, R,
                  p, W, out[n])
@@ -202,7 +169,7 @@ def _rnea(P, q, qd, qdd, use_gravity, out):
 def _gravity(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p = _frames_work(np.empty(18 * M), M)
+    A, t, R, p, _ = _frames_work(np.empty(24 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
         gravity_one(mass, com, grav, A, t, R, p, out[n])
@@ -212,7 +179,7 @@ def _gravity(P, q, out):
 def _inertia(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p, cols = _inertia_work(np.empty(24 * M), M)
+    A, t, R, p, cols = _frames_work(np.empty(24 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
         inertia_pose(mass, com, Iloc, R, p, A, t, cols, out[n])
@@ -222,7 +189,7 @@ def _inertia(P, q, out):
 def _inertia_power(P, q, with_inertia, I_out, P_out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p, cols = _inertia_work(np.empty(24 * M), M)
+    A, t, R, p, cols = _frames_work(np.empty(24 * M), M)
     c = np.empty((M, 3))
     Iw = np.empty((M, 3, 3))
     S0 = np.empty(M)
@@ -294,21 +261,17 @@ def _dynamics1(P, forward, q, qd, x, out):
         return False
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     w = stack_vector(need)
-    # the Newton-Euler work: frames A, t, p (M, 3), R (M, 3, 3), wrenches W (M, 6)
-    v3 = w[:9 * M].reshape((3 * M, 3))
-    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
-    R = w[9 * M:18 * M].reshape((M, 3, 3))
-    W = w[18 * M:24 * M].reshape((M, 6))
+    A, t, R, p, W = _frames_work(w, M)          # the Newton-Euler work
     rates = x
     if forward:
-        rates = w[24 * M:25 * M]
+        rates = view(w, 24 * M, (M,))
         for j in range(M):
             rates[j] = 0.0
     rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, rates, True, A, t, R, p, W, out)
     if forward:
         # I* (M, M) from the frames just made, its columns (M, 6) after the zero rates
-        cols = w[25 * M:31 * M].reshape((M, 6))
-        I = w[31 * M:].reshape((M, M))
+        cols = view(w, 25 * M, (M, 6))
+        I = view(w, 31 * M, (M, M))
         inertia_pose(mass, com, Iloc, R, p, A, t, cols, I)
         for j in range(M):
             out[j] = x[j] - out[j]
@@ -323,9 +286,9 @@ def _dynamics1(P, forward, q, qd, x, out):
 def _gravity1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if q.shape[0] != M or out.shape[0] != M or 18 * M > ONE_POSE_STACK_FLOATS:
+    if q.shape[0] != M or out.shape[0] != M or 24 * M > ONE_POSE_STACK_FLOATS:
         return False
-    A, t, R, p = _frames_work(stack_vector(18 * M), M)
+    A, t, R, p, _ = _frames_work(stack_vector(24 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     gravity_one(mass, com, grav, A, t, R, p, out)
     return _finite(M, out)
@@ -338,7 +301,7 @@ def _inertia1(P, q, out):
     if (q.shape[0] != M or out.shape[0] != M or out.shape[1] != M
             or 24 * M > ONE_POSE_STACK_FLOATS):
         return False
-    A, t, R, p, cols = _inertia_work(stack_vector(24 * M), M)
+    A, t, R, p, cols = _frames_work(stack_vector(24 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     inertia_pose(mass, com, Iloc, R, p, A, t, cols, out)
     return _finite(M * M, out.reshape(M * M))
