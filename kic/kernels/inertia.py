@@ -661,3 +661,10 @@ _plain_link_world = plain(__name__, "link_world")
 _plain_composite_step = plain(__name__, "composite_step")
 _plain_gravity_step = plain(__name__, "gravity_step")
 _plain_centroid = plain("kic.kernels.frames", "centroid")
+
+
+# the serial chain's one-pose recursion is called by compiled entry points only: no
+# wrappers for calls from Python (its plain twin, jit.plain, runs from Python)
+from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
+
+compiled_callers_only(__name__, only=("inertia_one",))

@@ -121,7 +121,8 @@ def jit(fn=None, *, inline: bool = False, signature: str | None = None, bare: bo
     return mark(fn) if fn is not None else mark
 
 
-def compiled_callers_only(module: str, *, but: tuple[str, ...] = ()) -> None:
+def compiled_callers_only(module: str, *, but: tuple[str, ...] = (),
+                          only: tuple[str, ...] | None = None) -> None:
     """Compile the marked functions of kernel ``module`` -- but the ones named in
     ``but``, the inline ones and the entry points with a signature -- for
     compiled callers only: without the wrappers through which Python calls a
@@ -129,9 +130,11 @@ def compiled_callers_only(module: str, *, but: tuple[str, ...] = ()) -> None:
     five-bar 1.5 s of CPU; a stage is compiled, once more, into each entry point
     that calls it, and only that copy runs).  Called at the end of the module
     (its functions are marked then); a Python call of such a function raises
-    TypeError (its plain twin, :func:`plain`, runs from Python)."""
+    TypeError (its plain twin, :func:`plain`, runs from Python).  ``only``: these
+    functions of the module and no other."""
     chosen = {(m, n) for m, n, inline, signature in _marked
-              if m == module and n not in but and not inline and signature is None}
+              if m == module and n not in but and not inline and signature is None
+              and (only is None or n in only)}
     _callers_only.update(chosen)
     if _loaded and chosen:
         # the module was imported after load(): its functions are dispatchers already

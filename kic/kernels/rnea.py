@@ -321,3 +321,10 @@ def wrench_loads(d, Fc, sR, sv, w, v, aw, av) -> np.ndarray:
 # the plain twins, bound once (the float kernels call them per link)
 _plain_screw_step = plain(__name__, "screw_step")
 _plain_link_wrench = plain(__name__, "link_wrench")
+
+
+# the serial chain's one-pose recursion is called by compiled entry points only: no
+# wrappers for calls from Python (its plain twin, jit.plain, runs from Python)
+from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
+
+compiled_callers_only(__name__, only=("rnea_one",))
