@@ -167,7 +167,7 @@ def link_world_into(R, p, com, Iloc, c, Iw):
         Iw[j, 2, 0], Iw[j, 2, 1], Iw[j, 2, 2] = Ij[2], Ij[4], Ij[5]
 
 
-@jit
+@jit(bare=True)
 def inertia_one(mass, com, Iloc, R, p, A, t, cols, out):
     """I* of one configuration from its frames (as
     :func:`kic.kernels.frames.frames_into` gives them) by composite inertias about

@@ -61,10 +61,11 @@ def _compile(numba, fn, inline: bool, signature: str | None):
     if (fn.__module__, fn.__name__) in _callers_only and not inline:
         # no wrappers for calls from Python (they unbox every argument: a fifth to a
         # half of a stage's code, compiled at first use and never run)
-        dispatcher = _callers_only_dispatcher()(
-            fn, targetoptions=dict(nopython=True, nogil=True, error_model="numpy",
-                                   inline="never", no_cpython_wrapper=True,
-                                   no_cfunc_wrapper=True))
+        targetoptions = dict(nopython=True, nogil=True, error_model="numpy",
+                             inline="never", no_cpython_wrapper=True, no_cfunc_wrapper=True)
+        if (fn.__module__, fn.__name__) in _bare:
+            targetoptions.update(_nrt=False)
+        dispatcher = _callers_only_dispatcher()(fn, targetoptions=targetoptions)
         dispatcher.enable_caching()
         return dispatcher
     return numba.njit(inline="always" if inline else "never", **options)(fn)
@@ -96,11 +97,12 @@ def jit(fn=None, *, inline: bool = False, signature: str | None = None, bare: bo
     ``inline=True``: compiled into each caller (a call that passes array views
     costs more than a small helper's arithmetic).  ``signature``: the one
     numba signature of an entry point called straight from Python (only: it is
-    compiled at its first call, see :class:`_Entry`).  ``bare=True`` (an entry
-    point that allocates nothing, its work in :func:`stack_vector`): compiled
-    without numba's reference counting (an allocation in it fails to compile)
-    and without releasing the GIL, which saves a fifth of a microsecond per call
-    from Python."""
+    compiled at its first call, see :class:`_Entry`).  ``bare=True`` (a function
+    that allocates nothing, an entry point's work in :func:`stack_vector`):
+    compiled without numba's reference counting (an allocation in it fails to
+    compile; its array arguments live as long as its caller's), so with less code,
+    and an entry point without releasing the GIL: a fifth of a microsecond less
+    per call from Python."""
     def mark(f):
         key = (f.__module__, f.__name__)
         if bare:

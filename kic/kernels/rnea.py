@@ -101,7 +101,7 @@ def link_wrench(m, com, I, T, V):
 # --------------------------------------------------------------------------
 # compiled
 # --------------------------------------------------------------------------
-@jit
+@jit(bare=True)
 def rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, A, t, R, p, W, out):
     """Joint loads of one configuration (world-frame screw recursion), its frames
     computed on the way by :func:`kic.kernels.frames.frame_step` and left in A, t
