@@ -532,3 +532,25 @@ def test_kernels_imported_after_load_compile(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
     env["NUMBA_CACHE_DIR"] = str(tmp_path)                  # compiled, not loaded
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+
+
+@needs_numba
+def test_one_pose_and_batch_share_one_compiled_recursion():
+    """The one-pose entry points and the batch kernels call rnea_one and inertia_one
+    with the same argument types (gravity as an array, not a constant flag): each is
+    compiled once, not once per kind of caller."""
+    from kic.kernels import inertia, rnea
+    chain = random_chain(np.random.default_rng(12), 5)
+    q = np.full(5, 0.3)
+    previous = kic.set_backend("numba")
+    try:
+        for x in (q, q[None]):
+            chain.inverse_dynamics(x, x, x)
+            chain.forward_dynamics(x, x, x)
+            chain.dynamics(x).I_star
+        backend.kernels().inverse_dynamics(chain.kernel_data, q[None], q[None], q[None],
+                                           gravity=False)
+    finally:
+        kic.set_backend(previous)
+    assert len(rnea.rnea_one.signatures) == 1
+    assert len(inertia.inertia_one.signatures) == 1

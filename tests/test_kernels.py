@@ -316,8 +316,9 @@ def test_joint_loads_compiled_equal_numpy_and_floats(seed, M):
             A, t, R, p = _one_pose(d, q)
             out = np.empty(M)
             frames_out = [np.empty(x.shape) for x in (A, t, R, p)]
-            rnea_one(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, qd, qdd,
-                     gravity, *frames_out, np.empty((M, 6)), out)
+            rnea_one(d.base, d.isR, d.O, d.mass, d.com, d.inertia,
+                     d.gravity if gravity else np.zeros(3), q, qd, qdd, *frames_out,
+                     np.empty((M, 6)), out)
             for a, b in zip(frames_out, (A, t, R, p)):        # the frames left on the way
                 np.testing.assert_array_equal(a, b)
             floats = rnea.loads_floats(d, frames.frames_floats(d, q.tolist()), qd.tolist(),

@@ -102,14 +102,16 @@ def link_wrench(m, com, I, T, V):
 # compiled
 # --------------------------------------------------------------------------
 @jit(bare=True)
-def rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, A, t, R, p, W, out):
-    """Joint loads of one configuration (world-frame screw recursion), its frames
-    computed on the way by :func:`kic.kernels.frames.frame_step` and left in A, t
-    (M, 3), R (M, 3, 3), p (M, 3) as :func:`kic.kernels.frames.frames_into` gives
-    them (one pass: the frames are used while they are in registers); W (M, 6) work."""
+def rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, A, t, R, p, W, out):
+    """Joint loads of one configuration (world-frame screw recursion) in the uniform
+    field ``grav`` (3,) (m/s^2; zeros: none; the base accelerates by -grav), its
+    frames computed on the way by :func:`kic.kernels.frames.frame_step` and left in
+    A, t (M, 3), R (M, 3, 3), p (M, 3) as :func:`kic.kernels.frames.frames_into`
+    gives them (one pass: the frames are used while they are in registers); W (M, 6)
+    work.  (The field as an array, not a flag: a constant flag would compile a
+    second specialization for the callers that pass one.)"""
     M = q.shape[0]
-    g = (-grav[0], -grav[1], -grav[2]) if use_gravity else (0.0, 0.0, 0.0)
-    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, g[0], g[1], g[2])
+    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -grav[0], -grav[1], -grav[2])
     T = base_tuple(base)
     for j in range(M):
         T, a, tj = joint_frame_into(j, T, O, isR, q, A, t, R, p)

@@ -135,7 +135,7 @@ def _forward_one(chain, work, q, qd, tau, out):
     M = q.shape[0]
     for j in range(M):
         zero[j] = 0.0
-    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, R, p, W, bias)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, A, t, R, p, W, bias)
     inertia_pose(mass, com, Iloc, R, p, A, t, cols, I)
     for j in range(M):
         bias[j] = tau[j] - bias[j]
@@ -160,9 +160,10 @@ def _rnea(P, q, qd, qdd, use_gravity, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
     A, t, R, p, W = _frames_work(np.empty(24 * M), M)
+    field = grav if use_gravity else np.zeros(3)
     for n in range(N):
-        rnea_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], qdd[n], use_gravity, A, t, R,
-                 p, W, out[n])
+        rnea_one(base, isR, O, mass, com, Iloc, field, q[n], qd[n], qdd[n], A, t, R, p, W,
+                 out[n])
 
 
 @jit
@@ -268,7 +269,7 @@ def _dynamics1(P, forward, q, qd, x, out):
         rates = view(w, 24 * M, (M,))
         for j in range(M):
             rates[j] = 0.0
-    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, rates, True, A, t, R, p, W, out)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, rates, A, t, R, p, W, out)
     if forward:
         # I* (M, M) from the frames just made, its columns (M, 6) after the zero rates
         cols = view(w, 25 * M, (M, 6))
