@@ -515,42 +515,27 @@ def test_view_and_stack_vector_compiled_equal_plain():
 
 
 @needs_numba
-def test_kernels_imported_after_load_compile(tmp_path):
+def test_kernels_imported_after_load_compile_each_recursion_once(tmp_path):
     """The compiled backend chosen before any chain exists: the serial kernels'
     module is imported after load() and still compiles (its jit.view and
-    jit.stack_vector are the compiled ones), with the numpy kernels' numbers."""
+    jit.stack_vector are the compiled ones), with the numpy kernels' numbers; one
+    pose and batches call rnea_one and inertia_one with the same argument types
+    (gravity as an array, not a constant flag), so each is compiled once."""
     import os
     import subprocess
     import sys
     code = ("import sys, numpy as np, kic; kic.set_backend('numba'); "
             "assert 'kic.kernels.serial_numba' not in sys.modules; import mechanisms; "
+            "from kic.backend import kernels; from kic.kernels import inertia, rnea; "
             "arm = mechanisms.puma560(); q = np.full(6, 0.3); "
-            "run = lambda: np.concatenate([arm.inverse_dynamics(q, q, q), "
-            "arm.forward_dynamics(q, q, q), arm.gravity_load(q), arm.dynamics(q).I_star[0]]); "
-            "a = run(); kic.set_backend('numpy'); b = run(); "
+            "run = lambda x: np.concatenate([np.ravel(y) for y in ("
+            "arm.inverse_dynamics(x, x, x), arm.forward_dynamics(x, x, x), "
+            "arm.gravity_load(x), arm.dynamics(x).I_star, kernels().inverse_dynamics("
+            "arm.kernel_data, np.atleast_2d(x), np.atleast_2d(x), np.atleast_2d(x), False))]); "
+            "a = [run(q), run(q[None])]; "
+            "assert len(rnea.rnea_one.signatures) == len(inertia.inertia_one.signatures) == 1; "
+            "kic.set_backend('numpy'); b = [run(q), run(q[None])]; "
             "assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (a, b)")
     env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
     env["NUMBA_CACHE_DIR"] = str(tmp_path)                  # compiled, not loaded
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
-
-
-@needs_numba
-def test_one_pose_and_batch_share_one_compiled_recursion():
-    """The one-pose entry points and the batch kernels call rnea_one and inertia_one
-    with the same argument types (gravity as an array, not a constant flag): each is
-    compiled once, not once per kind of caller."""
-    from kic.kernels import inertia, rnea
-    chain = random_chain(np.random.default_rng(12), 5)
-    q = np.full(5, 0.3)
-    previous = kic.set_backend("numba")
-    try:
-        for x in (q, q[None]):
-            chain.inverse_dynamics(x, x, x)
-            chain.forward_dynamics(x, x, x)
-            chain.dynamics(x).I_star
-        backend.kernels().inverse_dynamics(chain.kernel_data, q[None], q[None], q[None],
-                                           gravity=False)
-    finally:
-        kic.set_backend(previous)
-    assert len(rnea.rnea_one.signatures) == 1
-    assert len(inertia.inertia_one.signatures) == 1
