@@ -11,7 +11,10 @@ marked.  ``import kic`` therefore never imports numba, and a first call
 compiles only the kernels it reaches (or loads them from numba's cache next
 to the package), entry points with a signature included (:class:`_Entry`).
 Functions that only compiled code calls can go without the wrappers of calls
-from Python (:func:`compiled_callers_only`).
+from Python (:func:`compiled_callers_only`); functions that allocate nothing can
+go without reference counting (``jit(bare=True)``), their work on the stack
+(:func:`stack_vector`) and in views made without a slice's and a reshape's code
+(:func:`view`), two intrinsics that ``load`` binds like the marked functions.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ _key: dict[int, tuple[str, str]] = {}    # id of a marked function or its dispat
 _kept: list = []                         # ... which stay alive, so that no id is reused
 _twins: dict[tuple[str, str], object] = {}              # plain(): bound to plain twins
 _callers_only: set[tuple[str, str]] = set()             # compiled without a Python wrapper
-_bare: set[tuple[str, str]] = set()      # entry points compiled without NRT, holding the GIL
+_bare: set[tuple[str, str]] = set()      # compiled without NRT (entry points: the GIL held)
 _loaded = False
 
 
