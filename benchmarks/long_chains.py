@@ -43,9 +43,9 @@ TARGET_96 = 1.0
 
 def via_inertia(backend: str, chain, q, qd, tau):
     """The I*-based forward dynamics kernel of ``backend``, one configuration."""
-    d, out = chain.kernel_data, np.empty(chain.dof)
+    d, out, ok = chain.kernel_data, np.empty(chain.dof), np.empty(1, bool)
     if backend == "numba":
-        return lambda: serial_numba._forward1(d.packed, q, qd, tau, out)
+        return lambda: serial_numba._forward(d.packed, q[None], qd[None], tau[None], out[None], ok)
     plain_one = serial_numpy.forward_dynamics_one
 
     def run():                         # below the threshold the numpy kernel is I*-based

@@ -228,3 +228,10 @@ crossed by the expansion when the closure corrects its rates by at most this fra
 of the speed: too near the singular configuration for the joint-space matrix, no
 coordinates regular there, the expansion is the one model left (its energy is put back)."""
 __all__ += ["LAST_RESORT_CROSSING_RTOL"]
+
+# ------------------------------------------------------------ compiled one-pose calls
+ONE_POSE_STACK_FLOATS = 8192
+"""Work (float64) a compiled one-configuration call of a serial chain takes on the stack
+instead of allocating it (64 KB, well inside any thread's stack): its inverse dynamics up
+to 341 joints, 24 per joint; longer chains take the batch kernels."""
+__all__ += ["ONE_POSE_STACK_FLOATS"]

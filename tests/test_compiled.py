@@ -217,7 +217,7 @@ def test_read_only_and_strided_inputs_reuse_the_compiled_kernels():
     q = rng.uniform(-2, 2, (6, 4))
     qd = rng.normal(size=(6, 4))
     kernels = ("_rnea", "_inertia", "_inertia_power", "_gravity", "_forward",
-               "_rnea1", "_gravity1", "_inertia1", "_forward1")
+               "_dynamics1", "_gravity1", "_inertia1")
     from kic.kernels import frames
 
     def counts_now():
@@ -480,3 +480,62 @@ def test_compilation_notice_once_when_cold_and_never_when_warm(tmp_path):
                            env=env, check=True).stderr for _ in range(2)]
     assert runs[0].count("kic: compiling kernels") == 1 and str(tmp_path) in runs[0]
     assert "kic:" not in runs[1]
+
+
+@needs_numba
+def test_view_and_stack_vector_compiled_equal_plain():
+    """jit.view: the C-contiguous array of a shape at an offset of a vector, sharing
+    its data (compiled: no slice, reshape or checks) as numpy's slice and reshape
+    give it; jit.stack_vector: n floats on the stack of a compiled function."""
+    import numba
+    assert jit.load()
+    view, stack = serial_numba.view, serial_numba.stack_vector    # bound at load()
+
+    def carve(w, M):
+        a, b, c = view(w, 1, (M,)), view(w, 1 + M, (M, 3)), view(w, 1 + 4 * M, (2, M, 3))
+        a[0] = -1.0                                   # written through to w
+        s = stack(3 * M)
+        for i in range(3 * M):
+            s[i] = b[i // 3, i % 3] + c[1, i // 3, i % 3]
+        total = 0.0
+        for i in range(3 * M):
+            total += s[i]
+        return a.sum(), b[M - 1, 2], c[1, 0, 1], total
+
+    M = 4
+    w = np.arange(1.0 + 10 * M)
+    compiled = numba.njit(carve)(w.copy(), M)
+    plain = jit.plain("kic.kernels.jit", "view")
+    b, c = plain(w, 1 + M, (M, 3)), plain(w, 1 + 4 * M, (2, M, 3))
+    a = plain(w, 1, (M,)).copy()
+    a[0] = -1.0
+    assert np.shares_memory(b, w) and b.flags.c_contiguous
+    assert compiled == (a.sum(), b[M - 1, 2], c[1, 0, 1], (b + c[1]).sum())
+    assert jit.plain("kic.kernels.jit", "stack_vector")(5).shape == (5,)
+
+
+@needs_numba
+def test_kernels_imported_after_load_compile_each_recursion_once(tmp_path):
+    """The compiled backend chosen before any chain exists: the serial kernels'
+    module is imported after load() and still compiles (its jit.view and
+    jit.stack_vector are the compiled ones), with the numpy kernels' numbers; one
+    pose and batches call rnea_one and inertia_one with the same argument types
+    (gravity as an array, not a constant flag), so each is compiled once."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, kic; kic.set_backend('numba'); "
+            "assert 'kic.kernels.serial_numba' not in sys.modules; import mechanisms; "
+            "from kic.backend import kernels; from kic.kernels import inertia, rnea; "
+            "arm = mechanisms.puma560(); q = np.full(6, 0.3); "
+            "run = lambda x: np.concatenate([np.ravel(y) for y in ("
+            "arm.inverse_dynamics(x, x, x), arm.forward_dynamics(x, x, x), "
+            "arm.gravity_load(x), arm.dynamics(x).I_star, kernels().inverse_dynamics("
+            "arm.kernel_data, np.atleast_2d(x), np.atleast_2d(x), np.atleast_2d(x), False))]); "
+            "a = [run(q), run(q[None])]; "
+            "assert len(rnea.rnea_one.signatures) == len(inertia.inertia_one.signatures) == 1; "
+            "kic.set_backend('numpy'); b = [run(q), run(q[None])]; "
+            "assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (a, b)")
+    env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)                  # compiled, not loaded
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)

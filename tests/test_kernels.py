@@ -14,6 +14,21 @@ def compiled():
     assert jit.load()
 
 
+def test_one_pose_recursions_are_for_compiled_callers_only():
+    """rnea_one and inertia_one are compiled without the wrappers of calls from
+    Python (their entry points call them); a call from Python says so."""
+    from kic.kernels import inertia, rnea
+    for kernel in (rnea.rnea_one, inertia.inertia_one):
+        with pytest.raises(TypeError, match="compiled callers only"):
+            kernel()
+
+
+def through_compiled(kernel):
+    """A kernel compiled for compiled callers only (jit.compiled_callers_only),
+    called from here through a compiled caller: its compiled code runs."""
+    return numba.njit(lambda *args: kernel(*args))
+
+
 def _spd(rng, m, cond=10.0):
     Q, _ = np.linalg.qr(rng.standard_normal((m, m)))
     s = np.geomspace(1.0, 1.0 / cond, m)
@@ -276,6 +291,7 @@ def test_frames_of_a_chain_compiled_equal_numpy_and_floats(seed, M):
 def test_joint_loads_compiled_equal_numpy_and_floats(seed, M):
     from kic.kernels import frames, rnea
     rng, d = _chain_data(seed, M)
+    rnea_one = through_compiled(rnea.rnea_one)
     N = 6
     qT, qdT, qddT = (rng.uniform(-2, 2, (M, N)) for _ in range(3))
     Fc, sR, sv = frames.pose_numpy(d, qT)
@@ -300,8 +316,9 @@ def test_joint_loads_compiled_equal_numpy_and_floats(seed, M):
             A, t, R, p = _one_pose(d, q)
             out = np.empty(M)
             frames_out = [np.empty(x.shape) for x in (A, t, R, p)]
-            rnea.rnea_one(d.base, d.isR, d.O, d.mass, d.com, d.inertia, d.gravity, q, qd, qdd,
-                          gravity, *frames_out, np.empty((M, 6)), out)
+            rnea_one(d.base, d.isR, d.O, d.mass, d.com, d.inertia,
+                     d.gravity if gravity else np.zeros(3), q, qd, qdd, *frames_out,
+                     np.empty((M, 6)), out)
             for a, b in zip(frames_out, (A, t, R, p)):        # the frames left on the way
                 np.testing.assert_array_equal(a, b)
             floats = rnea.loads_floats(d, frames.frames_floats(d, q.tolist()), qd.tolist(),
@@ -314,6 +331,7 @@ def test_joint_loads_compiled_equal_numpy_and_floats(seed, M):
 def test_inertia_power_gravity_compiled_equal_numpy_and_floats(seed, M):
     from kic.kernels import frames, inertia
     rng, d = _chain_data(seed, M)
+    inertia_one = through_compiled(inertia.inertia_one)
     N = 5
     qT = rng.uniform(-3, 3, (M, N))
     Fc, sR, sv = frames.pose_numpy(d, qT)
@@ -329,7 +347,7 @@ def test_inertia_power_gravity_compiled_equal_numpy_and_floats(seed, M):
         np.testing.assert_allclose(c.T, state.c[..., n], atol=1e-14)
         np.testing.assert_allclose(Iw, state.I[..., n].transpose(2, 0, 1), atol=1e-14)
         I = np.empty((M, M))
-        inertia.inertia_one(d.mass, c, Iw, A, t, np.empty((M, 6)), I)
+        inertia_one(d.mass, d.com, d.inertia, R, p, A, t, np.empty((M, 6)), I)
         P = np.empty((M, M, M))
         inertia.power_one(d.mass, c, Iw, A, t, np.empty(M), np.empty((M, 3)),
                           np.empty((M, 3, 3)), np.empty((M, 3, 3)), np.empty((M, M, 3)),

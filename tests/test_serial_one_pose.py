@@ -46,3 +46,26 @@ def test_model_of_one_pose_equals_the_batch(backend):
     np.testing.assert_array_equal(one.q, saved)
     np.testing.assert_array_equal(one.P_star, arm.dynamics(saved).P_star)
     np.testing.assert_array_equal(one.I_star, I)
+
+
+@pytest.mark.parametrize("M", [341, 342])
+def test_one_pose_of_a_chain_beyond_the_stack_work_equals_the_batch(backend, M):
+    """The compiled one-pose entries take their work on the stack, up to
+    ONE_POSE_STACK_FLOATS floats (inverse dynamics: 24 per joint, 341 joints); a
+    longer chain's one pose takes the batch kernels, with the same numbers."""
+    from helpers import random_chain
+    from kic.backend import kernels
+    from kic.settings import ONE_POSE_STACK_FLOATS
+    rng = np.random.default_rng(M)
+    arm = random_chain(rng, M)
+    q, qd, qdd = rng.uniform(-1, 1, (3, M))
+    out = np.empty(M)
+    on_stack = kernels().inverse_dynamics_one(arm.kernel_data, q, qd, qdd, out)
+    assert on_stack == (backend == "numpy" or 24 * M <= ONE_POSE_STACK_FLOATS)
+    tau = arm.inverse_dynamics(q, qd, qdd)
+    batch = arm.inverse_dynamics(q[None], qd[None], qdd[None])[0]
+    np.testing.assert_allclose(tau, batch, rtol=1e-12, atol=1e-12 * np.abs(batch).max())
+    if on_stack:
+        np.testing.assert_array_equal(out, tau)
+    np.testing.assert_allclose(arm.gravity_load(q), arm.gravity_load(q[None])[0], rtol=1e-12,
+                               atol=1e-12 * np.abs(batch).max())

@@ -7,7 +7,7 @@ algorithm                                  compiled / plain floats  numpy (batch
 =========================================  ======================  ==========================
 a link's centroid and inertia in world     :func:`link_world`       :class:`LinkState`
 add a link to the composite body after it  :func:`composite_step`   (suffix sums in LinkState)
-I* of one pose                             :func:`inertia_one`      :func:`inertia_numpy`
+I* of one pose (from its frames)           :func:`inertia_one`      :func:`inertia_numpy`
                                            :func:`inertia_floats`
 P* of one pose (eq. 2-197)                 :func:`power_one`        :func:`power_numpy`
 gravity load +dV/dq                        :func:`gravity_step`,    :func:`gravity_numpy`
@@ -156,7 +156,8 @@ def gravity_step(m, c, a, t, g, S):
 # --------------------------------------------------------------------------
 @jit
 def link_world_into(R, p, com, Iloc, c, Iw):
-    """Centroids c (M, 3) and world inertias Iw (M, 3, 3) of the links."""
+    """Centroids c (M, 3) and world inertias Iw (M, 3, 3) of the links (for P*:
+    :func:`power_one`)."""
     for j in range(R.shape[0]):
         cj, Ij = link_world((com[j, 0], com[j, 1], com[j, 2]), inertia_tuple(Iloc[j]),
                             frame_tuple(R[j], p[j]))
@@ -166,16 +167,20 @@ def link_world_into(R, p, com, Iloc, c, Iw):
         Iw[j, 2, 0], Iw[j, 2, 1], Iw[j, 2, 2] = Ij[2], Ij[4], Ij[5]
 
 
-@jit
-def inertia_one(mass, c, Iw, A, t, cols, out):
-    """I* of one configuration from composite inertias about the world origin."""
+@jit(bare=True)
+def inertia_one(mass, com, Iloc, R, p, A, t, cols, out):
+    """I* of one configuration from its frames (as
+    :func:`kic.kernels.frames.frames_into` gives them) by composite inertias about
+    the world origin; each link enters by :func:`link_world` on the way (no
+    centroid or world inertia stored: one loop, less to compile).  ``cols`` (M, 6)
+    work."""
     M = mass.shape[0]
     S = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for j in range(M - 1, -1, -1):
-        S, col = composite_step(mass[j], (c[j, 0], c[j, 1], c[j, 2]),
-                                (Iw[j, 0, 0], Iw[j, 0, 1], Iw[j, 0, 2], Iw[j, 1, 1], Iw[j, 1, 2],
-                                 Iw[j, 2, 2]),
-                                (A[j, 0], A[j, 1], A[j, 2]), (t[j, 0], t[j, 1], t[j, 2]), S)
+        c, Iw = link_world((com[j, 0], com[j, 1], com[j, 2]), inertia_tuple(Iloc[j]),
+                           frame_tuple(R[j], p[j]))
+        S, col = composite_step(mass[j], c, Iw, (A[j, 0], A[j, 1], A[j, 2]),
+                                (t[j, 0], t[j, 1], t[j, 2]), S)
         for i in range(6):
             cols[j, i] = col[i]
     for n in range(M):
@@ -656,3 +661,10 @@ _plain_link_world = plain(__name__, "link_world")
 _plain_composite_step = plain(__name__, "composite_step")
 _plain_gravity_step = plain(__name__, "gravity_step")
 _plain_centroid = plain("kic.kernels.frames", "centroid")
+
+
+# the serial chain's one-pose recursion is called by compiled entry points only: no
+# wrappers for calls from Python (its plain twin, jit.plain, runs from Python)
+from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
+
+compiled_callers_only(__name__, only=("inertia_one",))

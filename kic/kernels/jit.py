@@ -11,7 +11,10 @@ marked.  ``import kic`` therefore never imports numba, and a first call
 compiles only the kernels it reaches (or loads them from numba's cache next
 to the package), entry points with a signature included (:class:`_Entry`).
 Functions that only compiled code calls can go without the wrappers of calls
-from Python (:func:`compiled_callers_only`).
+from Python (:func:`compiled_callers_only`); functions that allocate nothing can
+go without reference counting (``jit(bare=True)``), their work on the stack
+(:func:`stack_vector`) and in views made without a slice's and a reshape's code
+(:func:`view`), two intrinsics that ``load`` binds like the marked functions.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import sys
 import types
 import warnings
 
-__all__ = ["available", "compiled_callers_only", "jit", "load", "plain"]
+__all__ = ["available", "compiled_callers_only", "jit", "load", "plain", "stack_vector", "view"]
 
 available = importlib.util.find_spec("numba") is not None
 """numba is installed (imported, and kernels compiled, on first use)."""
@@ -31,11 +34,17 @@ _key: dict[int, tuple[str, str]] = {}    # id of a marked function or its dispat
 _kept: list = []                         # ... which stay alive, so that no id is reused
 _twins: dict[tuple[str, str], object] = {}              # plain(): bound to plain twins
 _callers_only: set[tuple[str, str]] = set()             # compiled without a Python wrapper
+_bare: set[tuple[str, str]] = set()      # compiled without NRT (entry points: the GIL held)
 _loaded = False
 
 
 def _compile(numba, fn, inline: bool, signature: str | None):
     options = dict(cache=True, nogil=True, error_model="numpy")
+    if (fn.__module__, fn.__name__) in _bare:
+        # it allocates nothing (work on the stack, stack_vector): array arguments are
+        # unboxed without a reference-counted wrapper each, and a call of a
+        # microsecond does not release and take back the GIL (0.16 us a call)
+        options.update(_nrt=False, nogil=False)
     if signature is not None:
         # one signature, compiled (or loaded from cache) at the first call, not at
         # load(): a first use compiles only the entry points it calls.  Then any
@@ -55,10 +64,11 @@ def _compile(numba, fn, inline: bool, signature: str | None):
     if (fn.__module__, fn.__name__) in _callers_only and not inline:
         # no wrappers for calls from Python (they unbox every argument: a fifth to a
         # half of a stage's code, compiled at first use and never run)
-        dispatcher = _callers_only_dispatcher()(
-            fn, targetoptions=dict(nopython=True, nogil=True, error_model="numpy",
-                                   inline="never", no_cpython_wrapper=True,
-                                   no_cfunc_wrapper=True))
+        targetoptions = dict(nopython=True, nogil=True, error_model="numpy",
+                             inline="never", no_cpython_wrapper=True, no_cfunc_wrapper=True)
+        if (fn.__module__, fn.__name__) in _bare:
+            targetoptions.update(_nrt=False)
+        dispatcher = _callers_only_dispatcher()(fn, targetoptions=targetoptions)
         dispatcher.enable_caching()
         return dispatcher
     return numba.njit(inline="always" if inline else "never", **options)(fn)
@@ -84,15 +94,22 @@ def _callers_only_dispatcher():
     return _CallersOnly
 
 
-def jit(fn=None, *, inline: bool = False, signature: str | None = None):
+def jit(fn=None, *, inline: bool = False, signature: str | None = None, bare: bool = False):
     """Mark ``fn`` for compilation by :func:`load`.
 
     ``inline=True``: compiled into each caller (a call that passes array views
     costs more than a small helper's arithmetic).  ``signature``: the one
     numba signature of an entry point called straight from Python (only: it is
-    compiled at its first call, see :class:`_Entry`)."""
+    compiled at its first call, see :class:`_Entry`).  ``bare=True`` (a function
+    that allocates nothing, an entry point's work in :func:`stack_vector`):
+    compiled without numba's reference counting (an allocation in it fails to
+    compile; its array arguments live as long as its caller's), so with less code,
+    and an entry point without releasing the GIL: a fifth of a microsecond less
+    per call from Python."""
     def mark(f):
         key = (f.__module__, f.__name__)
+        if bare:
+            _bare.add(key)
         _marked.append((*key, inline, signature))
         _plain[key] = f
         _key[id(f)] = key
@@ -109,7 +126,8 @@ def jit(fn=None, *, inline: bool = False, signature: str | None = None):
     return mark(fn) if fn is not None else mark
 
 
-def compiled_callers_only(module: str, *, but: tuple[str, ...] = ()) -> None:
+def compiled_callers_only(module: str, *, but: tuple[str, ...] = (),
+                          only: tuple[str, ...] | None = None) -> None:
     """Compile the marked functions of kernel ``module`` -- but the ones named in
     ``but``, the inline ones and the entry points with a signature -- for
     compiled callers only: without the wrappers through which Python calls a
@@ -117,9 +135,11 @@ def compiled_callers_only(module: str, *, but: tuple[str, ...] = ()) -> None:
     five-bar 1.5 s of CPU; a stage is compiled, once more, into each entry point
     that calls it, and only that copy runs).  Called at the end of the module
     (its functions are marked then); a Python call of such a function raises
-    TypeError (its plain twin, :func:`plain`, runs from Python)."""
+    TypeError (its plain twin, :func:`plain`, runs from Python).  ``only``: these
+    functions of the module and no other."""
     chosen = {(m, n) for m, n, inline, signature in _marked
-              if m == module and n not in but and not inline and signature is None}
+              if m == module and n not in but and not inline and signature is None
+              and (only is None or n in only)}
     _callers_only.update(chosen)
     if _loaded and chosen:
         # the module was imported after load(): its functions are dispatchers already
@@ -222,10 +242,108 @@ def load() -> bool:
         _key[id(compiled)] = (module, name)
         _kept.append(compiled)
         replacements[id(fn)] = compiled
+    for name, make in (("stack_vector", _stack_vector_intrinsic), ("view", _view_intrinsic)):
+        compiled = make(numba)
+        _key[id(compiled)] = (__name__, name)
+        _kept.append(compiled)
+        replacements[id(_plain[(__name__, name)])] = compiled
+        globals()[name] = compiled       # for kernel modules imported from now on
     _bind(replacements)
     _loaded = True
     _install_notice()
     return True
+
+
+def stack_vector(n):
+    """``n`` uninitialized float64 as a 1-D array: in compiled code on the stack of
+    the calling function, freed at its return (no allocation: a :func:`jit`
+    ``bare`` entry point takes its work here; call it once per call, not in a
+    loop, and keep ``n`` to kilobytes), in plain Python ``numpy.empty(n)``."""
+    import numpy as np
+    return np.empty(n)
+
+
+_plain[(__name__, "stack_vector")] = stack_vector
+
+
+def _stack_vector_intrinsic(numba):
+    """The compiled :func:`stack_vector`: an ``alloca`` of n doubles as a C array."""
+    from numba.core import types
+    from numba.extending import intrinsic
+    from numba.np.arrayobj import populate_array
+
+    array_type = types.Array(types.float64, 1, "C")
+
+    @intrinsic
+    def stack_vector(typingctx, n):
+        if not isinstance(n, types.Integer):
+            return None
+
+        def codegen(context, builder, sig, args):
+            count = context.cast(builder, args[0], sig.args[0], types.intp)
+            item = context.get_data_type(types.float64)
+            data = builder.alloca(item, size=count)
+            array = context.make_array(array_type)(context, builder)
+            size = context.get_constant(types.intp, 8)
+            populate_array(array, data=data, shape=[count], strides=[size], itemsize=size,
+                           meminfo=None)
+            return array._getvalue()
+
+        return array_type(n), codegen
+
+    return stack_vector
+
+
+def view(w, start, shape):
+    """The C-contiguous array of ``shape`` (a tuple of ints) that starts at
+    ``w[start]`` in the 1-D C-contiguous ``w``: ``w[start:start + size].reshape(shape)``
+    without its checks (compiled: a pointer and the strides, none of the code of a
+    slice and a reshape, which cost a first compilation some 25 ms each); the caller
+    keeps it inside ``w``."""
+    size = 1
+    for n in shape:
+        size *= n
+    return w[start:start + size].reshape(shape)
+
+
+_plain[(__name__, "view")] = view
+
+
+def _view_intrinsic(numba):
+    """The compiled :func:`view`: a view sharing ``w``'s data and owner."""
+    from numba.core import cgutils, types
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.extending import intrinsic
+    from numba.np.arrayobj import populate_array
+
+    @intrinsic
+    def view(typingctx, w, start, shape):
+        if not (isinstance(w, types.Array) and w.ndim == 1 and w.layout == "C"
+                and isinstance(start, types.Integer) and isinstance(shape, types.UniTuple)
+                and isinstance(shape.dtype, types.Integer)):
+            return None
+        result = types.Array(w.dtype, shape.count, "C")
+
+        def codegen(context, builder, sig, args):
+            source_type, start_type, shape_type = sig.args
+            source = context.make_array(source_type)(context, builder, args[0])
+            offset = context.cast(builder, args[1], start_type, types.intp)
+            dims = [context.cast(builder, n, shape_type.dtype, types.intp)
+                    for n in cgutils.unpack_tuple(builder, args[2])]
+            itemsize = context.get_constant(
+                types.intp, context.get_abi_sizeof(context.get_data_type(w.dtype)))
+            strides = [itemsize]
+            for n in reversed(dims[1:]):
+                strides.insert(0, builder.mul(strides[0], n))
+            array = context.make_array(result)(context, builder)
+            populate_array(array, data=builder.gep(source.data, [offset]), shape=dims,
+                           strides=strides, itemsize=itemsize, meminfo=source.meminfo,
+                           parent=source.parent)
+            return impl_ret_borrowed(context, builder, result, array._getvalue())
+
+        return result(w, start, shape), codegen
+
+    return view
 
 
 _noticed = False

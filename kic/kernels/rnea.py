@@ -101,15 +101,17 @@ def link_wrench(m, com, I, T, V):
 # --------------------------------------------------------------------------
 # compiled
 # --------------------------------------------------------------------------
-@jit
-def rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, use_gravity, A, t, R, p, W, out):
-    """Joint loads of one configuration (world-frame screw recursion), its frames
-    computed on the way by :func:`kic.kernels.frames.frame_step` and left in A, t
-    (M, 3), R (M, 3, 3), p (M, 3) as :func:`kic.kernels.frames.frames_into` gives
-    them (one pass: the frames are used while they are in registers); W (M, 6) work."""
+@jit(bare=True)
+def rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, A, t, R, p, W, out):
+    """Joint loads of one configuration (world-frame screw recursion) in the uniform
+    field ``grav`` (3,) (m/s^2; zeros: none; the base accelerates by -grav), its
+    frames computed on the way by :func:`kic.kernels.frames.frame_step` and left in
+    A, t (M, 3), R (M, 3, 3), p (M, 3) as :func:`kic.kernels.frames.frames_into`
+    gives them (one pass: the frames are used while they are in registers); W (M, 6)
+    work.  (The field as an array, not a flag: a constant flag would compile a
+    second specialization for the callers that pass one.)"""
     M = q.shape[0]
-    g = (-grav[0], -grav[1], -grav[2]) if use_gravity else (0.0, 0.0, 0.0)
-    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, g[0], g[1], g[2])
+    V = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -grav[0], -grav[1], -grav[2])
     T = base_tuple(base)
     for j in range(M):
         T, a, tj = joint_frame_into(j, T, O, isR, q, A, t, R, p)
@@ -321,3 +323,10 @@ def wrench_loads(d, Fc, sR, sv, w, v, aw, av) -> np.ndarray:
 # the plain twins, bound once (the float kernels call them per link)
 _plain_screw_step = plain(__name__, "screw_step")
 _plain_link_wrench = plain(__name__, "link_wrench")
+
+
+# the serial chain's one-pose recursion is called by compiled entry points only: no
+# wrappers for calls from Python (its plain twin, jit.plain, runs from Python)
+from .jit import compiled_callers_only  # noqa: E402  (after the marks it reads)
+
+compiled_callers_only(__name__, only=("rnea_one",))

@@ -18,13 +18,20 @@ Layout: the chain is one packed float64 vector (:func:`pack`, ``ChainData.packed
 inputs ``q, qd, ...`` are (N, M) float64 (made C-contiguous here); outputs are
 batch first, (N, M), (N, M, M), (N, M, M, M) (P* load index first).
 
-What a first call compiles (numba, PUMA 560, empty cache, CPU): one pose's inverse
-dynamics its entry point and :func:`kic.kernels.rnea.rnea_one`; forward dynamics
-its entry point (the solve inline) and ``rnea_one``, ``link_world_into`` and
-``inertia_one``.  Each compiled function is typed, lowered and optimized once, and
-its code is linked into every entry point that calls it and optimized and
-translated there again, so a compiled function between an entry point and the
-building blocks is paid twice: the drivers here are inline in their entry points.
+What a first call compiles (numba, PUMA 560, empty cache): one pose's inverse and
+forward dynamics share one entry point (:func:`_dynamics1`, the solve inline), which
+calls :func:`kic.kernels.rnea.rnea_one` once (forward dynamics' bias is the loads at
+q'' = 0) and :func:`kic.kernels.inertia.inertia_one`; the first of the two calls
+compiles the three, the second nothing.  Each compiled function is typed, lowered
+and optimized once, and its code is linked into every entry point that calls it
+and optimized and translated there again, so a compiled function between an entry
+point and the building blocks is paid twice: the drivers here are inline in their
+entry points.  numba's inlining of a function (``inline=True``) costs a copy and a
+retyping of its code at each call site, more than the link of a compiled one for a
+large function called once (``rnea_one``, ``inertia_one``).  The one-pose entry
+points allocate nothing (their work on the stack, :func:`kic.kernels.jit.stack_vector`)
+and are compiled bare (:func:`kic.kernels.jit.jit`): a call from Python costs
+about 0.2 us less.
 The building blocks of the closed models' batched kernels (link frames, screw
 motion, joint loads from a given motion) are batch last, (3, M, N), walked
 joint by joint over the batch.
@@ -35,12 +42,12 @@ import math
 
 import numpy as np
 
-from ..settings import ABA_MIN_JOINTS
+from ..settings import ABA_MIN_JOINTS, ONE_POSE_STACK_FLOATS
 from . import jit as _registry
 from .articulated import aba_buffers, aba_one
 from .frames import frames_into, pose_lanes
 from .inertia import gravity_one, inertia_one as inertia_pose, link_world_into, power_one
-from .jit import jit
+from .jit import jit, stack_vector, view
 from .linalg import cholesky_solve, invert_stacked
 from .rnea import motion_lanes, motion_loads_lanes, rnea_one
 
@@ -60,8 +67,8 @@ def load() -> bool:
 # --------------------------------------------------------------------------
 # Every compiled kernel takes the chain as one packed float64 vector (each array
 # argument costs a call from Python some 0.05-0.15 us) and its work as views of one
-# allocation (one allocation costs about as much as a joint's arithmetic).  Views
-# are made by as few reshapes as possible: each reshape site costs compile time.
+# allocation (one allocation costs about as much as a joint's arithmetic), made by
+# kic.kernels.jit.view (a slice and a reshape cost a first compilation some 35 ms).
 def pack(base, isR, O, mass, com, Iloc, grav) -> np.ndarray:
     """A chain's constants in one float64 vector: base (3, 4) then origins (M, 3, 4);
     centroids (M, 3) then gravity (3); inertias (M, 3, 3); masses (M); 1.0 for a
@@ -80,68 +87,37 @@ def _dof(P):
 def _unpack(P):
     """The views (base, isR, O, mass, com, Iloc, grav) of a :func:`pack` vector."""
     M = _dof(P)
-    k = 12 * (M + 1)
-    placements = P[:k].reshape((M + 1, 3, 4))          # base, then the origins
-    points = P[k:k + 3 * (M + 1)].reshape((M + 1, 3))   # centroids, then gravity
-    k += 3 * (M + 1)
-    Iloc = P[k:k + 9 * M].reshape((M, 3, 3))
-    k += 9 * M
-    return (placements[0], P[k + M:k + 2 * M], placements[1:], P[k:k + M], points[:M],
-            Iloc, points[M])
-
-
-@jit(inline=True)
-def _work(w, M, rows3, mats3, rows6, squares):
-    """Views of ``w``: ``rows3`` (M, 3) blocks as one (rows3 M, 3) array, ``mats3``
-    (M, 3, 3) blocks, ``rows6`` (M, 6) blocks, ``squares`` (M, M) blocks, each set
-    stacked along its first axis, then the rest of ``w`` (vectors)."""
-    a = 3 * rows3 * M
-    b = a + 9 * mats3 * M
-    c = b + 6 * rows6 * M
-    d = c + squares * M * M
-    return (w[:a].reshape((rows3 * M, 3)), w[a:b].reshape((mats3 * M, 3, 3)),
-            w[b:c].reshape((rows6 * M, 6)), w[c:d].reshape((squares * M, M)), w[d:])
+    k = 12 * (M + 1)                     # after base and origins: centroids, gravity
+    m = k + 12 * M + 3                   # after the inertias: masses, then isR
+    return (view(P, 0, (3, 4)), view(P, m + M, (M,)), view(P, 12, (M, 3, 4)),
+            view(P, m, (M,)), view(P, k, (M, 3)), view(P, k + 3 * M + 3, (M, 3, 3)),
+            view(P, k + 3 * M, (3,)))
 
 
 @jit(inline=True)
 def _frames_work(w, M):
     """Views A, t (M, 3), R (M, 3, 3), p (M, 3) of ``w[:18 M]``, the frames as
-    :func:`kic.kernels.frames.frames_into` fills them."""
-    v3, R, _, _, _ = _work(w, M, 3, 1, 0, 0)
-    return v3[:M], v3[M:2 * M], R, v3[2 * M:]
-
-
-@jit(inline=True)
-def _inertia_work(w, M):
-    """Views of ``w[:36 M]``: the frames A, t, R, p (as :func:`_frames_work`), then
-    centroids c (M, 3), world inertias Iw (M, 3, 3) and columns (M, 6), as
-    :func:`kic.kernels.inertia.link_world_into` and ``inertia_one`` fill them."""
-    v3, m3, cols, _, _ = _work(w, M, 4, 2, 1, 0)
-    return v3[:M], v3[M:2 * M], m3[:M], v3[2 * M:3 * M], v3[3 * M:], m3[M:], cols
-
-
-@jit(inline=True)
-def _inverse_work(M):
-    """The work of the joint loads (:func:`kic.kernels.rnea.rnea_one`), views of one
-    allocation (:func:`_work`): the frames A, t, p (M, 3) as one (3 M, 3) array, R
-    (M, 3, 3), the link wrenches W (M, 6)."""
-    return _work(np.empty(24 * M), M, 3, 1, 1, 0)
+    :func:`kic.kernels.frames.frames_into` fills them, then a (M, 6) view of
+    ``w[18 M:24 M]`` (the link wrenches of :func:`kic.kernels.rnea.rnea_one`, I*'s
+    columns of :func:`kic.kernels.inertia.inertia_one`)."""
+    return (view(w, 0, (M, 3)), view(w, 3 * M, (M, 3)), view(w, 6 * M, (M, 3, 3)),
+            view(w, 15 * M, (M, 3)), view(w, 18 * M, (M, 6)))
 
 
 @jit(inline=True)
 def _forward_work(M):
-    """The work of :func:`_forward_one`, views of one allocation (:func:`_work`): the
-    frames A, t, p and centroids c (M, 3) as one (4 M, 3) array, R and the world
-    inertias Iw (M, 3, 3), link wrenches W and I*'s columns (M, 6), I* and its factor
-    (M, M), then the bias and zero rates (M)."""
-    return _work(np.empty(M * (2 * M + 44)), M, 4, 2, 2, 2)
+    """The work of :func:`_forward_one`, views of one allocation: the frames and
+    link wrenches (:func:`_frames_work`), I*'s columns (M, 6), I* (M, M) (factored
+    in place), then the bias and zero rates (M)."""
+    w = np.empty(M * (M + 32))
+    return (_frames_work(w, M), view(w, 24 * M, (M, 6)), view(w, 30 * M, (M, M)),
+            view(w, M * (M + 30), (M,)), view(w, M * (M + 31), (M,)))
 
 
 @jit(inline=True)
 def _aba_work(M):
     """The work of :func:`_aba_one`: the frames' views, then the recursion's buffers."""
-    A, t, R, p = _frames_work(np.empty(18 * M), M)
-    return A, t, R, p, aba_buffers(M)
+    return _frames_work(np.empty(24 * M), M)[:4] + (aba_buffers(M),)
 
 
 # The two forward dynamics of one configuration are inline: an entry point that calls
@@ -155,20 +131,15 @@ def _forward_one(chain, work, q, qd, tau, out):
     """q'' = I*^-1 (tau - bias) of one configuration into ``out``; False if I* fails
     the rule."""
     base, isR, O, mass, com, Iloc, grav = chain
-    v3, m3, v6, sq, rest = work
+    (A, t, R, p, W), cols, I, bias, zero = work
     M = q.shape[0]
-    A, t, p, c = v3[:M], v3[M:2 * M], v3[2 * M:3 * M], v3[3 * M:]
-    R, Iw = m3[:M], m3[M:]
-    bias, zero = rest[:M], rest[M:2 * M]
     for j in range(M):
         zero[j] = 0.0
-    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, True, A, t, R, p, v6[:M], bias)
-    link_world_into(R, p, com, Iloc, c, Iw)
-    I = sq[:M]
-    inertia_pose(mass, c, Iw, A, t, v6[M:], I)
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, zero, A, t, R, p, W, bias)
+    inertia_pose(mass, com, Iloc, R, p, A, t, cols, I)
     for j in range(M):
         bias[j] = tau[j] - bias[j]
-    return cholesky_solve(I, bias, sq[M:], out)
+    return cholesky_solve(I, bias, I, out)
 
 
 @jit(inline=True)
@@ -188,18 +159,18 @@ def _aba_one(chain, work, q, qd, tau, out):
 def _rnea(P, q, qd, qdd, use_gravity, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    v3, R, W, _, _ = _inverse_work(M)
-    A, t, p = v3[:M], v3[M:2 * M], v3[2 * M:]
+    A, t, R, p, W = _frames_work(np.empty(24 * M), M)
+    field = grav if use_gravity else np.zeros(3)
     for n in range(N):
-        rnea_one(base, isR, O, mass, com, Iloc, grav, q[n], qd[n], qdd[n], use_gravity, A, t, R,
-                 p, W, out[n])
+        rnea_one(base, isR, O, mass, com, Iloc, field, q[n], qd[n], qdd[n], A, t, R, p, W,
+                 out[n])
 
 
 @jit
 def _gravity(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p = _frames_work(np.empty(18 * M), M)
+    A, t, R, p, _ = _frames_work(np.empty(24 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
         gravity_one(mass, com, grav, A, t, R, p, out[n])
@@ -209,18 +180,19 @@ def _gravity(P, q, out):
 def _inertia(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
+    A, t, R, p, cols = _frames_work(np.empty(24 * M), M)
     for n in range(N):
         frames_into(base, isR, O, q[n], A, t, R, p)
-        link_world_into(R, p, com, Iloc, c, Iw)
-        inertia_pose(mass, c, Iw, A, t, cols, out[n])
+        inertia_pose(mass, com, Iloc, R, p, A, t, cols, out[n])
 
 
 @jit
 def _inertia_power(P, q, with_inertia, I_out, P_out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     N, M = q.shape
-    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
+    A, t, R, p, cols = _frames_work(np.empty(24 * M), M)
+    c = np.empty((M, 3))
+    Iw = np.empty((M, 3, 3))
     S0 = np.empty(M)
     S1 = np.empty((M, 3))
     S2 = np.empty((M, 3, 3))
@@ -232,7 +204,7 @@ def _inertia_power(P, q, with_inertia, I_out, P_out):
         frames_into(base, isR, O, q[n], A, t, R, p)
         link_world_into(R, p, com, Iloc, c, Iw)
         if with_inertia:
-            inertia_pose(mass, c, Iw, A, t, cols, I_out[n])
+            inertia_pose(mass, com, Iloc, R, p, A, t, cols, I_out[n])
         power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, P_out[n])
 
 
@@ -275,49 +247,64 @@ def _shapes(M, a, b, c, out):
 
 # one signature per entry point: any other input type (a list, a read-only or
 # strided array, another dtype) raises TypeError at the call and the caller takes
-# its validating path; nothing new is compiled
-@jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
-def _rnea1(P, q, qd, qdd, out):
-    base, isR, O, mass, com, Iloc, grav = _unpack(P)
-    M = mass.shape[0]
-    if not _shapes(M, q, qd, qdd, out):
+# its validating path; nothing new is compiled.  Their work is on the stack (bare:
+# no allocation, no reference counting of the arguments, the GIL held).
+@jit(signature="b1(f8[::1], b1, f8[::1], f8[::1], f8[::1], f8[::1])", bare=True)
+def _dynamics1(P, forward, q, qd, x, out):
+    """One configuration: the joint loads ``out`` at rates ``qd`` and accelerations
+    ``x`` (``forward`` False), or the accelerations ``out`` under the loads ``x``
+    (``forward`` True: q'' = I*^-1 (x - bias), the bias the loads at q'' = 0).  One
+    entry point and one call of the Newton-Euler recursion for both: a first use of
+    both compiles the recursion's code into one entry point, not two (PUMA 560:
+    0.4 s less)."""
+    M = _dof(P)
+    need = M * (M + 31) if forward else 24 * M
+    if not _shapes(M, q, qd, x, out) or need > ONE_POSE_STACK_FLOATS:
         return False
-    v3, R, W, _, _ = _inverse_work(M)
-    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, qdd, True, v3[:M], v3[M:2 * M], R,
-             v3[2 * M:], W, out)
+    base, isR, O, mass, com, Iloc, grav = _unpack(P)
+    w = stack_vector(need)
+    A, t, R, p, W = _frames_work(w, M)          # the Newton-Euler work
+    rates = x
+    if forward:
+        rates = view(w, 24 * M, (M,))
+        for j in range(M):
+            rates[j] = 0.0
+    rnea_one(base, isR, O, mass, com, Iloc, grav, q, qd, rates, A, t, R, p, W, out)
+    if forward:
+        # I* (M, M) from the frames just made, its columns (M, 6) after the zero rates
+        cols = view(w, 25 * M, (M, 6))
+        I = view(w, 31 * M, (M, M))
+        inertia_pose(mass, com, Iloc, R, p, A, t, cols, I)
+        for j in range(M):
+            rates[j] = x[j] - out[j]
+        if not cholesky_solve(I, rates, I, out):      # I* factored in place
+            return False
     return _finite(M, out)
 
 
-@jit(signature="b1(f8[::1], f8[::1], f8[::1])")
+@jit(signature="b1(f8[::1], f8[::1], f8[::1])", bare=True)
 def _gravity1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if q.shape[0] != M or out.shape[0] != M:
+    if q.shape[0] != M or out.shape[0] != M or 24 * M > ONE_POSE_STACK_FLOATS:
         return False
-    A, t, R, p = _frames_work(np.empty(18 * M), M)
+    A, t, R, p, _ = _frames_work(stack_vector(24 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
     gravity_one(mass, com, grav, A, t, R, p, out)
     return _finite(M, out)
 
 
-@jit(signature="b1(f8[::1], f8[::1], f8[:, ::1])")
+@jit(signature="b1(f8[::1], f8[::1], f8[:, ::1])", bare=True)
 def _inertia1(P, q, out):
     base, isR, O, mass, com, Iloc, grav = _unpack(P)
     M = mass.shape[0]
-    if q.shape[0] != M or out.shape[0] != M or out.shape[1] != M:
+    if (q.shape[0] != M or out.shape[0] != M or out.shape[1] != M
+            or 24 * M > ONE_POSE_STACK_FLOATS):
         return False
-    A, t, R, p, c, Iw, cols = _inertia_work(np.empty(36 * M), M)
+    A, t, R, p, cols = _frames_work(stack_vector(24 * M), M)
     frames_into(base, isR, O, q, A, t, R, p)
-    link_world_into(R, p, com, Iloc, c, Iw)
-    inertia_pose(mass, c, Iw, A, t, cols, out)
-    return _finite(M * M, out.ravel())
-
-
-@jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
-def _forward1(P, q, qd, tau, out):
-    M = _dof(P)
-    return (_shapes(M, q, qd, tau, out)
-            and _forward_one(_unpack(P), _forward_work(M), q, qd, tau, out) and _finite(M, out))
+    inertia_pose(mass, com, Iloc, R, p, A, t, cols, out)
+    return _finite(M * M, out.reshape(M * M))
 
 
 @jit(signature="b1(f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])")
@@ -489,7 +476,7 @@ def forward_dynamics(d, q, qd, tau):
 def inverse_dynamics_one(d, q, qd, qdd, out) -> bool:
     """Joint loads of one configuration into ``out`` (M,)."""
     try:
-        return _rnea1(d.packed, q, qd, qdd, out)
+        return _dynamics1(d.packed, False, q, qd, qdd, out)
     except TypeError:                    # not a float64 vector: the caller validates
         return False
 
@@ -513,6 +500,8 @@ def inertia_one(d, q, out) -> bool:
 def forward_dynamics_one(d, q, qd, tau, out) -> bool:
     """q'' of one configuration into ``out`` (M,)."""
     try:
-        return (_aba1 if d.dof >= ABA_MIN_JOINTS else _forward1)(d.packed, q, qd, tau, out)
+        if d.dof >= ABA_MIN_JOINTS:
+            return _aba1(d.packed, q, qd, tau, out)
+        return _dynamics1(d.packed, True, q, qd, tau, out)
     except TypeError:
         return False
