@@ -64,3 +64,22 @@ def each_backend(request):
     previous = kic.set_backend(request.param)
     yield request.param
     kic.set_backend(previous)
+
+
+@pytest.fixture
+def numba_backend():
+    """The compiled backend for one test (modules of compiled paths use it with
+    ``pytest.mark.usefixtures("numba_backend")``), the previous one restored."""
+    previous = kic.set_backend("numba")
+    yield
+    kic.set_backend(previous)
+
+
+@pytest.fixture
+def hanging():
+    """The default five-bar 0.15 rad from its hanging equilibrium, at rest:
+    (model, q0)."""
+    import mechanisms
+    fb = mechanisms.five_bar()
+    q0 = np.array([-1.7, -1.4]) + np.array([0.15, -0.15])
+    return fb, q0

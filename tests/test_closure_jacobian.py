@@ -88,22 +88,17 @@ def test_model_takes_the_compiled_jacobian(case, monkeypatch):
     monkeypatch.setattr(K, "closure_rows", lambda *a: calls.append(1) or kernel(*a))
     joints = model.in_coordinates(model.phi_names[:model.dof]) \
         if model.mechanism.primitive_joints == model.phi_names else None
-    previous = kic.set_backend("numba")
-    try:
-        Jc = model.closure_jacobian(phi)
-        if joints is not None:
-            joints.best_coordinates(phi[0])
-    finally:
-        kic.set_backend(previous)
-    assert len(calls) == (1 if joints is None else 2)
-    previous = kic.set_backend("numpy")
-    try:
-        Jn = model.closure_jacobian(phi)
-        if joints is not None:
-            joints.best_coordinates(phi[0])
-    finally:
-        kic.set_backend(previous)
-    assert len(calls) == (1 if joints is None else 2)
+    jacobians = {}
+    for backend in ("numba", "numpy"):      # (the numpy backend adds no kernel call)
+        previous = kic.set_backend(backend)
+        try:
+            jacobians[backend] = model.closure_jacobian(phi)
+            if joints is not None:
+                joints.best_coordinates(phi[0])
+        finally:
+            kic.set_backend(previous)
+        assert len(calls) == (1 if joints is None else 2), backend
+    Jc, Jn = jacobians["numba"], jacobians["numpy"]
     assert np.abs(Jc - Jn).max() <= 1e-12 * np.abs(Jn).max()
 
 

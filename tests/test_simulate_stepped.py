@@ -9,23 +9,9 @@ import mechanisms
 from kic.closed_eval import compiled_closed
 from kic.closure import ClosedModel
 
-pytestmark = pytest.mark.skipif(not compiled_closed.available,
-                                reason="the compiled right-hand side needs numba")
-
-
-@pytest.fixture(autouse=True)
-def numba_backend():
-    previous = kic.set_backend("numba")
-    yield
-    kic.set_backend(previous)
-
-
-@pytest.fixture
-def hanging():
-    """The default five-bar 0.15 rad from its hanging equilibrium, at rest."""
-    fb = mechanisms.five_bar()
-    q0 = np.array([-1.7, -1.4]) + np.array([0.15, -0.15])
-    return fb, q0
+pytestmark = [pytest.mark.skipif(not compiled_closed.available,
+                                 reason="the compiled right-hand side needs numba"),
+              pytest.mark.usefixtures("numba_backend")]
 
 
 @pytest.mark.parametrize("method", ["LSODA", "BDF"])
