@@ -852,13 +852,13 @@ def _solver(run: _Run, model, t, y, t1, max_step, first, phi):
         return warm["phi"], cond
 
     lean = fast is not None and not evaluation.refined
+    tau_track = tau_fixed if tau_fixed is not None else np.zeros(M)   # (rates: any input)
 
     def step(y):
         """track(y[:M]) and the rates, by the compiled rhs's call where it serves."""
         if lean:
             _, phi, status, cond, phid = fast(np.ascontiguousarray(y, dtype=float), warm["phi"],
-                                              tau_fixed if tau_fixed is not None
-                                              else np.zeros(M), no_loads)
+                                              tau_track, no_loads)
             if status == 0:
                 warm["phi"] = phi
                 return phi, cond, phid

@@ -922,13 +922,20 @@ def closure_rows(fbuf, ibuf, phi, r, J):
     for t in range(phi.shape[0]):
         pose_frames(P, W, phi[t])
         pose_jacobian(P, W)
-        k = 0
-        for l in range(P.L):
-            for c in range(P.loop_r[l]):
-                r[t, k] = W.r[P.loop_row[l] + c]
-                for j in range(P.N):
-                    J[t, k, j] = W.Jr[P.loop_row[l] + c, j]
-                k += 1
+        rows_in_loop_order(P, W, r[t], J[t])
+
+
+@jit(inline=True)
+def rows_in_loop_order(P, W, r, J):
+    """The reduced closure rows ``W.r`` and Jacobian ``W.Jr`` into ``r`` (R,) and
+    ``J`` (R, N) in loop order (loop l's rows after those of the loops before it)."""
+    k = 0
+    for l in range(P.L):
+        for c in range(P.loop_r[l]):
+            r[k] = W.r[P.loop_row[l] + c]
+            for j in range(P.N):
+                J[k, j] = W.Jr[P.loop_row[l] + c, j]
+            k += 1
 
 
 @jit(signature="void(f8[::1], i8[::1], f8[:, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, ::1], "
@@ -961,13 +968,7 @@ def joint_space(fbuf, ibuf, phi, phid, H, b, J, c):
         tree_loads(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, W.V, W.Av, zero,
                    P.gravity, True, W.acc, W.fo, b[t])
         tree_inertia_one(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, eye, H[t])
-        k = 0
-        for l in range(P.L):
-            for r in range(P.loop_r[l]):
-                c[t, k] = W.r[P.loop_row[l] + r]
-                for j in range(N):
-                    J[t, k, j] = W.Jr[P.loop_row[l] + r, j]
-                k += 1
+        rows_in_loop_order(P, W, c[t], J[t])
 
 
 # the stages above run inside compiled entry points only (batch here, the design
