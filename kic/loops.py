@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from ._array import finite_array, homogeneous
@@ -413,6 +412,7 @@ class LoopSystem:
 
     def _make_blocks(self) -> None:
         """Group loops that share dependent joints; each group is solved alone."""
+        import networkx as nx     # here, not at import: serial chains need not load it (0.1 s)
         qset = set(self.q_idx.tolist())
         qpos = {int(g): a for a, g in enumerate(self.q_idx)}
         G = nx.Graph()
@@ -465,6 +465,7 @@ class LoopSystem:
         column positions) of each square diagonal block of its block-triangular
         form, ordered by their first column.  The decomposition does not depend on
         the matching found (it is unique)."""
+        import networkx as nx
         dpos = {int(g): i for i, g in enumerate(block.joints)}
         graph = nx.Graph()
         rows = []

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from ._array import finite_array
@@ -77,6 +76,7 @@ class Mechanism:
     ground = GROUND
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), name: str | None = None) -> None:
+        import networkx as nx     # here, not at import: serial chains need not load it (0.1 s)
         self.gravity = finite_array(gravity, "gravity", (3,))
         self.name = name
         self.graph = nx.MultiGraph()
@@ -357,6 +357,7 @@ class Mechanism:
         return [p.name for p in self._primitives if not p.virtual]
 
     def _check_connected(self) -> None:
+        import networkx as nx
         comp = nx.node_connected_component(self.graph, GROUND)
         lost = sorted(set(self.graph.nodes) - comp)
         if lost:
@@ -370,6 +371,7 @@ class Mechanism:
 
     def cycle_basis(self) -> list[list[str]]:
         """Bodies of each independent loop (``networkx.cycle_basis`` of the graph)."""
+        import networkx as nx
         return nx.cycle_basis(nx.Graph(self.graph), GROUND)
 
     def grubler(self, planar: bool = False) -> int:
@@ -433,6 +435,7 @@ class Mechanism:
         joints at those bodies (``avoid``) cost much more, so that the loops
         through them are cut there (each Stewart leg its own loop).
         """
+        import networkx as nx
         self._check_connected()
         names = {p.name: p for p in self._primitives}
         for c in cuts:
