@@ -118,9 +118,12 @@ def _by_blocks(q, shape, fn) -> np.ndarray:
     N = q.shape[0]
     out = np.empty((N,) + shape)
     qT = np.ascontiguousarray(q.T)
-    for sl in blocks(N):
-        x = fn(sl, qT[:, sl])
-        out[sl] = np.moveaxis(x, -1, 0)
+    # silent arithmetic, as in the compiled kernels: the callers check that the
+    # results are finite and name an overflow (a ModelError), once, for both sets
+    with np.errstate(over="ignore", invalid="ignore"):
+        for sl in blocks(N):
+            x = fn(sl, qT[:, sl])
+            out[sl] = np.moveaxis(x, -1, 0)
     return out
 
 
