@@ -659,14 +659,19 @@ def _run_processes(evaluate, tasks, capture, workers, scheduler, result):
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 k = pending.pop(future)
-                try:
-                    outcome = future.result()
-                except Exception as exc:
-                    _CHUNK_OF[id(exc)] = k
-                    raise
-                yield k, outcome
+                yield k, _chunk_result(future, k)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _chunk_result(future, k: int):
+    """The outcome of chunk k's future; its exception remembers the chunk (the
+    error then names the failed point's index in the caller's batch)."""
+    try:
+        return future.result()
+    except Exception as exc:
+        _CHUNK_OF[id(exc)] = k
+        raise
 
 
 def _dask_missing() -> ImportError:
@@ -705,12 +710,7 @@ def _run_dask(evaluate, tasks, capture, workers, scheduler, result):
         try:
             for future in as_completed(futures):
                 k = futures[future]
-                try:
-                    outcome = future.result()
-                except Exception as exc:
-                    _CHUNK_OF[id(exc)] = k
-                    raise
-                yield k, outcome
+                yield k, _chunk_result(future, k)
         finally:
             client.cancel(list(futures))
     finally:
