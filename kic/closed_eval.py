@@ -873,9 +873,10 @@ class CompiledEvaluation(NumpyEvaluation):
         ``stop_condition``; 2 a trial point failed with :class:`kic.Status`
         ``status``; 3 the step size underflowed; 4 ``capacity`` steps recorded;
         5 an accepted point could not be assembled (``status``), not recorded),
-        the recorded ``t`` (k,), ``y`` (k, 2M), ``phi`` (k, N) and ``condition``
-        (k,), the ``state`` ``(t, y, phi)`` where it stopped (the last accepted
-        step; the unrecorded point for code 5), the ``step`` size to try next
+        the recorded ``t`` (k,), ``y`` (k, 2M), ``phi`` (k, N), ``condition``
+        (k,) and joint ``rates`` (k, N), the ``state`` ``(t, y, phi)`` where it
+        stopped (the last accepted step; the unrecorded point for code 5), the
+        ``step`` size to try next
         (for code 2: the one that failed), ``last_step`` (the last accepted
         one), ``nfev`` and the ``threshold`` (``stop_condition``) in effect at
         the end; for LSODA ``resume``, its state there (to go on from the
@@ -902,12 +903,13 @@ class CompiledEvaluation(NumpyEvaluation):
                                           tl, times, step, rtol, atol, max_step,
                                           stop_condition, relax, capacity, method, resume)
         (code, k, ts, ys, phis, conds, t_stop, y_stop, phi_stop, h, nfev, status, last,
-         threshold, k_s, ts_s, ys_s, phis_s) = out[:18]
+         threshold, k_s, ts_s, ys_s, phis_s, phids) = out[:19]
         return {"code": int(code), "t": ts[:k], "y": ys[:k], "phi": phis[:k],
                 "condition": conds[:k], "state": (float(t_stop), y_stop, phi_stop),
                 "step": float(h), "last_step": float(last), "nfev": int(nfev),
                 "status": int(status), "threshold": float(threshold),
-                "samples": (ts_s[:k_s], ys_s[:k_s], phis_s[:k_s]), "resume": out[18:] or None}
+                "samples": (ts_s[:k_s], ys_s[:k_s], phis_s[:k_s]), "rates": phids[:k],
+                "resume": out[19:] or None}
 
     def motion_rhs(self):
         """The right-hand side of the motion as one compiled call per evaluation,

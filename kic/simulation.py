@@ -712,10 +712,11 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
         limits = limits_of(model)
         if limits is not None:           # the compiled steps do not check limits
             _compiled_limits(run, motion, limits, (t, y, phi), out, rec)
-        for tk, yk, pk, ck in zip(out["t"], out["y"], out["phi"], out["condition"]):
+        for tk, yk, pk, ck, rk in zip(out["t"], out["y"], out["phi"], out["condition"],
+                                      out["rates"]):
             history.append((float(tk), float(ck), yk, pk))
             if times is None:
-                rec.add(model, tk, yk, pk)
+                rec.add(model, tk, yk, pk, rk)
             cond = float(ck)
         for tk, yk, pk in zip(*out["samples"]):
             rec.add(model, tk, yk, pk)

@@ -263,7 +263,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
     Returns (code, steps recorded, their times, states, joint values and
     conditions, t, y, joint values, the next step, function evaluations, failed
     status, the last step, threshold, samples recorded, their times, states and
-    joint values)."""
+    joint values, the joint rates of the steps recorded)."""
     P = unpack(fbuf, ibuf)
     N, M = P.N, P.M
     W = work(P)
@@ -283,6 +283,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
     ys = np.empty((capacity, n))
     phis = np.empty((capacity, N))
     conds = np.empty(capacity)
+    phids = np.empty((capacity, N))
     n_times = times.shape[0]
     ts_s = np.empty(n_times)
     ys_s = np.empty((n_times, n))
@@ -295,7 +296,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
     last = 0.0
     if failed != OK:
         return (TRIAL_FAILED, 0, ts, ys, phis, conds, t, y, start, h_abs, nfev, failed, last,
-                stop_condition, k_s, ts_s, ys_s, phis_s)
+                stop_condition, k_s, ts_s, ys_s, phis_s, phids)
     exponent = -1.0 / (order + 1)
     if h_abs <= 0.0:
         h_first, failed = initial_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, t,
@@ -303,7 +304,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
         nfev += 1
         if failed != OK:
             return (TRIAL_FAILED, 0, ts, ys, phis, conds, t, y, start, h_abs, nfev, failed,
-                    last, stop_condition, k_s, ts_s, ys_s, phis_s)
+                    last, stop_condition, k_s, ts_s, ys_s, phis_s, phids)
         h_abs = h_first
     code = AT_END
     while True:
@@ -319,7 +320,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
         while True:
             if h < min_step:
                 return (STEP_UNDERFLOW, k, ts, ys, phis, conds, t, y, start, h, nfev, 0, last,
-                        stop_condition, k_s, ts_s, ys_s, phis_s)
+                        stop_condition, k_s, ts_s, ys_s, phis_s, phids)
             t_new = t + h
             if t_new > t_end:
                 t_new = t_end
@@ -329,7 +330,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
             nfev += evaluated
             if failed != OK:
                 return (TRIAL_FAILED, k, ts, ys, phis, conds, t, y, start, h, nfev, failed,
-                        last, stop_condition, k_s, ts_s, ys_s, phis_s)
+                        last, stop_condition, k_s, ts_s, ys_s, phis_s, phids)
             error = error_norm(K, E3, E5, y, y_new, h, rtol, atol)
             if error < 1.0:
                 factor = MAX_FACTOR if error == 0.0 else min(MAX_FACTOR,
@@ -347,7 +348,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
             nfev += evaluated
             if failed != OK:
                 return (TRIAL_FAILED, k, ts, ys, phis, conds, t, y, start, h, nfev, failed,
-                        last, stop_condition, k_s, ts_s, ys_s, phis_s)
+                        last, stop_condition, k_s, ts_s, ys_s, phis_s, phids)
         last = t_new - t
         t = t_new
         y[:] = y_new
@@ -356,7 +357,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
         st = place(P, W, phi, y[:M], mode, cond, dsign)
         if st != OK:
             return (LOST, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, st, last,
-                    stop_condition, k_s, ts_s, ys_s, phis_s)
+                    stop_condition, k_s, ts_s, ys_s, phis_s, phids)
         start[:] = phi
         worst = 1.0
         for c in range(P.B):
@@ -367,12 +368,14 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
         ys[k] = y
         phis[k] = phi
         conds[k] = worst
+        pose_rates(P, W, y[M:], D.zero)
+        phids[k] = W.phid
         k += 1
         if worst > stop_condition:
             code = TOO_ILL
             break
     return (code, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, 0, last, stop_condition,
-            k_s, ts_s, ys_s, phis_s)
+            k_s, ts_s, ys_s, phis_s, phids)
 
 
 @jit
@@ -408,6 +411,7 @@ def lsoda_motion(fbuf, ibuf, mode, t, t_end, y0, phi0, tau, tl, times, h_first, 
     ys = np.empty((capacity, n))
     phis = np.empty((capacity, N))
     conds = np.empty(capacity)
+    phids = np.empty((capacity, N))
     n_times = times.shape[0]
     ts_s = np.empty(n_times)
     ys_s = np.empty((n_times, n))
@@ -469,9 +473,11 @@ def lsoda_motion(fbuf, ibuf, mode, t, t_end, y0, phi0, tau, tl, times, h_first, 
         ys[k] = y
         phis[k] = phi
         conds[k] = worst
+        pose_rates(P, ctx[1], y[M:], ctx[2].zero)
+        phids[k] = ctx[1].phid
         k += 1
         if worst > stop_condition:
             code = TOO_ILL
             break
     return (code, k, ts, ys, phis, conds, t, y, start, S.r[lsoda.H], S.i[lsoda.NFE] - nfev0, failed,
-            last, stop_condition, k_s, ts_s, ys_s, phis_s, fm, im)
+            last, stop_condition, k_s, ts_s, ys_s, phis_s, phids, fm, im)
