@@ -22,7 +22,7 @@ def _port():
     return lsoda
 
 
-def _scipy(A, mu, y0, t_end, rtol, atol):
+def _scipy(A, mu, y0, t_end, rtol, atol, first_step=None, max_step=np.inf):
     """scipy's LSODA stepped over the same ODE, written as the kernel's test_rhs
     (the same operations in the same order)."""
     def fun(t, y):
@@ -31,7 +31,8 @@ def _scipy(A, mu, y0, t_end, rtol, atol):
         if mu != 0.0:
             f[1] = mu * ((1.0 - y[0] * y[0]) * y[1]) + f[1]
         return f
-    solver = LSODA(fun, 0.0, np.array(y0, float), t_end, rtol=rtol, atol=atol)
+    solver = LSODA(fun, 0.0, np.array(y0, float), t_end, rtol=rtol, atol=atol,
+                   first_step=first_step, max_step=max_step)
     ts, ys, methods, mids, t_old = [], [], [], [], 0.0
     while solver.status == "running":
         solver.step()
@@ -63,13 +64,17 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("steps", [(0.0, np.inf), (1e-3, 0.05)],
+                         ids=["own steps", "first and longest step given"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_port_steps_as_scipy(case):
+def test_port_steps_as_scipy(case, steps):
     A, mu, y0, t_end, rtol, atol, close = CASES[case]
+    first, longest = steps
     lsoda = _port()
     st, k, ts, ys, methods, nfe, nje, mids = lsoda.integrate(
-        A, mu, 0.0, t_end, np.array(y0), rtol, atol, 0.0, np.inf, 100_000)
-    s_ts, s_ys, s_methods, s_nfe, s_nje, s_mids = _scipy(A, mu, y0, t_end, rtol, atol)
+        A, mu, 0.0, t_end, np.array(y0), rtol, atol, first, longest, 100_000)
+    s_ts, s_ys, s_methods, s_nfe, s_nje, s_mids = _scipy(A, mu, y0, t_end, rtol, atol,
+                                                         first or None, longest)
     assert st == 0 and k == len(s_ts)
     assert (nfe, nje) == (s_nfe, s_nje)
     np.testing.assert_array_equal(methods[:k], s_methods)
