@@ -20,8 +20,14 @@ attempt, and :func:`step` returns that status).  numba compiles the routines
 once per ``fun`` into each driver that calls them: the drivers take no function
 argument, and every routine that takes ``fun`` is inline (a function passed
 as a value would keep the driver out of numba's cache).  The state is a
-:class:`State`, made by :func:`state`, its scalars in two arrays indexed by the
-names below.
+:class:`State`, made by :func:`state`: views of one float and one integer
+memory (returned, so that a later call goes on from them), its scalars in two
+arrays indexed by the names below.
+
+The Newton matrix's LU is kic's (:func:`kic.kernels.linalg.lu_factor`), scipy's
+is LAPACK's, whose kernels round some products differently (fused): on the
+same problem the two agree bit for bit in Adams and for the first BDF steps,
+then to rounding, and over long stiff stretches a step decision can tip.
 """
 from __future__ import annotations
 
@@ -464,7 +470,7 @@ def switch_method(S, dsm, pnorm):
 
 
 @jit
-def select(S, dsm, rhup, pnorm):
+def select(S, dsm, rhup):
     """DSTODA at 540-625: the step size ratio rh and order newq from the step sizes
     the orders nq - 1, nq and nq + 1 (``rhup``, 0 where not considered) allow
     (Adams: within its stability region).  Returns (rh, newq, keep): keep where
@@ -530,8 +536,8 @@ def after_selection(S, rh, newq):
 def accepted(S, dsm, pnorm):
     """DSTODA at 450-530 after the error test passed: the history corrected, the
     method switch considered, then (every ialth steps) the step sizes of the
-    orders around nq.  Returns (rh, newq, action): action 0 done (rmax reset),
-    1 done (no reset), 2 select from rhup = rh."""
+    orders around nq.  Returns (rhup, action): action 0 done (rmax reset), 1
+    done (no reset), 2 select the step and order, rhup the ratio nq + 1 allows."""
     r, i = S.r, S.i
     n = S.ewt.shape[0]
     yh, acor = S.yh, S.acor
@@ -544,7 +550,7 @@ def accepted(S, dsm, pnorm):
         for k in range(n):
             yh[j * n + k] = yh[j * n + k] + S.el[j] * acor[k]
     if switch_method(S, dsm, pnorm):
-        return 0.0, 0, 0
+        return 0.0, 0
     i[IALTH] -= 1
     if i[IALTH] == 0:
         rhup = 0.0
@@ -555,11 +561,11 @@ def accepted(S, dsm, pnorm):
             dup = vmnorm(n, S.savf, S.ewt) / S.tesco[i[NQ] - 1, 2]
             exup = 1.0 / (i[L] + 1.0)
             rhup = 1.0 / (1.4 * dup ** exup + LSODA_BIAS_UP)
-        return rhup, 0, 2
+        return rhup, 2
     if not (i[IALTH] > 1 or i[L] == i[LMAX]):
         for k in range(n):
             yh[(i[LMAX] - 1) * n + k] = acor[k]
-    return 0.0, 0, 1
+    return 0.0, 1
 
 
 @jit(inline=True)
@@ -696,13 +702,13 @@ def stoda(fun, ctx, S):
                 continue
             rhup = 0.0
         else:
-            rhup, newq, action = accepted(S, dsm, pnorm)
+            rhup, action = accepted(S, dsm, pnorm)
             if action == 0:
                 break
             if action == 1:
                 reset_rmax = False
                 break
-        rh, newq, keep = select(S, dsm, rhup, pnorm)
+        rh, newq, keep = select(S, dsm, rhup)
         if keep:
             i[IALTH] = 3
             reset_rmax = False
