@@ -845,13 +845,17 @@ class CompiledEvaluation(NumpyEvaluation):
                           atol: float, step: float = 0.0, max_step: float = np.inf,
                           stop_condition: float = np.inf, relax: float = np.inf,
                           capacity: int = 2048, tau=None, joint_loads=None,
-                          times=None) -> dict | None:
+                          times=None, method: str = "DOP853",
+                          resume: tuple | None = None) -> dict | None:
         """Steps of the motion under gravity, a constant input ``tau`` (M,) at the
         coordinates (N m / N; default none) and constant ``joint_loads`` (N,) at
         the joints (kic's sign: the loads the joints must supply) from
         time ``t`` (s) and state ``y = (q, q')`` (2M,) towards ``t_end``, in one
         compiled call: scipy's DOP853 (Dormand-Prince 8(5,3), its coefficients,
-        error norm and step-size control, step for step), every trial point
+        error norm and step-size control, step for step; ``method="LSODA"``:
+        scipy's LSODA, step for step, started afresh at order 1, as a new scipy
+        solver is, ``step`` its first step, or going on from the ``resume`` a
+        call returned), every trial point
         assembled from the joint values of the last accepted step (``start`` (N,)
         first), every accepted step assembled and recorded with the worst block
         condition number there.  ``step`` > 0 is the first step size (s); 0 lets
@@ -859,7 +863,8 @@ class CompiledEvaluation(NumpyEvaluation):
         most ``relax``, ``stop_condition`` falls to ``relax`` (hysteresis: a
         raised threshold holds only while the condition stays high).  ``times``
         (increasing, after ``t``; s): output times sampled by DOP853's dense
-        output (scipy's interpolant), assembled and returned as ``samples``
+        output (scipy's interpolant, LSODA's: its Nordsieck polynomial),
+        assembled and returned as ``samples``
         ``(t, y, phi)``.
 
         Returns None where the compiled path does not serve (assembly modes
@@ -868,12 +873,15 @@ class CompiledEvaluation(NumpyEvaluation):
         ``stop_condition``; 2 a trial point failed with :class:`kic.Status`
         ``status``; 3 the step size underflowed; 4 ``capacity`` steps recorded;
         5 an accepted point could not be assembled (``status``), not recorded),
-        the recorded ``t`` (k,), ``y`` (k, 2M), ``phi`` (k, N) and ``condition``
-        (k,), the ``state`` ``(t, y, phi)`` where it stopped (the last accepted
-        step; the unrecorded point for code 5), the ``step`` size to try next
+        the recorded ``t`` (k,), ``y`` (k, 2M), ``phi`` (k, N), ``condition``
+        (k,) and joint ``rates`` (k, N), the ``state`` ``(t, y, phi)`` where it
+        stopped (the last accepted step; the unrecorded point for code 5), the
+        ``step`` size to try next
         (for code 2: the one that failed), ``last_step`` (the last accepted
         one), ``nfev`` and the ``threshold`` (``stop_condition``) in effect at
-        the end.
+        the end; for LSODA ``resume``, its state there (to go on from the
+        ``state`` towards the same ``t_end`` as if not interrupted: after code
+        4 or 5).
         """
         if self.refined or self.plan is None:
             return None
@@ -891,15 +899,17 @@ class CompiledEvaluation(NumpyEvaluation):
                              f"{N}, got {tau.shape} and {tl.shape}")
         # scipy's own floor on the relative tolerance
         rtol = max(float(rtol), 100 * np.finfo(float).eps)
+        out = compiled_closed.free_motion(self.plan, self.block_mode, t, t_end, y, start, tau,
+                                          tl, times, step, rtol, atol, max_step,
+                                          stop_condition, relax, capacity, method, resume)
         (code, k, ts, ys, phis, conds, t_stop, y_stop, phi_stop, h, nfev, status, last,
-         threshold, k_s, ts_s, ys_s, phis_s) = compiled_closed.free_motion(
-            self.plan, self.block_mode, t, t_end, y, start, tau, tl, times, step, rtol, atol,
-            max_step, stop_condition, relax, capacity)
+         threshold, k_s, ts_s, ys_s, phis_s, phids) = out[:19]
         return {"code": int(code), "t": ts[:k], "y": ys[:k], "phi": phis[:k],
                 "condition": conds[:k], "state": (float(t_stop), y_stop, phi_stop),
                 "step": float(h), "last_step": float(last), "nfev": int(nfev),
                 "status": int(status), "threshold": float(threshold),
-                "samples": (ts_s[:k_s], ys_s[:k_s], phis_s[:k_s])}
+                "samples": (ts_s[:k_s], ys_s[:k_s], phis_s[:k_s]), "rates": phids[:k],
+                "resume": out[19:] or None}
 
     def motion_rhs(self):
         """The right-hand side of the motion as one compiled call per evaluation,

@@ -235,3 +235,14 @@ ONE_POSE_STACK_FLOATS = 8192
 instead of allocating it (64 KB, well inside any thread's stack): its inverse dynamics up
 to 341 joints, 24 per joint; longer chains take the batch kernels."""
 __all__ += ["ONE_POSE_STACK_FLOATS"]
+
+# ------------------------------------------------------------ the compiled LSODA
+# ODEPACK's own constants in DSTODA, as scipy's LSODA runs them (kept, so that
+# kic.kernels.lsoda takes scipy's steps): the floor of |h| times the Lipschitz
+# estimate in the Adams stability test, and the biases in the step ratios that
+# the orders nq, nq - 1 and nq + 1 allow (1 / (1.2 d^(1/l) + 1.2e-6) and so on)
+LSODA_PDH_FLOOR = 0.000001
+LSODA_BIAS_SAME = 0.0000012
+LSODA_BIAS_DOWN = 0.0000013
+LSODA_BIAS_UP = 0.0000014
+__all__ += ["LSODA_PDH_FLOOR", "LSODA_BIAS_SAME", "LSODA_BIAS_DOWN", "LSODA_BIAS_UP"]

@@ -126,8 +126,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
         tight tolerances mechanisms are simulated at; the free motion of a
         closed model runs it in compiled code, step for step as scipy's
         ``DOP853``, where numba is present), ``"LSODA"`` (Adams, switching to
-        BDF when stiff: stiff springs, dampers or motor models), ``"RK45"``,
-        ``"RK23"``, ``"Radau"``, ``"BDF"``.
+        BDF when stiff: stiff springs, dampers or motor models; compiled where
+        DOP853 is, as scipy's step for step), ``"RK45"``, ``"RK23"``, ``"Radau"``, ``"BDF"``.
     rtol, atol : float
         Integration tolerances.
     t_eval : array_like, optional
@@ -356,10 +356,10 @@ def _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
     switching = (closed and tau is None and np.isfinite(switch_condition)
                  and all(n in model.mechanism.primitive_joints for n in model.coordinate_names))
     tau_const = None if callable(tau) else tau_fn(t0, q0, qd0)
-    # the compiled DOP853 serves a constant input and no applied loads (loads vary
-    # with the state: they take the integrator stepped here, over a compiled rhs)
-    compiled = (closed and tau_const is not None and not loads and method == "DOP853"
-                and np.ndim(atol) == 0)
+    # the compiled DOP853 and LSODA serve a constant input and no applied loads (loads
+    # vary with the state: they take the integrator stepped here, over a compiled rhs)
+    compiled = (closed and tau_const is not None and not loads
+                and method in ("DOP853", "LSODA") and np.ndim(atol) == 0)
     run = _Run(t1, method, rtol, atol, float(max_step), times, tau_fn, tau_const,
                callable(tau), tau is None, loads, closed, switching, compiled, switch_condition,
                bifurcation == "cross", int(max_steps),
@@ -689,40 +689,40 @@ def _scipy_stretch(run: _Run, motion: _Motion, t_end, max_step, first, rec) -> _
 def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
                       rec) -> _Stretch | None:
     """The same as :func:`_scipy_stretch` for the free motion of a closed model
-    with DOP853, in compiled calls (the model's evaluation's
-    :meth:`~kic.closed_eval.CompiledEvaluation.free_motion_steps`); None where
-    the compiled path does not serve."""
+    with DOP853 or LSODA, in compiled calls (the model's evaluation's
+    :meth:`~kic.closed_eval.CompiledEvaluation.free_motion_steps`; a call goes on
+    from the block before, LSODA from its state); None where it does not serve."""
     model, t, y, phi = motion.model, motion.t, motion.y, motion.phi
     threshold, history, switching, relax = (motion.threshold, motion.history, run.switching,
                                             run.relax)
     M = model.dof
-    nfev, step, last = 0, first or 0.0, None
+    nfev, step, last, resume = 0, first or 0.0, None, None
     stop = threshold if switching else np.inf
     cond = current_condition(history)
     while True:
         times = None if run.times is None else run.times[(run.times > t)
                                                          & (run.times <= t_end)]
-        out = model.evaluation.free_motion_steps(t, y, t_end, phi, rtol=run.rtol,
-                                                 atol=run.atol, step=step, max_step=max_step,
-                                                 stop_condition=stop, relax=relax,
-                                                 capacity=_capacity(run, motion),
-                                                 tau=run.tau_const, times=times)
+        out = model.evaluation.free_motion_steps(
+            t, y, t_end, phi, rtol=run.rtol, atol=run.atol, step=step, max_step=max_step,
+            stop_condition=stop, relax=relax, capacity=_capacity(run, motion),
+            tau=run.tau_const, times=times, method=run.method, resume=resume)
         if out is None:
             return None
         nfev += out["nfev"]
         limits = limits_of(model)
         if limits is not None:           # the compiled steps do not check limits
             _compiled_limits(run, motion, limits, (t, y, phi), out, rec)
-        for tk, yk, pk, ck in zip(out["t"], out["y"], out["phi"], out["condition"]):
+        for tk, yk, pk, ck, rk in zip(out["t"], out["y"], out["phi"], out["condition"],
+                                      out["rates"]):
             history.append((float(tk), float(ck), yk, pk))
             if times is None:
-                rec.add(model, tk, yk, pk)
+                rec.add(model, tk, yk, pk, rk)
             cond = float(ck)
         for tk, yk, pk in zip(*out["samples"]):
             rec.add(model, tk, yk, pk)
         t, y, phi = out["state"]
         _spend(run, motion, len(out["t"]), t)
-        step, code, stop = out["step"], out["code"], out["threshold"]
+        step, code, stop, resume = out["step"], out["code"], out["threshold"], out.get("resume")
         last = out["last_step"] or last
         threshold = min(threshold, stop)
         if code == 0:

@@ -66,6 +66,7 @@ def _require() -> None:
 _F8 = np.dtype(np.float64)
 _I8 = np.dtype(np.int64)
 _EMPTY_I = np.zeros(0, np.int64)
+_EMPTY_F = np.zeros(0)
 _NAMES = ("", "q", "qd", "qdd or tau", "phi_start")
 _BATCH = np.zeros(0)            # no one-pose phi: the entry evaluates a batch
 
@@ -338,11 +339,20 @@ def _dop853() -> tuple:
 
 def free_motion(plan, mode, t: float, t_end: float, y, phi, tau, tl, times, h_abs: float,
                 rtol: float, atol: float, max_step: float, stop_condition: float,
-                relax: float, capacity: int) -> tuple:
-    """Python entry of :func:`kic.kernels.integrator.free_motion` (the caller lays
+                relax: float, capacity: int, method: str = "DOP853",
+                resume: tuple | None = None) -> tuple:
+    """Python entry of :func:`kic.kernels.integrator.free_motion` (``method`` "LSODA":
+    :func:`~kic.kernels.integrator.lsoda_motion`, from the state ``resume`` (its
+    float and integer memory) an earlier call returned, if given; the caller lays
     out ``y`` (2M,), ``phi`` (N,), ``tau`` (M,), ``tl`` (N,) and ``times`` (k,) as
     float64 C-contiguous).  Returns the kernel's tuple."""
     _require()
+    if method == "LSODA":
+        floats, ints = resume if resume is not None else (_EMPTY_F, _EMPTY_I)
+        return integrator.lsoda_motion(plan.args[0], plan.args[1], mode, float(t), float(t_end),
+                                       y, phi, tau, tl, times, float(h_abs), float(rtol),
+                                       float(atol), float(max_step), float(stop_condition),
+                                       float(relax), int(capacity), floats, ints)
     return integrator.free_motion(plan.args[0], plan.args[1], mode, *_dop853(), float(t),
                                   float(t_end), y, phi, tau, tl, times, float(h_abs),
                                   float(rtol), float(atol), float(max_step),

@@ -9,7 +9,8 @@ requested output times.  The constants below are scipy's
 ``solve_ivp`` takes on the same right-hand side.  The right-hand side takes a
 constant input at the coordinates and joint loads of applied loads;
 :func:`motion_rhs` is the same right-hand side in one call, for integrators
-stepped from Python (LSODA, BDF, inputs that vary).
+stepped from Python (BDF, Radau, inputs that vary).  :func:`lsoda_motion` is
+the same loop with scipy's LSODA (:mod:`kic.kernels.lsoda`, step for step).
 """
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ import numpy as np
 
 from .closed_pose import (OK, SINGULAR_DYNAMICS, assemble_pose, dynamics_work,
                           inertia_pose, pose_rates, project, rnea, settle, work)
+from . import lsoda
 from .jit import jit
 from .layout import unpack
 from .linalg import cholesky_solve
 
-__all__ = ["place", "free_rhs", "motion_rhs", "free_motion"]
+__all__ = ["place", "free_rhs", "motion_rhs", "free_motion", "lsoda_motion"]
 
 # scipy.integrate._ivp.rk: the step-size control
 SAFETY = 0.9              # the new step is this fraction of the optimal one
@@ -261,7 +263,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
     Returns (code, steps recorded, their times, states, joint values and
     conditions, t, y, joint values, the next step, function evaluations, failed
     status, the last step, threshold, samples recorded, their times, states and
-    joint values)."""
+    joint values, the joint rates of the steps recorded)."""
     P = unpack(fbuf, ibuf)
     N, M = P.N, P.M
     W = work(P)
@@ -281,6 +283,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
     ys = np.empty((capacity, n))
     phis = np.empty((capacity, N))
     conds = np.empty(capacity)
+    phids = np.empty((capacity, N))
     n_times = times.shape[0]
     ts_s = np.empty(n_times)
     ys_s = np.empty((n_times, n))
@@ -293,7 +296,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
     last = 0.0
     if failed != OK:
         return (TRIAL_FAILED, 0, ts, ys, phis, conds, t, y, start, h_abs, nfev, failed, last,
-                stop_condition, k_s, ts_s, ys_s, phis_s)
+                stop_condition, k_s, ts_s, ys_s, phis_s, phids)
     exponent = -1.0 / (order + 1)
     if h_abs <= 0.0:
         h_first, failed = initial_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, t,
@@ -301,7 +304,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
         nfev += 1
         if failed != OK:
             return (TRIAL_FAILED, 0, ts, ys, phis, conds, t, y, start, h_abs, nfev, failed,
-                    last, stop_condition, k_s, ts_s, ys_s, phis_s)
+                    last, stop_condition, k_s, ts_s, ys_s, phis_s, phids)
         h_abs = h_first
     code = AT_END
     while True:
@@ -317,7 +320,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
         while True:
             if h < min_step:
                 return (STEP_UNDERFLOW, k, ts, ys, phis, conds, t, y, start, h, nfev, 0, last,
-                        stop_condition, k_s, ts_s, ys_s, phis_s)
+                        stop_condition, k_s, ts_s, ys_s, phis_s, phids)
             t_new = t + h
             if t_new > t_end:
                 t_new = t_end
@@ -327,7 +330,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
             nfev += evaluated
             if failed != OK:
                 return (TRIAL_FAILED, k, ts, ys, phis, conds, t, y, start, h, nfev, failed,
-                        last, stop_condition, k_s, ts_s, ys_s, phis_s)
+                        last, stop_condition, k_s, ts_s, ys_s, phis_s, phids)
             error = error_norm(K, E3, E5, y, y_new, h, rtol, atol)
             if error < 1.0:
                 factor = MAX_FACTOR if error == 0.0 else min(MAX_FACTOR,
@@ -345,7 +348,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
             nfev += evaluated
             if failed != OK:
                 return (TRIAL_FAILED, k, ts, ys, phis, conds, t, y, start, h, nfev, failed,
-                        last, stop_condition, k_s, ts_s, ys_s, phis_s)
+                        last, stop_condition, k_s, ts_s, ys_s, phis_s, phids)
         last = t_new - t
         t = t_new
         y[:] = y_new
@@ -354,7 +357,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
         st = place(P, W, phi, y[:M], mode, cond, dsign)
         if st != OK:
             return (LOST, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, st, last,
-                    stop_condition, k_s, ts_s, ys_s, phis_s)
+                    stop_condition, k_s, ts_s, ys_s, phis_s, phids)
         start[:] = phi
         worst = 1.0
         for c in range(P.B):
@@ -365,9 +368,116 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
         ys[k] = y
         phis[k] = phi
         conds[k] = worst
+        pose_rates(P, W, y[M:], D.zero)
+        phids[k] = W.phid
         k += 1
         if worst > stop_condition:
             code = TOO_ILL
             break
     return (code, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, 0, last, stop_condition,
-            k_s, ts_s, ys_s, phis_s)
+            k_s, ts_s, ys_s, phis_s, phids)
+
+
+@jit
+def motion_point(ctx, t, y, f):
+    """:func:`free_rhs` as :mod:`kic.kernels.lsoda` calls a right-hand side
+    (``ctx``: the mechanism, its work and the joint values to start from)."""
+    P, W, D, start, phi, mode, cond, dsign, tau, tl = ctx
+    return free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign, tau, tl)
+
+
+@jit
+def lsoda_motion(fbuf, ibuf, mode, t, t_end, y0, phi0, tau, tl, times, h_first, rtol, atol,
+                 max_step, stop_condition, relax, capacity, floats, ints):
+    """:func:`free_motion` with scipy's LSODA (``scipy.integrate.LSODA``, step for
+    step: :mod:`kic.kernels.lsoda`) instead of DOP853: the same arguments, stops
+    and returned tuple, and LSODA's state at the end (its float and integer
+    memory) after it.  With an empty ``floats``, LSODA starts afresh, as a new
+    scipy solver does: at order 1 with Adams, its first step ``h_first`` (<= 0:
+    LSODA's own); with the memory a call returned (at the state (t, y0) it
+    returned, towards the same t_end), it goes on from there as if not
+    interrupted.  The step returned is LSODA's next (for code 2, the one that
+    failed).  Samples at ``times`` are scipy's dense output of LSODA (the
+    Nordsieck polynomial of the step)."""
+    P = unpack(fbuf, ibuf)
+    N, M = P.N, P.M
+    n = 2 * M
+    y = y0.copy()
+    start = phi0.copy()
+    phi = np.empty(N)
+    cond = np.empty(P.B)
+    dsign = np.empty(P.B)
+    ts = np.empty(capacity)
+    ys = np.empty((capacity, n))
+    phis = np.empty((capacity, N))
+    conds = np.empty(capacity)
+    phids = np.empty((capacity, N))
+    n_times = times.shape[0]
+    ts_s = np.empty(n_times)
+    ys_s = np.empty((n_times, n))
+    phis_s = np.empty((n_times, N))
+    ctx = (P, work(P), dynamics_work(M, 0), start, phi, mode, cond, dsign, tau, tl)
+    S, fm, im = lsoda.state(n, rtol, atol, floats, ints)
+    k = 0
+    k_s = 0
+    next_time = 0
+    last = 0.0
+    failed = OK
+    nfev0 = S.i[lsoda.NFE]          # (a state gone on from counts its evaluations so far)
+    if floats.shape[0] == 0:
+        failed = lsoda.start(motion_point, ctx, S, t, t_end, y, max(h_first, 0.0), max_step)
+    code = TRIAL_FAILED if failed != OK else AT_END
+    while failed == OK:
+        if not (t < t_end):
+            break
+        if k >= capacity:
+            code = FULL
+            break
+        failed = lsoda.step(motion_point, ctx, S)
+        if failed != OK:
+            # a trial point failed (its status), or LSODA gave up (the step underflowed)
+            code = TRIAL_FAILED if failed > 0 else STEP_UNDERFLOW
+            failed = max(failed, 0)
+            break
+        t_new = lsoda.time(S)
+        k_s0 = k_s      # on a failure no sample of this step is kept
+        while next_time < n_times and times[next_time] <= t_new:
+            lsoda.dense(S, t_new, times[next_time], ys_s[k_s])
+            phis_s[k_s, :] = start
+            failed = place(P, ctx[1], phis_s[k_s], ys_s[k_s, :M], mode, cond, dsign)
+            if failed != OK:
+                break
+            ts_s[k_s] = times[next_time]
+            next_time += 1
+            k_s += 1
+        if failed != OK:
+            code = TRIAL_FAILED
+            k_s = k_s0
+            break
+        last = t_new - t
+        t = t_new
+        y[:] = S.yh[:n]
+        phi[:] = start
+        st = place(P, ctx[1], phi, y[:M], mode, cond, dsign)
+        if st != OK:
+            code = LOST
+            failed = st
+            break
+        start[:] = phi
+        worst = 1.0
+        for c in range(P.B):
+            worst = max(worst, cond[c])
+        if worst <= relax:
+            stop_condition = min(stop_condition, relax)
+        ts[k] = t
+        ys[k] = y
+        phis[k] = phi
+        conds[k] = worst
+        pose_rates(P, ctx[1], y[M:], ctx[2].zero)
+        phids[k] = ctx[1].phid
+        k += 1
+        if worst > stop_condition:
+            code = TOO_ILL
+            break
+    return (code, k, ts, ys, phis, conds, t, y, start, S.r[lsoda.H], S.i[lsoda.NFE] - nfev0, failed,
+            last, stop_condition, k_s, ts_s, ys_s, phis_s, phids, fm, im)
