@@ -63,8 +63,10 @@ def serial_chains(draw):
         T[:3, 3] = np.array(draw(vectors)) * 0.5
         joints.append(kic.Joint(kind, axis=_unit(draw(vectors)), origin=T))
         a, b = draw(st.floats(0.01, 0.5)), draw(st.floats(0.01, 0.5))
+        # principal moments obey the triangle inequality |a - b| <= c <= a + b; where
+        # that interval is too narrow to draw from, its midpoint max(a, b)
         c = draw(st.floats(abs(a - b) + 0.005, a + b - 0.005)) if a + b - abs(a - b) > 0.02 \
-            else (a + b) / 2
+            else max(a, b)
         R = _rotation(draw(vectors), draw(st.floats(-np.pi, np.pi)))
         links.append(kic.Link(draw(st.floats(0.1, 5.0)), com=np.array(draw(vectors)) * 0.3,
                               inertia=R @ np.diag([a, b, c]) @ R.T))
