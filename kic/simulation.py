@@ -712,14 +712,11 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
         limits = limits_of(model)
         if limits is not None:           # the compiled steps do not check limits
             _compiled_limits(run, motion, limits, (t, y, phi), out, rec)
-        for tk, yk, pk, ck, rk in zip(out["t"], out["y"], out["phi"], out["condition"],
-                                      out["rates"]):
-            history.append((float(tk), float(ck), yk, pk))
-            if times is None:
-                rec.add(model, tk, yk, pk, rk)
-            cond = float(ck)
-        for tk, yk, pk in zip(*out["samples"]):
-            rec.add(model, tk, yk, pk)
+        history.extend(zip(out["t"].tolist(), out["condition"].tolist(), out["y"], out["phi"]))
+        cond = history[-1][1] if len(out["t"]) else cond
+        if times is None:
+            rec.add_block(model, out["t"], out["y"], out["phi"], out["rates"])
+        rec.add_block(model, *out["samples"])
         t, y, phi = out["state"]
         _spend(run, motion, len(out["t"]), t)
         step, code, stop, resume = out["step"], out["code"], out["threshold"], out.get("resume")
@@ -1083,45 +1080,53 @@ def _joint_energies(model, phi, phid, loads):
 
 
 class _Record:
-    """The samples of a simulation, with the model (coordinates) of each."""
+    """The samples of a simulation in blocks, each block one model's (coordinates')
+    samples as arrays: (model, t (k,), y (k, 2M), phi (k, N), the joint rates phi'
+    (k, N) or None where not known); a block of the joints alone (inside a
+    crossing) has no model and no y.  A compiled stretch hands hundreds of steps
+    over as one block."""
 
     def __init__(self, model, closed):
         self.closed = closed
         self.user = model.joint_indices(model.coordinate_names) if closed else None
-        self.t, self.phi, self.rates, self.models = [], [], [], []
-        self.joint_rates: list = []     # every joint's rates where known at the sample
-        self.switches: list = []
-        self.crossings: list = []
+        self.blocks: list = []
+        self.switches, self.crossings = [], []
 
-    def add(self, model, t, y, phi, phid=None):
+    def add(self, model, t, y, phi, phid=None) -> None:
         """A sample: time t (s), state y in model's coordinates, phi, rates phid if known."""
-        M = model.dof
-        self.t.append(float(t))
-        self.models.append(model)
-        self.phi.append(np.array(phi, float) if self.closed else y[:M].copy())
-        self.rates.append((y[:M].copy(), y[M:].copy()))
-        self.joint_rates.append(phid)
+        self.add_block(model, [t], [y], [phi], None if phid is None else [phid])
+
+    def add_block(self, model, t, y, phi, phid=None) -> None:
+        """Samples at the times t (k,) (s): states y (k, 2M) in model's coordinates,
+        joint values phi (k, N) (a serial chain's: None), joint rates phid if known."""
+        t = np.array(t, float).reshape(-1)        # copies: the caller's arrays are reused
+        if not t.shape[0]:
+            return
+        y = np.array(y, float).reshape(t.shape[0], -1)
+        phi = np.array(phi, float).reshape(t.shape[0], -1) if self.closed else y[:, :model.dof]
+        self.blocks.append((model, t, y, phi,
+                            None if phid is None else np.array(phid, float).reshape(phi.shape)))
+
+    def add_joints(self, t, phi, phid) -> None:
+        """A sample given by its joint values and rates (inside a crossing)."""
+        self.blocks.append((None, np.array([t], float), None, np.array(phi, float)[None],
+                            np.array(phid, float)[None]))
 
     def truncate(self, t) -> None:
         """Drop the samples after time t (s)."""
-        keep = sum(1 for ti in self.t if ti <= t)
-        for seq in (self.t, self.phi, self.rates, self.models, self.joint_rates):
-            del seq[keep:]
-
-    def add_joints(self, t, phi, phid):
-        """A sample given by its joint values and rates (inside a crossing)."""
-        self.t.append(float(t))
-        self.models.append(None)
-        self.phi.append(np.array(phi, float))
-        self.rates.append((None, np.array(phid, float)))
-        self.joint_rates.append(None)
+        kept = []
+        for model, ts, *arrays in self.blocks:
+            k = int(np.count_nonzero(ts <= t))
+            if k:
+                kept.append((model, ts[:k], *(a if a is None else a[:k] for a in arrays)))
+        self.blocks = kept
 
     def result(self, model, loads, tau, nfev) -> "Simulation":
         """The Simulation; where its energy record fails, the motion with NaN
         energies and a SimulationWarning (a finished motion is never lost)."""
-        K = len(self.t)
-        t = np.array(self.t)
-        phi = np.array(self.phi, float).reshape(K, -1)
+        t = np.concatenate([b[1] for b in self.blocks])
+        phi = np.concatenate([b[3] for b in self.blocks])
+        K = t.shape[0]
         conservative = tau is None and (loads is None or loads.conservative)
         step = "rates"
         try:
@@ -1145,41 +1150,37 @@ class _Record:
         rates (NaN elsewhere): what needs no model evaluation."""
         q_user = phi[:, self.user] if self.closed else phi
         qd = np.full(q_user.shape, np.nan)
-        first = self.models[0] if self.models else None
-        for k, (m, r) in enumerate(zip(self.models, self.rates)):
-            if m is first and r[1] is not None and r[1].shape == qd.shape[1:]:
-                qd[k] = r[1]
+        first, k = self.blocks[0][0], 0
+        for m, ts, y, *_ in self.blocks:
+            if m is first and y is not None and y.shape[1] == 2 * qd.shape[1]:
+                qd[k:k + ts.shape[0]] = y[:, qd.shape[1]:]
+            k += ts.shape[0]
         return q_user, qd
 
     def _user_motion(self, model, phi):
         """The user's coordinates and rates, and the rates the energy needs (every
         joint's for a closed model, the coordinates' for a serial one)."""
-        K = phi.shape[0]
         if not self.closed:
-            qd = np.array([r[1] for r in self.rates]).reshape(K, -1)
+            qd = np.concatenate([y[:, model.dof:] for _, _, y, *_ in self.blocks])
             return phi, qd, qd
         phid = np.zeros(phi.shape)
-        k = 0
-        while k < K:        # stretch by stretch in the coordinates used
-            m = self.models[k]
-            j = k
-            while j < K and self.models[j] is m:
-                j += 1
-            if m is None:
-                phid[k:j] = [r[1] for r in self.rates[k:j]]
+        runs, k = [], 0            # (model, first, rows) of the samples without rates
+        for m, ts, y, phi_b, rates in self.blocks:
+            j = k + ts.shape[0]
+            if rates is not None:
+                phid[k:j] = rates
+            elif runs and runs[-1][0] is m and runs[-1][1] + len(runs[-1][2]) == k:
+                runs[-1][2].extend(y)
             else:
-                q = np.array([r[0] for r in self.rates[k:j]], float)
-                qd = np.array([r[1] for r in self.rates[k:j]], float)
-                if m.evaluation.compiled:
-                    # the tracking's rates, else pose by pose, compiled (a one-pose call
-                    # costs microseconds, the numpy path's batch a millisecond a stretch)
-                    for i in range(k, j):
-                        known = self.joint_rates[i]
-                        phid[i] = known if known is not None else m.joint_rates(
-                            q[i - k], qd[i - k], start=phi[i])
-                else:
-                    phid[k:j] = m.joint_rates(q, qd, start=phi[k:j])
+                runs.append((m, k, list(y)))
             k = j
+        for m, k, ys in runs:
+            M, ys, rows = m.dof, np.array(ys), slice(k, k + len(ys))
+            if m.evaluation.compiled:      # pose by pose (microseconds a pose compiled,
+                phid[rows] = [m.joint_rates(x[:M], x[M:], start=p)    # the numpy batch
+                              for x, p in zip(ys, phi[rows])]         # a millisecond)
+            else:
+                phid[rows] = m.joint_rates(ys[:, :M], ys[:, M:], start=phi[rows])
         return phi[:, self.user], phid[:, self.user], phid
 
     def _energy(self, model, phi, rates, loads):
