@@ -239,6 +239,18 @@ def motion_rhs(fbuf, ibuf, mode, start, y, tau, tl):
     return f, phi, st, worst, W.phid.copy()
 
 
+@jit(inline=True)
+def record_arrays(capacity, n_times, n, N, B):
+    """What a compiled motion records into: its steps' times, states (n), joint
+    values (N), conditions and joint rates (``capacity`` rows), its samples'
+    times, states and joint values (``n_times`` rows); and one pose's joint
+    values, block conditions and det signs (B)."""
+    return (np.empty(capacity), np.empty((capacity, n)), np.empty((capacity, N)),
+            np.empty(capacity), np.empty((capacity, N)), np.empty(n_times),
+            np.empty((n_times, n)), np.empty((n_times, N)), np.empty(N), np.empty(B),
+            np.empty(B))
+
+
 @jit
 def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, t, t_end,
                 y0, phi0, tau, tl, times, h_abs, rtol, atol, max_step, stop_condition, relax,
@@ -276,18 +288,9 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
     y_new = np.empty(n)
     f = np.empty(n)
     start = phi0.copy()
-    phi = np.empty(N)
-    cond = np.empty(P.B)
-    dsign = np.empty(P.B)
-    ts = np.empty(capacity)
-    ys = np.empty((capacity, n))
-    phis = np.empty((capacity, N))
-    conds = np.empty(capacity)
-    phids = np.empty((capacity, N))
     n_times = times.shape[0]
-    ts_s = np.empty(n_times)
-    ys_s = np.empty((n_times, n))
-    phis_s = np.empty((n_times, N))
+    ts, ys, phis, conds, phids, ts_s, ys_s, phis_s, phi, cond, dsign = record_arrays(
+        capacity, n_times, n, N, P.B)
     next_time = 0
     k_s = 0
     nfev = 1
@@ -404,18 +407,9 @@ def lsoda_motion(fbuf, ibuf, mode, t, t_end, y0, phi0, tau, tl, times, h_first, 
     n = 2 * M
     y = y0.copy()
     start = phi0.copy()
-    phi = np.empty(N)
-    cond = np.empty(P.B)
-    dsign = np.empty(P.B)
-    ts = np.empty(capacity)
-    ys = np.empty((capacity, n))
-    phis = np.empty((capacity, N))
-    conds = np.empty(capacity)
-    phids = np.empty((capacity, N))
     n_times = times.shape[0]
-    ts_s = np.empty(n_times)
-    ys_s = np.empty((n_times, n))
-    phis_s = np.empty((n_times, N))
+    ts, ys, phis, conds, phids, ts_s, ys_s, phis_s, phi, cond, dsign = record_arrays(
+        capacity, n_times, n, N, P.B)
     ctx = (P, work(P), dynamics_work(M, 0), start, phi, mode, cond, dsign, tau, tl)
     S, fm, im = lsoda.state(n, rtol, atol, floats, ints)
     k = 0
