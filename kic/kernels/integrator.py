@@ -240,6 +240,33 @@ def motion_rhs(fbuf, ibuf, mode, start, y, tau, tl):
 
 
 @jit(inline=True)
+def track(P, W, D, start, phi, t, y, mode, cond, dsign, relax, stop_condition, k, ts, ys, phis,
+          conds, phids):
+    """An accepted step at (t, y) tracked: assembled from ``start`` (which then
+    becomes its joint values), its worst block condition, the threshold's fall to
+    ``relax`` (hysteresis), and row k of the record with its joint rates; returns
+    (status, worst condition, threshold)."""
+    M = P.M
+    phi[:] = start
+    st = place(P, W, phi, y[:M], mode, cond, dsign)
+    if st != OK:
+        return st, 0.0, stop_condition
+    start[:] = phi
+    worst = 1.0
+    for c in range(P.B):
+        worst = max(worst, cond[c])
+    if worst <= relax:
+        stop_condition = min(stop_condition, relax)
+    ts[k] = t
+    ys[k] = y
+    phis[k] = phi
+    conds[k] = worst
+    pose_rates(P, W, y[M:], D.zero)
+    phids[k] = W.phid
+    return OK, worst, stop_condition
+
+
+@jit(inline=True)
 def record_arrays(capacity, n_times, n, N, B):
     """What a compiled motion records into: its steps' times, states (n), joint
     values (N), conditions and joint rates (``capacity`` rows), its samples'
@@ -356,23 +383,11 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
         t = t_new
         y[:] = y_new
         f[:] = K[S]
-        phi[:] = start
-        st = place(P, W, phi, y[:M], mode, cond, dsign)
+        st, worst, stop_condition = track(P, W, D, start, phi, t, y, mode, cond, dsign, relax,
+                                          stop_condition, k, ts, ys, phis, conds, phids)
         if st != OK:
             return (LOST, k, ts, ys, phis, conds, t, y, start, h_abs, nfev, st, last,
                     stop_condition, k_s, ts_s, ys_s, phis_s, phids)
-        start[:] = phi
-        worst = 1.0
-        for c in range(P.B):
-            worst = max(worst, cond[c])
-        if worst <= relax:
-            stop_condition = min(stop_condition, relax)
-        ts[k] = t
-        ys[k] = y
-        phis[k] = phi
-        conds[k] = worst
-        pose_rates(P, W, y[M:], D.zero)
-        phids[k] = W.phid
         k += 1
         if worst > stop_condition:
             code = TOO_ILL
@@ -451,24 +466,13 @@ def lsoda_motion(fbuf, ibuf, mode, t, t_end, y0, phi0, tau, tl, times, h_first, 
         last = t_new - t
         t = t_new
         y[:] = S.yh[:n]
-        phi[:] = start
-        st = place(P, ctx[1], phi, y[:M], mode, cond, dsign)
+        st, worst, stop_condition = track(P, ctx[1], ctx[2], start, phi, t, y, mode, cond,
+                                          dsign, relax, stop_condition, k, ts, ys, phis,
+                                          conds, phids)
         if st != OK:
             code = LOST
             failed = st
             break
-        start[:] = phi
-        worst = 1.0
-        for c in range(P.B):
-            worst = max(worst, cond[c])
-        if worst <= relax:
-            stop_condition = min(stop_condition, relax)
-        ts[k] = t
-        ys[k] = y
-        phis[k] = phi
-        conds[k] = worst
-        pose_rates(P, ctx[1], y[M:], ctx[2].zero)
-        phids[k] = ctx[1].phid
         k += 1
         if worst > stop_condition:
             code = TOO_ILL
