@@ -96,8 +96,9 @@ def integration_times(t_span, t_eval=None) -> tuple[float, float, np.ndarray | N
     if t_eval is None:
         return t0, t1, None
     times = finite_array(t_eval, "t_eval")
-    if times.ndim != 1:
-        raise ModelError(f"t_eval must be a 1-D array of times (s), got shape {times.shape}")
+    if times.ndim != 1 or not times.size:
+        raise ModelError(f"t_eval must be a 1-D array of at least one time (s), got shape "
+                         f"{times.shape}; None records every step")
     if times.size > 1 and not np.all(np.diff(times) > 0):
         k = int(np.argmin(np.diff(times) > 0))
         raise ModelError(f"t_eval must be strictly increasing: t_eval[{k}] = {times[k]:g} s "

@@ -39,6 +39,7 @@ def test_t_span_must_run_forward(arm, fb, t_span):
                                          ([0.1, 0.05], "strictly increasing"),
                                          ([0.1, 0.1], "strictly increasing"),
                                          ([[0.1]], "1-D"),
+                                         ([], "at least one time"),
                                          ([0.1, np.nan], "NaN")])
 def test_t_eval_checked_not_dropped(arm, fb, t_eval, why):
     for model in (arm, fb):
