@@ -20,7 +20,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -64,8 +64,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
              rtol: float = INTEGRATION_RTOL, atol: float = INTEGRATION_ATOL, t_eval=None,
              max_step: float = np.inf, switch_condition: float = SWITCH_CONDITION,
              bifurcation: str = "cross", max_steps: int = MAX_STEPS,
-             wall_time: float | None = None, on_limit: str = "raise",
-             **drive) -> Simulation:
+             wall_time: float | None = None, on_limit: str = "raise", **drive) -> Simulation:
     """Integrate ``q'' = I*^-1 (T - q'^T P* q' - T_L)`` from (q0, qd0).
 
     The integrator is stepped here (scipy's ``OdeSolver`` classes): after each
@@ -241,8 +240,11 @@ def _locate_limit(run: "_Run", motion: "_Motion", t0: float, y0, phi0, h_out: fl
                   rec) -> None:
     """From (t0, y0, phi0) inside the limits, a limit is crossed within h_out (s):
     bisect for the longest step whose evaluations stay inside (the crossing, to the
-    float resolution of time), record the motion up to it, raise LimitCrossed."""
-    model, M, limits = motion.model, motion.model.dof, limits_of(motion.model)
+    float resolution of time), record the motion up to it, raise LimitCrossed.  The
+    trial steps are DOP853's, whatever the method: its stages lie inside the step,
+    where a multistep method's predictor reaches past it (and stops short)."""
+    model, M, limits, run = (motion.model, motion.model.dof, limits_of(motion.model),
+                             replace(run, method="DOP853"))
     lo, hi, found = 0.0, h_out, (t0, y0, phi0)
     while hi - lo > 2.0 * np.spacing(abs(t0) + hi):
         h = 0.5 * (lo + hi)
@@ -731,8 +733,7 @@ def _compiled_stretch(run: _Run, motion: _Motion, t_end, max_step, first,
                 raise SingularityError(f"{Status(out['status']).name.lower()} configuration "
                                        f"in a step after t = {t:g} s in the coordinates "
                                        f"{model.coordinate_names}")
-            return _Stretch(t, y, phi, np.inf, True, nfev, out["step"] or None, threshold,
-                            last)
+            return _Stretch(t, y, phi, np.inf, True, nfev, out["step"] or None, threshold, last)
         if code == 3:
             if not switching:
                 raise KicError(f"integration failed at t = {t:g} s (step size too small)")
@@ -1089,8 +1090,7 @@ class _Record:
     def __init__(self, model, closed):
         self.closed = closed
         self.user = model.joint_indices(model.coordinate_names) if closed else None
-        self.blocks: list = []
-        self.switches, self.crossings = [], []
+        self.blocks, self.switches, self.crossings = [], [], []
 
     def add(self, model, t, y, phi, phid=None) -> None:
         """A sample: time t (s), state y in model's coordinates, phi, rates phid if known."""

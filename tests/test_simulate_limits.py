@@ -61,6 +61,21 @@ def test_stop_returns_the_truncated_motion_and_the_time_agrees_with_a_direct_che
     assert np.array_equal(sampled.t, times[times <= stop["t"]])
 
 
+@pytest.mark.parametrize("method", ["LSODA", "BDF"])
+def test_multistep_methods_stop_at_the_bound(method):
+    """The crossing is located by DOP853's trial steps whatever the method: a
+    multistep method's predictor reaches past its step, so its own trial steps
+    stopped some 1e-4 rad short of the bound."""
+    model, q0 = limited_five_bar()
+    with pytest.warns(SimulationWarning, match="elbow2"):
+        sim = kic.simulate(model, (0.0, T_END), q0, [0.0, 0.0], on_limit="stop",
+                           method=method)
+        ref = kic.simulate(model, (0.0, T_END), q0, [0.0, 0.0], on_limit="stop")
+    assert sim.stopped_by["value"] == pytest.approx(UPPER, rel=1e-8)
+    assert sim.phi[-1, model.phi_names.index("elbow2")] == sim.stopped_by["value"]
+    assert sim.stopped_by["t"] == pytest.approx(ref.stopped_by["t"], rel=1e-7)
+
+
 def test_crossing_time_agrees_between_backends():
     model, q0 = limited_five_bar()
     times = {}
