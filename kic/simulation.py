@@ -205,8 +205,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
             err.simulation = rec.result(model, loads, tau, motion.nfev)
         raise err from None
     except LimitCrossed as crossed:
-        return _stopped_at_limit(on_limit, crossed.stop, run, rec, model, loads, tau,
-                                 motion.nfev)
+        return _stopped_at_limit(on_limit, crossed.stop, run, rec, model, loads, tau, motion.nfev)
     return rec.result(model, loads, tau, motion.nfev)
 
 
@@ -236,8 +235,7 @@ def _stopped_at_limit(on_limit, stop, run, rec, model, loads, tau, nfev) -> "Sim
     raise err from None
 
 
-def _locate_limit(run: "_Run", motion: "_Motion", t0: float, y0, phi0, h_out: float,
-                  rec) -> None:
+def _locate_limit(run: "_Run", motion: "_Motion", t0: float, y0, phi0, h_out: float, rec) -> None:
     """From (t0, y0, phi0) inside the limits, a limit is crossed within h_out (s):
     bisect for the longest step whose evaluations stay inside (the crossing, to the
     float resolution of time), record the motion up to it, raise LimitCrossed.  The
@@ -283,6 +281,8 @@ class _OverBudget(Exception):
 def _spend(run: "_Run", motion: "_Motion", steps: int, t: float) -> None:
     """Count ``steps`` accepted steps reaching time t (s) against the budget."""
     motion.steps += steps
+    if t >= run.t1:             # a motion that reached its end is done, not stopped
+        return
     if motion.steps > run.max_steps:
         raise _OverBudget(f"simulate stopped at t = {t:.6g} s of {run.t1:g} s: the work "
                           f"budget of max_steps = {run.max_steps} accepted steps is spent "

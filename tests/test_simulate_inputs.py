@@ -93,6 +93,12 @@ def test_wall_time_budget(fb):
     with pytest.raises(kic.KicError, match="wall_time = 1e-09 s is spent") as info:
         _run(fb, t_span=(0.0, 2.0), max_step=1e-4, wall_time=1e-9)
     assert len(info.value.simulation.t) >= 1
+    # a motion that reached its end within one compiled block is done, not stopped
+    # (the budget is checked after each block; it had said "stopped at t = 0.5 s of 0.5 s")
+    for method in ("DOP853", "LSODA"):
+        sim = kic.simulate(fb, (0.0, 0.05), fb.reference, [0.0, 0.0], method=method,
+                           wall_time=1e-9)
+        assert sim.t[-1] == 0.05
 
 
 def _three_rrr(cuts=()):
