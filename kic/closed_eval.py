@@ -867,8 +867,9 @@ class CompiledEvaluation(NumpyEvaluation):
         assembled and returned as ``samples``
         ``(t, y, phi)``.
 
-        Returns None where the compiled path does not serve (assembly modes
-        finer than the blocks; on the numpy path always); else a dict: ``code``
+        Returns None where the compiled path does not serve (another method,
+        assembly modes finer than the blocks; on the numpy path always); else a
+        dict: ``code``
         (0 reached ``t_end``; 1 stopped after a step whose condition exceeded
         ``stop_condition``; 2 a trial point failed with :class:`kic.Status`
         ``status``; 3 the step size underflowed; 4 ``capacity`` steps recorded;
@@ -883,7 +884,7 @@ class CompiledEvaluation(NumpyEvaluation):
         ``state`` towards the same ``t_end`` as if not interrupted: after code
         4 or 5).
         """
-        if self.refined or self.plan is None:
+        if self.refined or self.plan is None or method not in ("DOP853", "LSODA"):
             return None
         M, N = self.model.dof, self.system.N
         y, start = _laid_out(y), _laid_out(start)

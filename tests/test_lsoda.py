@@ -131,6 +131,8 @@ def test_lsoda_t_eval_and_blocks(hanging, stepped):
     # before returned: the same steps as one call
     phi0, y0 = fb.assemble(q0), np.concatenate([q0, [0.0, 0.0]])
     steps = fb.evaluation.free_motion_steps
+    # a method the compiled path does not run: None (the caller steps scipy), not DOP853
+    assert steps(0.0, y0, 1.0, phi0, rtol=1e-9, atol=1e-11, method="BDF") is None
     whole = steps(0.0, y0, 1.0, phi0, rtol=1e-9, atol=1e-11, method="LSODA")
     assert whole["code"] == 0 and whole["t"][-1] == 1.0
     t, y, phi, resume, codes, times, nfev = 0.0, y0, phi0, None, [], [], 0
