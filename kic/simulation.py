@@ -346,14 +346,13 @@ def _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval, max
                          f"{wall_time!r}")
     if bifurcation not in ("cross", "raise"):
         raise ModelError(f"bifurcation must be 'cross' or 'raise', got {bifurcation!r}")
-    if callable(tau):
-        tau_fn: Callable = tau
-    elif tau is None:
-        zero = np.zeros(M)
-        tau_fn = lambda t, q, qd: zero                     # noqa: E731
-    else:
-        tau_c = finite_array(tau, "tau", (M,))
-        tau_fn = lambda t, q, qd: tau_c                    # noqa: E731
+    if not (isinstance(switch_condition, (int, float, np.integer, np.floating))
+            and switch_condition >= 1.0):    # (NaN fails too) a condition number is >= 1
+        raise ModelError(f"switch_condition must be a condition number >= 1 (inf: never "
+                         f"switch), got {switch_condition!r}")
+    tau_c = None if callable(tau) else (np.zeros(M) if tau is None
+                                        else finite_array(tau, "tau", (M,)))
+    tau_fn: Callable = tau if callable(tau) else (lambda t, q, qd: tau_c)   # noqa: E731
     closed = isinstance(model, ClosedLoopModel)
     switching = (closed and tau is None and np.isfinite(switch_condition)
                  and all(n in model.mechanism.primitive_joints for n in model.coordinate_names))

@@ -69,7 +69,10 @@ def test_tolerances_checked(arm, option, value):
 
 @pytest.mark.parametrize("option, value", [("max_steps", 0), ("max_steps", 2.5),
                                            ("max_steps", True), ("wall_time", 0.0),
-                                           ("wall_time", np.nan)])
+                                           ("wall_time", np.nan),
+                                           ("switch_condition", 0.5),
+                                           ("switch_condition", np.nan),
+                                           ("switch_condition", "30")])
 def test_budget_options_checked(arm, option, value):
     with pytest.raises(kic.ModelError, match=option):
         _run(arm, **{option: value})
