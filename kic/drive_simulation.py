@@ -40,7 +40,7 @@ motor whose torque and back-EMF constants differ (zero in SI units).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,8 +114,8 @@ def simulate_drive(plant: ActuatedSystem, t_span, q0, qd0, tau=None, loads=None,
                    method: str = "DOP853", rtol: float = INTEGRATION_RTOL,
                    atol: float = INTEGRATION_ATOL,
                    t_eval=None, max_step: float = np.inf, *, voltage=None, i0=None,
-                   period: float | None = None,
-                   trajectory: Trajectory | None = None) -> DriveSimulation:
+                   period: float | None = None, trajectory: Trajectory | None = None,
+                   free_motion: Sequence[str] = ()) -> DriveSimulation:
     """Simulate a motor-driven plant; :func:`kic.simulate` with an
     :class:`kic.ActuatedSystem` as the model calls this.
 
@@ -151,11 +151,21 @@ def simulate_drive(plant: ActuatedSystem, t_span, q0, qd0, tau=None, loads=None,
         ``t0 + k period`` and held (a zero-order hold, as a digital controller).
     trajectory : kic.Trajectory, optional
         With no ``voltage``: nominal tracking, as ``voltage=trajectory``.
+    free_motion : sequence of str
+        The options of :func:`kic.simulate` for a mechanism's free motion that the
+        caller gave other than their defaults (``switch_condition``,
+        ``bifurcation``, ``max_steps``, ``wall_time``, ``on_limit``): a plant does
+        not take them (its coordinates are the motors' and its limits the
+        motors'), so any is a ModelError rather than silently ignored.
 
     Returns
     -------
     DriveSimulation
     """
+    if free_motion:
+        raise ModelError(f"{', '.join(free_motion)}: options of a mechanism's free motion, "
+                         "which a motor-driven plant does not take; leave them at their "
+                         "defaults")
     if trajectory is not None:
         if voltage is not None:
             raise ModelError("give voltage or trajectory (nominal tracking), not both")

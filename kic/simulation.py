@@ -108,11 +108,9 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
         joint values tracked, its coordinates switched and its singular
         configurations crossed.
     t_span : (float, float)
-        Start and end times (s), the end after the start: kic integrates
-        forward in time only (a mechanism's motion backwards from a state is
-        the forward motion from the state with its rates reversed, for a
-        free motion without damping); a reversed or empty span is a
-        :class:`kic.ModelError`.
+        Start and end times (s), the end after the start: kic integrates forward in
+        time only (a free motion without damping runs backwards as the forward
+        motion with its rates reversed); a reversed or empty span is a ModelError.
     q0, qd0 : array_like, shape (M,)
         Initial coordinates and rates.
     tau : None, array_like (M,) or callable ``tau(t, q, qd) -> (M,)``
@@ -155,7 +153,8 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
         :attr:`Simulation.stopped_by`); ``"ignore"`` go on as without limits.
     **drive
         ``voltage``, ``i0``, ``period``, ``trajectory``: a :class:`kic.ActuatedSystem` is
-        simulated with its motors (:func:`kic.drive_simulation.simulate_drive`).
+        simulated with its motors (:func:`kic.drive_simulation.simulate_drive`; the
+        options from ``switch_condition`` to ``on_limit`` stay at their defaults).
 
     Returns
     -------
@@ -174,8 +173,11 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     from .actuators import ActuatedSystem
     if drive or isinstance(model, ActuatedSystem):      # the motor-driven plant
         from .drive_simulation import simulate_drive
+        free = (("switch_condition", switch_condition, SWITCH_CONDITION), ("max_steps",
+                max_steps, MAX_STEPS), ("bifurcation", bifurcation, "cross"),
+                ("wall_time", wall_time, None), ("on_limit", on_limit, "raise"))
         return simulate_drive(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
-                              max_step, **drive)
+                              max_step, free_motion=[k for k, v, d in free if v != d], **drive)
     run, t0, y0 = _options(model, t_span, q0, qd0, tau, loads, method, rtol, atol, t_eval,
                            max_step, switch_condition, bifurcation, max_steps, wall_time)
     model = _limits_applied(model, run, on_limit)
@@ -184,8 +186,7 @@ def simulate(model, t_span, q0, qd0, tau=None, loads=None, method: str = "DOP853
     if run.times is None or (run.times.size and run.times[0] <= t0):
         rec.add(model, t0, y0, phi)
     motion = _Motion(model, t0, y0, phi, threshold=switch_condition, may_cross=run.cross,
-                     models=_Models.of(model) if run.closed else None,
-                     started=time.perf_counter())
+                     models=_Models.of(model) if run.closed else None, started=time.perf_counter())
     try:
         while True:
             stretch = _integrate(run, motion, rec)

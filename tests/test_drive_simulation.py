@@ -336,6 +336,10 @@ def test_bad_inputs_raise_kic_errors():
         run(t_eval=[0.0, 0.5])
     with pytest.raises(kic.ModelError, match="method"):
         run(method="Euler")
+    for option, value in (("max_steps", 10), ("wall_time", 1.0), ("on_limit", "stop"),
+                          ("switch_condition", 100.0), ("bifurcation", "raise")):
+        with pytest.raises(kic.ModelError, match=f"{option}: options of a mechanism's free"):
+            run(**{option: value})
     with pytest.raises(kic.ModelError, match="trajectory"):
         run(voltage=kic.Trajectory.quintic(Q0, TARGET, duration=0.005, samples=6))
     with pytest.raises(kic.ModelError, match="not both"):
