@@ -900,17 +900,16 @@ class CompiledEvaluation(NumpyEvaluation):
                              f"{N}, got {tau.shape} and {tl.shape}")
         # scipy's own floor on the relative tolerance
         rtol = max(float(rtol), 100 * np.finfo(float).eps)
-        out = compiled_closed.free_motion(self.plan, self.block_mode, t, t_end, y, start, tau,
-                                          tl, times, step, rtol, atol, max_step,
-                                          stop_condition, relax, capacity, method, resume)
         (code, k, ts, ys, phis, conds, t_stop, y_stop, phi_stop, h, nfev, status, last,
-         threshold, k_s, ts_s, ys_s, phis_s, phids) = out[:19]
+         threshold, k_s, ts_s, ys_s, phis_s, phids, *memory) = compiled_closed.free_motion(
+            self.plan, self.block_mode, t, t_end, y, start, tau, tl, times, step, rtol, atol,
+            max_step, stop_condition, relax, capacity, method, resume)
         return {"code": int(code), "t": ts[:k], "y": ys[:k], "phi": phis[:k],
                 "condition": conds[:k], "state": (float(t_stop), y_stop, phi_stop),
                 "step": float(h), "last_step": float(last), "nfev": int(nfev),
                 "status": int(status), "threshold": float(threshold),
                 "samples": (ts_s[:k_s], ys_s[:k_s], phis_s[:k_s]), "rates": phids[:k],
-                "resume": out[19:] or None}
+                "resume": tuple(memory) or None}   # LSODA's float and integer memory
 
     def motion_rhs(self):
         """The right-hand side of the motion as one compiled call per evaluation,
