@@ -142,7 +142,7 @@ def work(P):
 # --------------------------------------------------------------------------
 # frames, closure residual and Jacobian
 # --------------------------------------------------------------------------
-@jit
+@jit(bare=True)
 def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags):
     """Body frames F (N, 4, 4) and world screws S (N, 6) = [omega; v at the origin]:
     joint j's frame is F_parent origin_j, turned (R) or slid (P) by phi_j about its
@@ -173,7 +173,7 @@ def tree_frames(parent, order, isR, axis, origin, offset, phi, F, S, flags):
         frame_into(J, F[j])
 
 
-@jit
+@jit(bare=True)
 def loop_frames(body_a, T_a, body_b, T_b, F, X, flags):
     """Frames X (L, 2, 4, 4) of the two sides of every loop (side B on the ground: T_b;
     ``flags`` as :func:`tree_frames`)."""
@@ -196,7 +196,7 @@ def reduced_row(U, l, c, k, w, p):
     return U[l, 0, c] * p[0] + U[l, 1, c] * p[1] + U[l, 2, c] * p[2]
 
 
-@jit
+@jit(bare=True)
 def closure_residual(loop_k, loop_r, loop_row, U, X, r):
     """Reduced closure residuals r (R,): U^T [vex(R_A R_B^T); p_A - p_B] or U^T (p_A - p_B)
     (no allocations: a one-pose call is a few microseconds)."""
@@ -228,7 +228,7 @@ def closure_residual(loop_k, loop_r, loop_row, U, X, r):
             r[row + c] = reduced_row(U, l, c, k, (w0, w1, w2), (p0, p1, p2))
 
 
-@jit
+@jit(bare=True)
 def closure_jacobian(parent, loop_k, loop_r, loop_row, body_a, body_b, U, S, X, Jr):
     """Reduced closure Jacobian Jr (R, N): U^T [s; s x (x - o)] (R) or U^T [0; s] (P)
     summed over the joints from each side's body to the ground, side B subtracted."""
@@ -314,7 +314,7 @@ AT_PHI = -1
 closure Jacobian at phi as it is (its residual reported, not corrected)."""
 
 
-@jit
+@jit(bare=True)
 def newton(parent, order, isR, axis, origin, offset, loop_k, loop_r, loop_row, body_a, T_a,
            body_b, T_b, U, dep, block_row, row_is_rot, Lc, tol, max_iter, F, S, X, r, Jr, piv,
            Ab, step, phi, flags):
@@ -363,7 +363,7 @@ def assemble_pose(P, W, phi):
                   W.Jr, W.piv, W.block, W.vec, phi, W.flags)
 
 
-@jit
+@jit(bare=True)
 def transfer(isR, row_is_rot, dep, block_row, q_idx, Lc, maxc, Jr, LU, piv, G, col, As, Aw,
              cond, dsign):
     """G^phi_q (G) from the closure Jacobian Jr; the blocks' LU factors stay in LU,
@@ -412,7 +412,7 @@ def transfer_pose(P, W, cond, dsign):
                     cond, dsign)
 
 
-@jit
+@jit(bare=True)
 def rates(parent, order, loop_k, loop_r, loop_row, body_a, body_b, U, dep, block_row, S, X,
           r, LU, piv, G, qd, qdd, phid, phidd, V, Av, col):
     """phi' = G q' (phid) and phi'' = G q'' - A^-1 b (phidd); screw velocities V and
@@ -584,7 +584,7 @@ def dynamics_work(M, Na):
                         pv=np.zeros(M, np.int64))
 
 
-@jit
+@jit(bare=True)
 def actuator_solve(isR, q_idx, Lc, maxc, G, act, Tq, Ga, Gs, Gw, rhs, sol, Im, At, pv, out):
     """Loads of the actuated joints ``act`` (into ``out`` (Na,)) that give the
     coordinate loads Tq: ``(G^a)^T tau_a = T_q`` (Na = M) or its least-norm

@@ -38,7 +38,7 @@ FLAT = 1e-15              # both derivatives below this: no curvature to scale b
 AT_END, TOO_ILL, TRIAL_FAILED, STEP_UNDERFLOW, FULL, LOST = range(6)
 
 
-@jit
+@jit(bare=True)
 def place(P, W, phi, q, mode, cond, dsign):
     """Assemble at the coordinates q starting from the joint values in phi (in
     place), form the transfer and check the assembly mode; returns the status
@@ -50,14 +50,15 @@ def place(P, W, phi, q, mode, cond, dsign):
     return settle(P, W, st, phi, phi, cond, dsign, mode)
 
 
-@jit
+@jit(bare=True)
 def free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign, tau, tl):
     """f = (q', q'') at the state y = (q, q'), the joint values assembled from
     ``start``, under gravity, the input ``tau`` (M,) at the coordinates and the
     joint loads ``tl`` (N,) of applied loads (kic's sign: the load the joints must
     supply, ``T_L``); returns the status."""
     M = P.M
-    phi[:] = start
+    for j in range(phi.shape[0]):      # (a slice's copy needs numba's reference counts)
+        phi[j] = start[j]
     st = place(P, W, phi, y[:M], mode, cond, dsign)
     if st != OK:
         return st
@@ -79,7 +80,7 @@ def free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign, tau, tl):
     return OK
 
 
-@jit
+@jit(bare=True)
 def initial_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, t, t_end, y, f, ytmp, f1,
                  order, rtol, atol, max_step):
     """scipy's ``select_initial_step``: (first step, status of its trial point)."""
@@ -111,7 +112,7 @@ def initial_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, t, t_end, y, f
     return min(100 * h0, h1, length, max_step), OK
 
 
-@jit
+@jit(bare=True)
 def error_norm(K, E3, E5, y, y_new, h, rtol, atol):
     """DOP853's ``_estimate_error_norm`` of a step of size h (the stages K[:S + 1])."""
     n = y.shape[0]
@@ -131,14 +132,15 @@ def error_norm(K, E3, E5, y, y_new, h, rtol, atol):
     return h * e5 / np.sqrt((e5 + 0.01 * e3) * n)
 
 
-@jit
+@jit(bare=True)
 def rk_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, A, B, K, y, f, ytmp, y_new, h):
     """scipy's ``rk_step``: the stages K (S + 1, n) and y_new of a step h from
     (y, f); returns (the status of the first trial point that fails, else OK;
     the trial points evaluated)."""
     n = y.shape[0]
     S = A.shape[0]
-    K[0, :] = f
+    for i in range(n):
+        K[0, i] = f[i]
     for s in range(1, S):
         for i in range(n):
             acc = 0.0
@@ -396,7 +398,7 @@ def free_motion(fbuf, ibuf, mode, A, B, C, E3, E5, A_extra, C_extra, Dd, order, 
             k_s, ts_s, ys_s, phis_s, phids)
 
 
-@jit
+@jit(bare=True)
 def motion_point(ctx, t, y, f):
     """:func:`free_rhs` as :mod:`kic.kernels.lsoda` calls a right-hand side
     (``ctx``: the mechanism, its work and the joint values to start from)."""

@@ -169,7 +169,7 @@ def spd_solve(A: np.ndarray, b: np.ndarray, what: str = "matrix") -> np.ndarray:
 # --------------------------------------------------------------------------
 # LU with partial pivoting
 # --------------------------------------------------------------------------
-@jit
+@jit(bare=True)
 def lu_factor(A, n, piv):
     """In-place LU with partial pivoting of ``A[:n, :n]`` (row swaps in ``piv``);
     returns the sign of det A (0.0 when a pivot is zero or not finite: singular)."""
@@ -202,7 +202,7 @@ def lu_factor(A, n, piv):
     return sgn
 
 
-@jit
+@jit(bare=True)
 def lu_solve(A, n, piv, b):
     """Solve in place (``b`` of length >= n) with the factors of :func:`lu_factor`."""
     for k in range(n):
@@ -254,7 +254,7 @@ def jacobi_rotation(alpha, beta, gamma):
     return cs, cs * t
 
 
-@jit
+@jit(bare=True)
 def column_norm_ratio(work, m, n):
     """Largest over smallest norm of the first n columns (rows :m) of ``work``:
     the 2-norm condition number once one-sided Jacobi has made them orthogonal
@@ -276,7 +276,7 @@ def column_norm_ratio(work, m, n):
     return smax / smin
 
 
-@jit
+@jit(bare=True)
 def condition_leading(A, m, n, work):
     """2-norm condition number of the leading (m, n) block of A, m >= n, from its
     singular values by one-sided Jacobi rotations; ``work`` (at least (m, n)) is

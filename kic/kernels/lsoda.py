@@ -107,7 +107,7 @@ def vmnorm(n, v, w):
     return vm
 
 
-@jit
+@jit(bare=True)
 def fnorm(n, a, w):
     """DFNORM: the matrix norm of ``a`` consistent with :func:`vmnorm`."""
     an = 0.0
@@ -119,7 +119,7 @@ def fnorm(n, a, w):
     return an
 
 
-@jit
+@jit(bare=True)
 def ewset(S):
     """DEWSET, inverted as DLSODA keeps it: ewt_i = 1 / (rtol |yh_i| + atol); False
     where a weight is not positive."""
@@ -189,7 +189,7 @@ def cfode(meth, elco, tesco):
         rq1fac = rq1fac / (nq + 1)
 
 
-@jit
+@jit(bare=True)
 def reset_coefficients(S):
     """DSTODA at 150: el of the order nq; rc, el0 and conit follow."""
     r, i = S.r, S.i
@@ -201,7 +201,7 @@ def reset_coefficients(S):
     r[CONIT] = 0.5 / (nq + 2)
 
 
-@jit
+@jit(bare=True)
 def rescale(S, rh):
     """DSTODA at 175-180: h times rh (rh at most rmax, h at most the largest step,
     Adams within its stability region), the history rescaled to it."""
@@ -226,7 +226,7 @@ def rescale(S, rh):
     i[IALTH] = i[L]
 
 
-@jit
+@jit(bare=True)
 def predict(S):
     """DSTODA at 200: the history times the Pascal triangle matrix (the prediction
     at tn + h); a new Newton matrix is due where h l0 changed by more than CCMAX
@@ -247,7 +247,7 @@ def predict(S):
     return vmnorm(n, S.yh, S.ewt)
 
 
-@jit
+@jit(bare=True)
 def retract(S, told):
     """DSTODA at 430-445 and 500-515: the history back to before the prediction."""
     r, i = S.r, S.i
@@ -381,7 +381,7 @@ def correct(fun, ctx, S, pnorm):
     return CONVERGED, m, dl
 
 
-@jit
+@jit(bare=True)
 def switch_method(S, dsm, pnorm):
     """DSTODA at 460-488 after a successful step: every SWITCH_AFTER steps, the step
     size the other method could have taken on it; switch where it is RATIO
@@ -469,7 +469,7 @@ def switch_method(S, dsm, pnorm):
     return True
 
 
-@jit
+@jit(bare=True)
 def select(S, dsm, rhup):
     """DSTODA at 540-625: the step size ratio rh and order newq from the step sizes
     the orders nq - 1, nq and nq + 1 (``rhup``, 0 where not considered) allow
@@ -511,7 +511,7 @@ def select(S, dsm, rhup):
     return rh, newq, False
 
 
-@jit
+@jit(bare=True)
 def after_selection(S, rh, newq):
     """DSTODA at 620-630: the 10 % test (not where Adams is at its stability limit),
     at most 0.2 after two failures, the new order's coefficients and the step.
@@ -532,7 +532,7 @@ def after_selection(S, rh, newq):
     return True
 
 
-@jit
+@jit(bare=True)
 def accepted(S, dsm, pnorm):
     """DSTODA at 450-530 after the error test passed: the history corrected, the
     method switch considered, then (every ialth steps) the step sizes of the
@@ -829,7 +829,7 @@ def step(fun, ctx, S):
     return 0
 
 
-@jit
+@jit(bare=True)
 def time(S):
     """The time DLSODA reports after a step: tn, or t_crit where tn is within
     rounding of it."""
@@ -839,7 +839,7 @@ def time(S):
     return r[TN]
 
 
-@jit
+@jit(bare=True)
 def dense(S, t_now, t, out):
     """scipy's ``LsodaDenseOutput`` over the last step at time t (``t_now`` the time
     reported for the step): the Nordsieck polynomial of the step's order,
