@@ -59,7 +59,7 @@ def composite_inertia(nl, P, FL, SL, GL, qcol, LW, rest):
 # --------------------------------------------------------------------------
 # the transfer of the poses at rest
 # --------------------------------------------------------------------------
-@jit
+@jit(bare=True)
 def block_into_lanes(nl, isR, row_is_rot, dep, r0, nb, Lc, JA, A, fro):
     """Block b (rows r0:r0 + nb) of each lane's closure Jacobian into ``A`` (nb,
     nb, V), and the square of its dimensionless Frobenius norm into ``fro``:
@@ -78,7 +78,7 @@ def block_into_lanes(nl, isR, row_is_rot, dep, r0, nb, Lc, JA, A, fro):
                 fro[u] += a * a
 
 
-@jit
+@jit(bare=True)
 def inverse_frobenius(nl, isR, row_is_rot, dep, r0, nb, M, Lc, X, fri):
     """The square of the Frobenius norm of each lane's scaled block's inverse,
     Dc^-1 A^-1 Dr^-1 (A_s = Dr A Dc), from the columns M: M + nb of ``X``."""
@@ -94,7 +94,7 @@ def inverse_frobenius(nl, isR, row_is_rot, dep, r0, nb, M, Lc, X, fri):
                 fri[u] += a * a
 
 
-@jit
+@jit(bare=True)
 def block_condition(row_is_rot, isR, dep, Lc, JA, r0, nb, u, As, Aw):
     """The dimensionless 2-norm condition of lane u's block (rows r0:r0 + nb), as
     :func:`~kic.kernels.closed_pose.transfer_pose` forms it (As, Aw (nb, nb) work)."""
@@ -109,7 +109,7 @@ def block_condition(row_is_rot, isR, dep, Lc, JA, r0, nb, u, As, Aw):
     return condition_leading(As, nb, nb, Aw)
 
 
-@jit
+@jit(bare=True)
 def transfer_lanes(nl, P, JA, JQ, pending, GL, LW):
     """:func:`~kic.kernels.closed_pose.transfer_pose` for the first ``nl`` of V
     poses side by side in lanes: the blocks' LU factors
@@ -196,7 +196,7 @@ def actuation_work(M, Na, K, NQ):
         TA=np.empty((M, K)), Ch=np.empty((M, M)), rhs=np.empty(M), sol=np.empty(M))
 
 
-@jit
+@jit(bare=True)
 def actuation_flush(count, AW, loads, status, acond, aloads):
     """The actuation of the ``count`` poses waiting in the buffers (design
     AW.design[u], pose AW.pose[u]; G^a in AW.PGa, its dimensionless copy in
@@ -361,7 +361,7 @@ def clear_pose(O, d, t):
     O.acond[d, t] = np.nan
 
 
-@jit
+@jit(bare=True)
 def into_lane(F, S, Jr, phi, dep, q_idx, block_row, row_block, FL, SL, JA, JQ, PHL, u,
               with_jacobian):
     """A pose's frames and screws into lane u and, ``with_jacobian``, its closure
@@ -413,7 +413,7 @@ def transfer_now(P, W, LW, DW, u, st, phi, qd, at_rest, mode, phi_row, dsign_row
     return OK
 
 
-@jit
+@jit(bare=True)
 def settle_lanes(P, d, nl, LW, mode, O):
     """The statuses, det signs and joint values of the lanes whose transfer was
     formed in the lanes; ``LW.alive`` False where a pose fails."""
@@ -493,7 +493,7 @@ def queue_actuation(P, u, d, LW, AW, DW, act, nq):
     AW.max_condition[nq] = P.max_condition
 
 
-@jit
+@jit(bare=True)
 def flush_lanes(P, d, nl, have_pending, LW, AW, DW, nq, x, act, mode, O):
     """The lanes are full (or the design is done): the transfer of the poses at
     rest, then I* and the bias of each, their loads, and their actuations into
@@ -520,7 +520,7 @@ def flush_lanes(P, d, nl, have_pending, LW, AW, DW, nq, x, act, mode, O):
     return nq
 
 
-@jit
+@jit(bare=True)
 def one_design(P, d, W, LW, AW, DW, nq, q, qd, x, act, phi0, path, mode, skip, O):
     """The n poses of design d, each assembled (a start that closes the loops to
     rounding, residual < EXACT_START: an exact closed-form inverse kinematics,

@@ -175,7 +175,7 @@ def is_identity(A, n):
     return d == 0.0
 
 
-@jit
+@jit(bare=True)
 def identity_flags(origin, offset, T_a, T_b, flags):
     """Which products of a tree's frames need not be formed, for :func:`placed`
     and :func:`kic.kernels.closed_pose.tree_frames`: per joint j, bit 0 the
@@ -259,7 +259,7 @@ def joint_frame_into(j, T, O, isR, q, A, t, R, p):
     return T, a, tj
 
 
-@jit
+@jit(bare=True)
 def frames_into(base, isR, O, q, A, t, R, p):
     """Joint screws (A (M, 3) rotation part, zero for P; t (M, 3) moment part) and
     link frames (R (M, 3, 3), p (M, 3)) of one configuration q (M,)."""
