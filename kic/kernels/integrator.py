@@ -241,30 +241,34 @@ def motion_rhs(fbuf, ibuf, mode, start, y, tau, tl):
     return f, phi, st, worst, W.phid.copy()
 
 
-@jit(inline=True)
+@jit(bare=True)
 def track(P, W, D, start, phi, t, y, mode, cond, dsign, relax, stop_condition, k, ts, ys, phis,
           conds, phids):
     """An accepted step at (t, y) tracked: assembled from ``start`` (which then
     becomes its joint values), its worst block condition, the threshold's fall to
     ``relax`` (hysteresis), and row k of the record with its joint rates; returns
     (status, worst condition, threshold)."""
-    M = P.M
-    phi[:] = start
+    M, N = P.M, P.N
+    for j in range(N):          # (element by element: no reference counts, see jit bare)
+        phi[j] = start[j]
     st = place(P, W, phi, y[:M], mode, cond, dsign)
     if st != OK:
         return st, 0.0, stop_condition
-    start[:] = phi
+    for j in range(N):
+        start[j] = phi[j]
     worst = 1.0
     for c in range(P.B):
         worst = max(worst, cond[c])
     if worst <= relax:
         stop_condition = min(stop_condition, relax)
     ts[k] = t
-    ys[k] = y
-    phis[k] = phi
     conds[k] = worst
     pose_rates(P, W, y[M:], D.zero)
-    phids[k] = W.phid
+    for i in range(y.shape[0]):
+        ys[k, i] = y[i]
+    for j in range(N):
+        phis[k, j] = phi[j]
+        phids[k, j] = W.phid[j]
     return OK, worst, stop_condition
 
 
@@ -406,6 +410,13 @@ def motion_point(ctx, t, y, f):
     return free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign, tau, tl)
 
 
+@jit(bare=True)
+def lsoda_step(ctx, S):
+    """One step of LSODA over the motion (:func:`kic.kernels.lsoda.step` of
+    :func:`motion_point`), its bookkeeping without reference counts."""
+    return lsoda.step(motion_point, ctx, S)
+
+
 @jit
 def lsoda_motion(fbuf, ibuf, mode, t, t_end, y0, phi0, tau, tl, times, h_first, rtol, atol,
                  max_step, stop_condition, relax, capacity, floats, ints):
@@ -444,7 +455,7 @@ def lsoda_motion(fbuf, ibuf, mode, t, t_end, y0, phi0, tau, tl, times, h_first, 
         if k >= capacity:
             code = FULL
             break
-        failed = lsoda.step(motion_point, ctx, S)
+        failed = lsoda_step(ctx, S)
         if failed != OK:
             # a trial point failed (its status), or LSODA gave up (the step underflowed)
             code = TRIAL_FAILED if failed > 0 else STEP_UNDERFLOW
