@@ -385,6 +385,13 @@ def _tree_of_chain(d, q):
     return np.arange(M) - 1, np.arange(M), F, np.hstack([A, t])
 
 
+def _tree_work(N, M):
+    """tree_inertia_one's work (Ic, HG, empty, qcol), left with garbage in it: the
+    kernel must not read what it has not written."""
+    return (np.full((N, 10, 1), np.nan), np.full((N, M), np.nan), np.ones(N, bool),
+            np.full(N, -7, np.int64))
+
+
 @pytest.mark.parametrize("seed, M, massless", [(21, 1, None), (22, 4, 1), (23, 6, 2)])
 def test_tree_forms_of_a_chain_equal_the_chain_kernels(seed, M, massless):
     """rnea.tree_loads and inertia.tree_inertia_one / tree_inertia on a serial chain
@@ -408,7 +415,8 @@ def test_tree_forms_of_a_chain_equal_the_chain_kernels(seed, M, massless):
         parent, order, F, S = _tree_of_chain(d, qT[:, n].copy())
         scale = max(1.0, np.abs(I_ref[..., n]).max())
         I = np.empty((M, M))
-        inertia.tree_inertia_one(parent, order, d.mass, d.com, d.inertia, F, S, np.eye(M), I)
+        inertia.tree_inertia_one(parent, order, d.mass, d.com, d.inertia, F, S, np.eye(M), I,
+                                 *_tree_work(M, M))
         np.testing.assert_allclose(I, I_ref[..., n], rtol=0, atol=1e-13 * scale)
         np.testing.assert_array_equal(I, I.T)
         for gravity in (True, False):
@@ -441,7 +449,7 @@ def test_tree_forms_of_a_chain_equal_the_chain_kernels(seed, M, massless):
                 one = np.empty((M, M))
                 parent, order, F, S = _tree_of_chain(d, qT[:, nk].copy())
                 inertia.tree_inertia_one(parent, order, d.mass, d.com, d.inertia, F, S,
-                                         np.eye(M), one)
+                                         np.eye(M), one, *_tree_work(M, M))
                 np.testing.assert_array_equal(IL[..., k], one)
                 np.testing.assert_allclose(T0[:, k], g_ref[:, nk],
                                            atol=1e-12 * max(1.0, np.abs(g_ref).max()))
@@ -471,7 +479,7 @@ def test_tree_inertia_of_a_branched_tree_gives_its_kinetic_energy():
     G = rng.standard_normal((N, M))
     G[1] = [0.0, 1.0, 0.0]                              # a coordinate's unit row
     I = np.empty((M, M))
-    inertia.tree_inertia_one(parent, order, mass, com, Iloc, F, S, G, I)
+    inertia.tree_inertia_one(parent, order, mass, com, Iloc, F, S, G, I, *_tree_work(N, M))
     qd = rng.standard_normal(M)
     phid = G @ qd
     energy = 0.0

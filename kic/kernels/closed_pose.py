@@ -78,6 +78,10 @@ Work = namedtuple("Work", [
     "block",        # (nb, nb) one block (to factor, or made dimensionless)
     "block_work",   # (nb, nb) work of the condition number
     "flags",        # (N + 2L,) int: the frames' identity rotations (identity_flags)
+    "Ic",           # (N, 10, 1) the subtrees' composite inertias (tree_inertia_one)
+    "HG",           # (N, M) its joint-space inertia times G
+    "massless",     # (N,) bool: the bodies that carry nothing
+    "qcol",         # (N,) int: the coordinate a unit row of G is, else -1
 ])
 """The work arrays of one pose, by name (N joints, M coordinates, L loops, R
 reduced rows, B blocks of at most nb rows)."""
@@ -104,8 +108,8 @@ def new_work(N, M, R, L, B, nb):
     loops, B blocks of at most nb rows), reused by every pose of a call: views
     of one float and one int allocation (zeroed), as two allocations cost a
     one-pose call far less than nineteen."""
-    f = np.zeros(N * (16 + 6 + M + 1 + 1 + 24 + 1) + L * 32 + R * (2 + N) + B * nb * nb
-                 + 2 * nb * nb)
+    f = np.zeros(N * (16 + 6 + M + 1 + 1 + 24 + 1 + 10 + M) + L * 32 + R * (2 + N)
+                 + B * nb * nb + 2 * nb * nb)
     # arrays of one shape are slices of one view (each reshape is a few hundred
     # instructions to compile, an index a few dozen)
     F = f[:16 * N].reshape((N, 4, 4))
@@ -120,13 +124,18 @@ def new_work(N, M, R, L, B, nb):
     k += N * M
     blocks = f[k:k + (B + 2) * nb * nb].reshape((B + 2, nb, nb))
     k += (B + 2) * nb * nb
-    i = np.zeros(B * nb + N + 2 * L, np.int64)
+    Ic = f[k:k + 10 * N].reshape((N, 10, 1))
+    k += 10 * N
+    HG = f[k:k + N * M].reshape((N, M))
+    k += N * M
+    i = np.zeros(B * nb + 2 * N + 2 * L, np.int64)
     return Work(F=F, S=screws[0], X=X, r=f[k:k + R], Jr=Jr, LU=blocks[:B],
                 piv=i[:B * nb].reshape((B, nb)), G=G, phid=f[k + R:k + R + N],
                 phidd=f[k + R + N:k + R + 2 * N], V=screws[1], Av=screws[2], acc=screws[3],
                 fo=screws[4], tau=f[k + R + 2 * N:k + R + 3 * N],
                 vec=f[k + R + 3 * N:k + 2 * R + 3 * N], block=blocks[B],
-                block_work=blocks[B + 1], flags=i[B * nb:])
+                block_work=blocks[B + 1], flags=i[B * nb:B * nb + N + 2 * L], Ic=Ic, HG=HG,
+                massless=np.zeros(N, np.bool_), qcol=i[B * nb + N + 2 * L:])
 
 
 @jit(inline=True)
@@ -503,7 +512,8 @@ def rnea(P, W, with_gravity):
 def inertia_pose(P, W, I):
     """I*_q of plan P at the transfer in W: the tree's composite rigid bodies,
     :func:`kic.kernels.inertia.tree_inertia_one`."""
-    tree_inertia_one(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, W.G, I)
+    tree_inertia_one(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, W.G, I, W.Ic,
+                     W.HG, W.massless, W.qcol)
 
 
 # --------------------------------------------------------------------------
@@ -869,7 +879,8 @@ def batch(fbuf, ibuf, what, q, qd, x, act, phi0, path, mode, phi_one):
             continue
         if what == INERTIA or what == FORWARD_DYNAMICS or what == ACTUATED_FORWARD_DYNAMICS:
             # I* at one call site (rates and loads below leave F, S and G as they are)
-            tree_inertia_one(parent, order, mass, com, inertia, F, S, G, Im)
+            tree_inertia_one(parent, order, mass, com, inertia, F, S, G, Im, W.Ic, W.HG,
+                             W.massless, W.qcol)
         if what == INERTIA:
             for a in range(M):
                 for b in range(M):
@@ -957,6 +968,7 @@ def joint_space(fbuf, ibuf, phi, phid, H, b, J, c):
     for j in range(N):
         eye[j, j] = 1.0
     zero = np.zeros(N)
+    HG = np.empty((N, N))               # (W.HG is (N, M): G^phi_q's columns)
     for t in range(phi.shape[0]):
         pose_frames(P, W, phi[t])
         pose_jacobian(P, W)
@@ -967,7 +979,8 @@ def joint_space(fbuf, ibuf, phi, phid, H, b, J, c):
               W.phidd, W.V, W.Av, W.vec)
         tree_loads(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, W.V, W.Av, zero,
                    P.gravity, True, W.acc, W.fo, b[t])
-        tree_inertia_one(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, eye, H[t])
+        tree_inertia_one(P.parent, P.order, P.mass, P.com, P.inertia, W.F, W.S, eye, H[t],
+                         W.Ic, HG, W.massless, W.qcol)
         rows_in_loop_order(P, W, c[t], J[t])
 
 

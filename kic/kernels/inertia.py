@@ -453,18 +453,20 @@ def tree_inertia(nl, parent, order, mass, com, inertia, gravity, FL, SL, GL, qco
     transfer_products(nl, GL, qcol, HG, Tphi, hw, IL, T0L, rest)
 
 
-@jit
-def tree_inertia_one(parent, order, mass, com, inertia, F, S, G, I):
+@jit(bare=True)
+def tree_inertia_one(parent, order, mass, com, inertia, F, S, G, I, Ic, HG, empty, qcol):
     """I*_q (``I`` (M, M)) of one pose of a tree by composite rigid bodies: the
     sums of :func:`tree_inertia` for one lane, in the same order (its numbers, bit
     for bit), from the body frames ``F`` (N, 4, 4), world screws ``S`` (N, 6) and
     transfer ``G`` (N, M).  A row of G that is a unit row e_m (a coordinate's)
-    takes the unit-row shortcut (it adds the same numbers)."""
+    takes the unit-row shortcut (it adds the same numbers).  Work (the caller's,
+    so that a pose allocates nothing): ``Ic`` (N, 10, 1) the composites (one
+    lane of :func:`add_subtrees`), ``HG`` (N, M), ``empty`` (N,) bool, ``qcol``
+    (N,) int."""
     N, M = G.shape
-    Ic = np.empty((N, 10, 1))          # one lane: the sums of add_subtrees
-    HG = np.zeros((N, M))
-    empty = np.empty(N, np.bool_)
-    qcol = np.empty(N, np.int64)
+    for j in range(N):
+        for m in range(M):
+            HG[j, m] = 0.0
     for j in range(N):
         qcol[j] = unit_row(G, j)
         empty[j] = is_massless(mass, inertia, j)

@@ -193,7 +193,7 @@ def motion_loads_lanes(Fc, sR, sv, w, v, aw, av, qdd, grav, use_grav, mass, com,
                          + sv[1, j, n] * W[1, j, n] + sv[2, j, n] * W[2, j, n])
 
 
-@jit
+@jit(bare=True)
 def tree_loads(parent, order, mass, com, inertia, F, S, V, Av, qdd, grav, use_gravity, acc,
                wrench, tau):
     """Joint loads ``tau`` (N,) of a tree (joint j moves body j after ``parent[j]``,
