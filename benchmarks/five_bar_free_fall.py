@@ -22,7 +22,7 @@ kic crosses by its Taylor expansion and which it integrates as a near pass (in
 every joint value: compiled right-hand sides stepped by scipy from Python, about
 four times the cost of an evaluation of the compiled integrator) depends on the
 last digits of the motion, so the time at a tolerance jumps where a near pass
-appears (rtol 1e-6 and 1e-7 about 3.5x MuJoCo, 1e-8 to 1e-10 2-2.8x).
+appears (rtol 1e-6 and 1e-7 about 3.2-3.6x MuJoCo, 1e-8 to 1e-10 1.7-2.2x).
 
 The LSODA case: ``single_pose.py``'s 2 s swing about the hanging equilibrium
 (rtol 1e-9, atol 1e-11), ``kic.simulate(method="LSODA")`` (kic's compiled LSODA,
