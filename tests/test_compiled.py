@@ -539,3 +539,31 @@ def test_kernels_imported_after_load_compile_each_recursion_once(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
     env["NUMBA_CACHE_DIR"] = str(tmp_path)                  # compiled, not loaded
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+
+
+@needs_numba
+def test_a_kernel_first_reached_from_a_bare_one_keeps_its_reference_counts(tmp_path):
+    """numba gives a function whose reference counting is left unset the setting of
+    the compilation that first reaches it: a kernel that allocates, first compiled
+    from a bare caller's (jit bare: none), failed to compile, and only on a first
+    use that took that path (a cold LSODA simulation did: DCFODE's work array).
+    kic sets it on every kernel, so the order of first calls does not matter."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "reach.py").write_text(
+        "import numpy as np\n"
+        "from kic.kernels.jit import jit\n\n\n"
+        "@jit\n"
+        "def allocates(n):\n"
+        "    return np.zeros(n).sum() + n\n\n\n"
+        "@jit(bare=True)\n"
+        "def bare_caller(n):\n"
+        "    return allocates(n)\n")
+    code = ("from kic.kernels import jit; assert jit.load(); import reach; "
+            "assert reach.bare_caller(3) == 3.0; assert reach.allocates(2) == 2.0")
+    env = {k: v for k, v in os.environ.items() if k != "KIC_BACKEND"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")          # compiled, not loaded
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]

@@ -39,7 +39,11 @@ _loaded = False
 
 
 def _compile(numba, fn, inline: bool, signature: str | None):
-    options = dict(cache=True, nogil=True, error_model="numpy")
+    # reference counting set, not left to numba: a function it leaves unset takes
+    # the setting of the compilation that first reaches it, so one first compiled
+    # from a bare caller's would lose it (and one that allocates fail to compile,
+    # on a first use that happens to take that path)
+    options = dict(cache=True, nogil=True, error_model="numpy", _nrt=True)
     if (fn.__module__, fn.__name__) in _bare:
         # it allocates nothing (work on the stack, stack_vector): array arguments are
         # unboxed without a reference-counted wrapper each, and a call of a
@@ -64,7 +68,7 @@ def _compile(numba, fn, inline: bool, signature: str | None):
     if (fn.__module__, fn.__name__) in _callers_only and not inline:
         # no wrappers for calls from Python (they unbox every argument: a fifth to a
         # half of a stage's code, compiled at first use and never run)
-        targetoptions = dict(nopython=True, nogil=True, error_model="numpy",
+        targetoptions = dict(nopython=True, nogil=True, error_model="numpy", _nrt=True,
                              inline="never", no_cpython_wrapper=True, no_cfunc_wrapper=True)
         if (fn.__module__, fn.__name__) in _bare:
             targetoptions.update(_nrt=False)
