@@ -267,7 +267,7 @@ def power_one(mass, c, Iw, A, t, S0, S1, S2, J, Z, JA, C, out):
                 out[n, a, b] = x
 
 
-@jit
+@jit(bare=True)
 def gravity_one(mass, com, grav, A, t, R, p, out):
     """+dV/dq of one configuration by suffix sums of mass and first moment."""
     g = (grav[0], grav[1], grav[2])
@@ -290,7 +290,7 @@ ZERO_COMPOSITE = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 """The composite of nothing (:func:`composite_add`)."""
 
 
-@jit
+@jit(bare=True)
 def tree_composites(nl, parent, order, mass, com, inertia, FL, empty, Ic):
     """The composite (:func:`composite_add`: m, h = m c, the upper triangle of
     I_O) of every joint's subtree about the world origin, per lane, into ``Ic``
@@ -355,7 +355,7 @@ def add_scaled_row(nl, HG, i, hw, GL, j, qj):
                 HG[i, a, u] += hw[u] * GL[j, a, u]
 
 
-@jit
+@jit(bare=True)
 def inertia_times_transfer(nl, parent, gravity, SL, GL, qcol, empty, Ic, HG, Tphi, fw, hw):
     """HG = H G (N, M, V), pair by pair along every path (H_ij = S_i^T Ic_j S_j, i
     an ancestor of j or j; ``SL`` (N, 6, V) the world screws [a; t], ``GL`` (N, M,
@@ -394,7 +394,7 @@ def inertia_times_transfer(nl, parent, gravity, SL, GL, qcol, empty, Ic, HG, Tph
             i = parent[i]
 
 
-@jit
+@jit(bare=True)
 def transfer_products(nl, GL, qcol, HG, Tphi, hw, Im, T0, rest):
     """I* = G^T (H G) (M, M, V) and, in the lanes at rest (``rest`` (V,)), the
     gravity load T0 = G^T T_phi (M, V) (the other lanes keep theirs)."""

@@ -503,7 +503,7 @@ def swap_rows_lanes(X, k, n, piv, width, count):
                 X[i, c, u] = x if sel else y
 
 
-@jit
+@jit(bare=True)
 def lu_factor_lanes(A, n, piv, sign, big, count):
     """:func:`lu_factor` of the first ``count`` lanes of ``A`` (n, n, V), in place:
     the pivots' choices and row swaps as selects per lane.  ``piv`` (n, V) int
@@ -535,7 +535,7 @@ def lu_factor_lanes(A, n, piv, sign, big, count):
                     A[i, c, u] -= A[i, k, u] * A[k, c, u]
 
 
-@jit
+@jit(bare=True)
 def lu_solve_lanes(A, n, piv, X, width, count):
     """:func:`lu_solve` of the first ``count`` lanes with the factors of
     :func:`lu_factor_lanes`, for ``width`` right-hand sides at once: ``X`` (n,
@@ -558,7 +558,7 @@ def lu_solve_lanes(A, n, piv, X, width, count):
                 X[i, m, u] = X[i, m, u] / A[i, i, u]
 
 
-@jit
+@jit(bare=True)
 def lu_solve_columns(A, n, piv, X):
     """:func:`lu_solve` for the columns of ``X`` (>= n, K) at once, in place,
     each column by the operations of :func:`lu_solve` (the K sums of a row are
@@ -609,7 +609,7 @@ def round_robin_pairs(n):
     return pairs
 
 
-@jit
+@jit(bare=True)
 def condition_numbers_lanes(A, count, work, norms, gam, cs, sn, pairs, cond, live, turned):
     """2-norm condition numbers of the matrices ``A[:count]`` (each m x n, m >= n)
     into ``cond[:count]``: :func:`condition_number`'s one-sided Jacobi rotations and

@@ -36,7 +36,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..settings import LSODA_BIAS_DOWN, LSODA_BIAS_SAME, LSODA_BIAS_UP, LSODA_PDH_FLOOR
-from .jit import jit, view
+from .jit import jit, stack_vector, view
 from .linalg import lu_factor, lu_solve
 
 __all__ = ["State", "state", "start", "step", "time", "dense", "integrate", "FAILED",
@@ -132,11 +132,13 @@ def ewset(S):
     return True
 
 
-@jit
+@jit(bare=True)
 def cfode(meth, elco, tesco):
     """DCFODE: the coefficients elco[nq - 1, :nq + 1] of the method of order nq and
     the test constants tesco[nq - 1, :] (Adams, meth 1, orders 1-12; BDF, 2, 1-5)."""
-    pc = np.zeros(12)
+    pc = stack_vector(12)          # (on the stack: no allocation)
+    for k in range(12):
+        pc[k] = 0.0
     if meth == 1:
         elco[0, 0] = 1.0
         elco[0, 1] = 1.0
@@ -600,7 +602,7 @@ def error_failed(fun, ctx, S, told):
     return 0, True
 
 
-@jit
+@jit(bare=True)
 def first_call(S):
     """DSTODA at jstart 0: order 1, both methods' constants cm1, cm2, Adams."""
     r, i = S.r, S.i
@@ -628,7 +630,7 @@ def first_call(S):
     reset_coefficients(S)
 
 
-@jit
+@jit(bare=True)
 def restart(S):
     """DSTODA at jstart -1 (after a method switch: the new method's coefficients)
     and -2 (h changed from outside): the history rescaled to the new h."""
