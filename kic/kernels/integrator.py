@@ -38,6 +38,14 @@ FLAT = 1e-15              # both derivatives below this: no curvature to scale b
 AT_END, TOO_ILL, TRIAL_FAILED, STEP_UNDERFLOW, FULL, LOST = range(6)
 
 
+@jit(inline=True)
+def copy_into(src, out):
+    """``out[:] = src`` for vectors, element by element: a slice's copy needs
+    numba's reference counts, which bare kernels go without."""
+    for i in range(src.shape[0]):
+        out[i] = src[i]
+
+
 @jit(bare=True)
 def place(P, W, phi, q, mode, cond, dsign):
     """Assemble at the coordinates q starting from the joint values in phi (in
@@ -57,8 +65,7 @@ def free_rhs(P, W, D, start, phi, y, f, mode, cond, dsign, tau, tl):
     joint loads ``tl`` (N,) of applied loads (kic's sign: the load the joints must
     supply, ``T_L``); returns the status."""
     M = P.M
-    for j in range(phi.shape[0]):      # (a slice's copy needs numba's reference counts)
-        phi[j] = start[j]
+    copy_into(start, phi)
     st = place(P, W, phi, y[:M], mode, cond, dsign)
     if st != OK:
         return st
@@ -139,8 +146,7 @@ def rk_step(P, W, D, start, phi, mode, cond, dsign, tau, tl, A, B, K, y, f, ytmp
     the trial points evaluated)."""
     n = y.shape[0]
     S = A.shape[0]
-    for i in range(n):
-        K[0, i] = f[i]
+    copy_into(f, K[0])
     for s in range(1, S):
         for i in range(n):
             acc = 0.0
@@ -248,14 +254,12 @@ def track(P, W, D, start, phi, t, y, mode, cond, dsign, relax, stop_condition, k
     becomes its joint values), its worst block condition, the threshold's fall to
     ``relax`` (hysteresis), and row k of the record with its joint rates; returns
     (status, worst condition, threshold)."""
-    M, N = P.M, P.N
-    for j in range(N):          # (element by element: no reference counts, see jit bare)
-        phi[j] = start[j]
+    M = P.M
+    copy_into(start, phi)
     st = place(P, W, phi, y[:M], mode, cond, dsign)
     if st != OK:
         return st, 0.0, stop_condition
-    for j in range(N):
-        start[j] = phi[j]
+    copy_into(phi, start)
     worst = 1.0
     for c in range(P.B):
         worst = max(worst, cond[c])
@@ -264,11 +268,9 @@ def track(P, W, D, start, phi, t, y, mode, cond, dsign, relax, stop_condition, k
     ts[k] = t
     conds[k] = worst
     pose_rates(P, W, y[M:], D.zero)
-    for i in range(y.shape[0]):
-        ys[k, i] = y[i]
-    for j in range(N):
-        phis[k, j] = phi[j]
-        phids[k, j] = W.phid[j]
+    copy_into(y, ys[k])
+    copy_into(phi, phis[k])
+    copy_into(W.phid, phids[k])
     return OK, worst, stop_condition
 
 
