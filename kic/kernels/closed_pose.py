@@ -106,8 +106,8 @@ def block_size(P):
 def new_work(N, M, R, L, B, nb):
     """The work arrays of one pose (N joints, M coordinates, R reduced rows, L
     loops, B blocks of at most nb rows), reused by every pose of a call: views
-    of one float and one int allocation (zeroed), as two allocations cost a
-    one-pose call far less than nineteen."""
+    of one float, one int and one bool allocation (zeroed), as three allocations
+    cost a one-pose call far less than twenty-three."""
     f = np.zeros(N * (16 + 6 + M + 1 + 1 + 24 + 1 + 10 + M) + L * 32 + R * (2 + N)
                  + B * nb * nb + 2 * nb * nb)
     # arrays of one shape are slices of one view (each reshape is a few hundred
